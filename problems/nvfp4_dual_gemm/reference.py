@@ -1,0 +1,32 @@
+"""NVFP4 gated dual GEMM, silu(A @ B1^T) * (A @ B2^T): inputs, reference and check."""
+
+from __future__ import annotations
+
+import torch
+
+from problems import blockscaled as bs
+from reference.ops import block_scaled_mm, silu_mul
+
+DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
+
+
+def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
+    gen = bs.generator(seed)
+    a = bs.random_operand(gen, m, k, l, DISTRIBUTION)
+    b1 = bs.random_operand(gen, n, k, l, DISTRIBUTION)
+    b2 = bs.random_operand(gen, n, k, l, DISTRIBUTION)
+    c = bs.poisoned_output((m, n), l)
+    return bs.to_device(
+        (a.data, b1.data, b2.data, a.scales, b1.scales, b2.scales, a.permuted, b1.permuted, b2.permuted, c),
+        device,
+    )
+
+
+def ref_kernel(data: tuple) -> torch.Tensor:
+    a, b1, b2, sfa, sfb1, sfb2, _, _, _, _ = data
+    gate = block_scaled_mm(a, sfa, b1, sfb1)
+    up = block_scaled_mm(a, sfa, b2, sfb2)
+    return silu_mul(gate, up).to(torch.float16)
+
+
+check_implementation = bs.make_checker(ref_kernel, TOLERANCE)

@@ -1,0 +1,26 @@
+"""NVFP4 block-scaled GEMM: inputs, reference and check (built on ``reference/``)."""
+
+from __future__ import annotations
+
+import torch
+
+from problems import blockscaled as bs
+from reference.ops import block_scaled_mm
+
+DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
+
+
+def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
+    gen = bs.generator(seed)
+    a = bs.random_operand(gen, m, k, l, DISTRIBUTION)
+    b = bs.random_operand(gen, n, k, l, DISTRIBUTION)
+    c = bs.poisoned_output((m, n), l)
+    return bs.to_device((a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c), device)
+
+
+def ref_kernel(data: tuple) -> torch.Tensor:
+    a, b, sfa, sfb, _, _, _ = data
+    return block_scaled_mm(a, sfa, b, sfb).to(torch.float16)
+
+
+check_implementation = bs.make_checker(ref_kernel, TOLERANCE)

@@ -1,0 +1,1 @@
+../../submissions/nvfp4_gemm/torch_reference.py

@@ -1,0 +1,1 @@
+../../submissions/nvfp4_gemv/torch_reference.py

@@ -1,0 +1,33 @@
+"""NVFP4 grouped GEMM (G block-scaled GEMMs of different sizes): inputs, reference and check."""
+
+from __future__ import annotations
+
+import torch
+
+from problems import blockscaled as bs
+from reference.ops import block_scaled_mm
+
+DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
+
+
+def generate_input(m: list[int], n: list[int], k: list[int], g: int, seed: int, device: str | None = None) -> tuple:
+    if not len(m) == len(n) == len(k) == g:
+        raise ValueError(f"g={g} groups need g values of m, n and k; got {len(m)}, {len(n)}, {len(k)}")
+    gen = bs.generator(seed)
+    abc, scales, permuted, sizes = [], [], [], []
+    for rows_a, rows_b, depth in zip(m, n, k):
+        a = bs.random_operand(gen, rows_a, depth, 1, DISTRIBUTION)
+        b = bs.random_operand(gen, rows_b, depth, 1, DISTRIBUTION)
+        abc.append((a.data, b.data, bs.poisoned_output((rows_a, rows_b), 1)))
+        scales.append((a.scales, b.scales))
+        permuted.append((a.permuted, b.permuted))
+        sizes.append((rows_a, rows_b, depth, 1))
+    return bs.to_device((abc, scales, permuted, sizes), device)
+
+
+def ref_kernel(data: tuple) -> list[torch.Tensor]:
+    abc, scales, _, _ = data
+    return [block_scaled_mm(a, sfa, b, sfb).to(torch.float16) for (a, b, _), (sfa, sfb) in zip(abc, scales)]
+
+
+check_implementation = bs.make_checker(ref_kernel, TOLERANCE)

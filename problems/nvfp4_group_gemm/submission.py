@@ -1,0 +1,1 @@
+../../submissions/nvfp4_group_gemm/torch_reference.py

@@ -1,0 +1,100 @@
+"""The NVFP4 element and scale formats, defined once for the whole project.
+
+e2m1 ("fp4"): 1 sign bit, 2 exponent bits (bias 1), 1 mantissa bit. Codes 0..7 are
+0, 0.5, 1, 1.5, 2, 3, 4, 6; codes 8..15 are their negatives (8 is -0). Two codes share a
+byte: element 2i in the low nibble, element 2i+1 in the high nibble.
+
+Scales are fp8 e4m3 (``torch.float8_e4m3fn``: bias 7, no infinities, max 448, subnormals
+down to 2^-9), one per ``BLOCK_SIZE`` consecutive elements along K.
+
+Every function works on ``uint8`` views: CPU builds of torch implement few operations on
+``float4_e2m1fn_x2``, so packed data is handled as raw bytes and re-viewed at the edges.
+"""
+
+from __future__ import annotations
+
+import torch
+
+BLOCK_SIZE = 16
+"""Elements along K that share one e4m3 scale."""
+
+E2M1_MAX = 6.0
+E4M3_MAX = 448.0
+
+FP4 = torch.float4_e2m1fn_x2
+E4M3 = torch.float8_e4m3fn
+
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+"""Value of each 4-bit code, indexed by the code."""
+
+
+def as_bytes(packed: torch.Tensor) -> torch.Tensor:
+    """View packed fp4x2 (or uint8) data as uint8 without copying."""
+    if packed.dtype == torch.uint8:
+        return packed
+    if packed.dtype != FP4:
+        raise TypeError(f"expected {FP4} or uint8 packed data, got {packed.dtype}")
+    return packed.view(torch.uint8)
+
+
+def as_fp4(packed_bytes: torch.Tensor) -> torch.Tensor:
+    """View uint8 bytes as ``float4_e2m1fn_x2`` (one element per byte) without copying."""
+    return as_bytes(packed_bytes).view(FP4)
+
+
+def unpack_nibbles(packed: torch.Tensor) -> torch.Tensor:
+    """Split packed bytes (..., K/2) into 4-bit codes (..., K): low nibble first."""
+    data = as_bytes(packed)
+    low = data & 0x0F
+    high = data >> 4
+    return torch.stack((low, high), dim=-1).flatten(-2)
+
+
+def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:
+    """Pack 4-bit codes (..., K), K even, into bytes (..., K/2): element 2i in the low nibble."""
+    if codes.shape[-1] % 2:
+        raise ValueError(f"the last dimension must be even to pack two codes a byte, got {codes.shape[-1]}")
+    pairs = codes.to(torch.uint8).unflatten(-1, (-1, 2))
+    return pairs[..., 0] | (pairs[..., 1] << 4)
+
+
+def decode_e2m1(codes: torch.Tensor) -> torch.Tensor:
+    """Value (float32) of each 4-bit code, by table lookup."""
+    table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=codes.device)
+    return table[codes.long()]
+
+
+def encode_e2m1(values: torch.Tensor) -> torch.Tensor:
+    """Nearest e2m1 code for each value: round half to even, saturating at +-6; NaN is rejected.
+
+    Ties go to the code with an even mantissa bit (0.25 -> 0, 0.75 -> 1.0, 2.5 -> 2, 5 -> 4),
+    as the hardware's round-to-nearest-even conversion does. The sign survives rounding to
+    zero (-0.1 -> code 8, -0).
+    """
+    if torch.isnan(values).any():
+        raise ValueError("NaN has no e2m1 encoding")
+    magnitude = values.abs().to(torch.float32).clamp(max=E2M1_MAX)
+    grid = torch.tensor(E2M1_VALUES[:8], dtype=torch.float32, device=values.device)
+    # Midpoints between neighbouring grid values; the code is the count of midpoints passed,
+    # where landing exactly on a midpoint moves up only if the upper neighbour is even.
+    midpoints = (grid[1:] + grid[:-1]) / 2
+    above = magnitude.unsqueeze(-1) > midpoints
+    on_tie = magnitude.unsqueeze(-1) == midpoints
+    upper_is_even = torch.arange(1, 8, device=values.device) % 2 == 0
+    code = (above | (on_tie & upper_is_even)).sum(-1).to(torch.uint8)
+    sign = torch.signbit(values).to(torch.uint8) << 3
+    return code | sign
+
+
+def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
+    """Value (float32) of fp8 e4m3 scales given as ``float8_e4m3fn`` or raw uint8 bits."""
+    if scales.dtype == torch.uint8:
+        scales = scales.view(E4M3)
+    if scales.dtype != E4M3:
+        raise TypeError(f"expected {E4M3} scales, got {scales.dtype}")
+    return scales.to(torch.float32)
+
+
+def encode_e4m3(values: torch.Tensor) -> torch.Tensor:
+    """Round float values to e4m3 (nearest even, saturating at +-448)."""
+    return values.to(torch.float32).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3)

@@ -1,0 +1,85 @@
+"""Reference block-scaled products for the problems, on any device.
+
+Two backends compute ``C[m, n, l] = sum_k A[m, k, l] * B[n, k, l]`` from packed e2m1 data and
+e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows, K/2) storage):
+
+- ``decode``: expand both operands to exact values (every e2m1 x e4m3 product is exact) and
+  accumulate in float64. Runs on the CPU and on GPUs without FP4 tensor cores (Hopper);
+  float64 makes the reference's own rounding negligible next to any tolerance.
+- ``scaled_mm``: ``torch._scaled_mm`` on fp4 operands with blocked scales, fp32 accumulation
+  in FP4 tensor cores. Needs compute capability 10.x or newer (Blackwell); chosen there by
+  ``pick_backend``. Not run on hardware by this project yet: tests check its argument
+  preparation against an emulated ``_scaled_mm``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from reference.formats import as_fp4
+from reference.layouts import to_blocked
+from reference.quantize import dequantize
+
+Backend = Literal["decode", "scaled_mm"]
+
+FP4_TENSOR_CORE_CAPABILITY = (10, 0)
+
+
+def pick_backend(device: torch.device | str) -> Backend:
+    """The fastest exact backend for ``device``: FP4 tensor cores when present, else decode."""
+    device = torch.device(device)
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) >= FP4_TENSOR_CORE_CAPABILITY:
+        return "scaled_mm"
+    return "decode"
+
+
+def _batch_first(t: torch.Tensor) -> torch.Tensor:
+    """(rows, cols, L) -> (L, rows, cols)."""
+    return t.permute(2, 0, 1)
+
+
+def _decode_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
+    a_values = dequantize(_batch_first(a), _batch_first(sfa)).double()
+    b_values = dequantize(_batch_first(b), _batch_first(sfb)).double()
+    return torch.matmul(a_values, b_values.transpose(1, 2)).permute(1, 2, 0)
+
+
+def _scaled_mm_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
+    batches = a.shape[2]
+    out = torch.empty((batches, a.shape[0], b.shape[0]), dtype=torch.float32, device=a.device)
+    for batch in range(batches):
+        out[batch] = torch._scaled_mm(
+            as_fp4(a[:, :, batch]),
+            as_fp4(b[:, :, batch]).transpose(0, 1),
+            to_blocked(sfa[:, :, batch]),
+            to_blocked(sfb[:, :, batch]),
+            out_dtype=torch.float32,
+        )
+    return out.permute(1, 2, 0)
+
+
+def block_scaled_mm(
+    a: torch.Tensor,
+    sfa: torch.Tensor,
+    b: torch.Tensor,
+    sfb: torch.Tensor,
+    backend: Backend | None = None,
+) -> torch.Tensor:
+    """C (M, N, L) = A (M, K, L) @ B (N, K, L)^T per batch, at float32 precision or better.
+
+    ``a``/``b`` are packed (rows, K/2, L) e2m1 data (fp4x2 or uint8); ``sfa``/``sfb`` are their
+    (rows, K/16, L) e4m3 scales. Returns float64 (decode) or float32 (scaled_mm).
+    """
+    if a.shape[1] != b.shape[1] or a.shape[2] != b.shape[2]:
+        raise ValueError(f"A {tuple(a.shape)} and B {tuple(b.shape)} disagree on K/2 or L")
+    chosen = backend or pick_backend(a.device)
+    if chosen == "scaled_mm":
+        return _scaled_mm_product(a, sfa, b, sfb)
+    return _decode_product(a, sfa, b, sfb)
+
+
+def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """silu(gate) * up, in the precision of the inputs (the dual GEMM's epilogue)."""
+    return torch.nn.functional.silu(gate) * up

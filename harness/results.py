@@ -1,0 +1,139 @@
+"""Typed records of one evaluation: statuses, exit codes, per-case results, the run.
+
+These are the contract between the evaluator, the report, the JSON file and the leaderboard
+store. ``RunResult.to_json()`` is the documented result format (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes, compatible with the contest's runners."""
+
+    PASSED = 0  # every check passed (and every benchmark was timed)
+    CRASHED = 1  # the submission raised, exited or was killed (the reason names the signal)
+    CUDA_FAILURE = 110  # a CUDA/device fault (illegal address, OOM) or no usable GPU
+    CHECK_FAILED = 112  # an output was wrong, or the submission broke a rule of the harness
+    BAD_INPUT = 113  # a malformed task.yml, case, submission file or command line
+    TIMEOUT = 114  # a stage ran past its limit; the worker's process group was killed
+
+
+class Status(str, enum.Enum):
+    """Verdict of one case, and of a run (its worst case)."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # wrong output (values, shape, dtype, list length, unfinished work)
+    REJECTED = "rejected"  # broke a harness rule: tampering, returned an input, implausible time
+    CRASHED = "crashed"
+    CUDA_ERROR = "cuda_error"
+    TIMEOUT = "timeout"
+    BAD_INPUT = "bad_input"
+    NOT_RUN = "not_run"  # left out on purpose (say why in the reason), e.g. too large for the CPU
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return _EXIT_CODES[self]
+
+
+_EXIT_CODES = {
+    Status.PASSED: ExitCode.PASSED,
+    Status.NOT_RUN: ExitCode.PASSED,
+    Status.FAILED: ExitCode.CHECK_FAILED,
+    Status.REJECTED: ExitCode.CHECK_FAILED,
+    Status.CRASHED: ExitCode.CRASHED,
+    Status.CUDA_ERROR: ExitCode.CUDA_FAILURE,
+    Status.TIMEOUT: ExitCode.TIMEOUT,
+    Status.BAD_INPUT: ExitCode.BAD_INPUT,
+}
+
+# Which status wins when a run has several: the most severe, so one bad case fails the run.
+SEVERITY = (
+    Status.NOT_RUN,
+    Status.PASSED,
+    Status.FAILED,
+    Status.REJECTED,
+    Status.CRASHED,
+    Status.CUDA_ERROR,
+    Status.TIMEOUT,
+    Status.BAD_INPUT,
+)
+
+
+def worst(statuses: list[Status]) -> Status:
+    return max(statuses, key=SEVERITY.index, default=Status.NOT_RUN)
+
+
+@dataclass
+class TimingStats:
+    """Robust statistics of one case's timed calls, in microseconds."""
+
+    median_us: float
+    mean_us: float
+    std_us: float
+    min_us: float
+    max_us: float
+    p10_us: float
+    p90_us: float
+    runs: int
+    method: str  # how each call was timed, e.g. "cuda-event+queued-sleep" or "wall-clock (cpu)"
+
+
+@dataclass
+class CaseResult:
+    kind: str  # "test" or "benchmark"
+    case: dict[str, Any]
+    status: Status
+    reason: str = ""
+    timing: TimingStats | None = None
+    sol_us: float | None = None
+    pct_of_sol: float | None = None
+    warmup_s: float | None = None  # first call(s), including any JIT compile
+
+
+@dataclass
+class RunResult:
+    problem: str
+    submission_path: str
+    submission_sha256: str
+    mode: str
+    device: dict[str, Any]
+    harness_version: str
+    status: Status = Status.NOT_RUN
+    reason: str = ""
+    cases: list[CaseResult] = field(default_factory=list)
+    geomean_us: float | None = None
+    geomean_pct_of_sol: float | None = None
+    rankable: bool = False  # timed on a GPU, in full, with every output checked
+    author: str | None = None
+    stdout_tail: str = ""
+    started_at: str = ""
+    elapsed_s: float = 0.0
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return self.status.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["exit_code"] = int(self.exit_code)
+        return record
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> RunResult:
+        fields = {k: v for k, v in record.items() if k != "exit_code"}
+        fields["status"] = Status(fields["status"])
+        fields["cases"] = [
+            CaseResult(
+                **{
+                    **case,
+                    "status": Status(case["status"]),
+                    "timing": TimingStats(**case["timing"]) if case.get("timing") else None,
+                }
+            )
+            for case in fields.get("cases", [])
+        ]
+        return cls(**fields)

@@ -1,0 +1,65 @@
+"""Detects a submission that replaced what the harness relies on inside the worker.
+
+The timer already uses originals captured before the submission was imported
+(``harness.timing``); this check turns an attempt to patch them into a named rejection.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# (module, attribute path) pairs whose identity must not change while a submission runs.
+WATCHED = (
+    ("time", "perf_counter"),
+    ("time", "time"),
+    ("torch.cuda", "Event"),
+    ("torch.cuda", "Event.record"),
+    ("torch.cuda", "Event.elapsed_time"),
+    ("torch.cuda", "Event.synchronize"),
+    ("torch.cuda", "synchronize"),
+    ("torch.cuda", "_sleep"),
+    ("torch", "equal"),
+    ("harness.timing", "CudaTimer.time_call"),
+    ("harness.timing", "CpuTimer.time_call"),
+    ("harness.protocol", "send"),
+    ("harness.protocol", "receive"),
+    ("harness.protocol", "tensor_to_wire"),
+    ("harness.worker", "Worker.call"),
+    ("harness.worker", "Worker.send"),
+    ("harness.worker", "Worker.serve"),
+    ("os", "write"),
+    ("os", "read"),
+)
+
+
+def _lookup(module: ModuleType, path: str) -> object:
+    target: object = module
+    for part in path.split("."):
+        target = getattr(target, part)
+    return target
+
+
+class IntegrityGuard:
+    """Remembers the identity of every watched object; ``violations()`` names what changed."""
+
+    def __init__(self, extra_modules: tuple[ModuleType, ...] = ()) -> None:
+        self._expected = {(m, p): id(_lookup(importlib.import_module(m), p)) for m, p in WATCHED}
+        # Module globals of the harness's own worker code: replacing a helper there is tampering too.
+        self._globals = {module.__name__: dict(vars(module)) for module in extra_modules}
+        self._modules = extra_modules
+
+    def violations(self) -> list[str]:
+        changed = []
+        for (module_name, path), identity in self._expected.items():
+            try:
+                current = id(_lookup(importlib.import_module(module_name), path))
+            except AttributeError:
+                current = None
+            if current != identity:
+                changed.append(f"{module_name}.{path}")
+        for module in self._modules:
+            before = self._globals[module.__name__]
+            now = vars(module)
+            changed += [f"{module.__name__}.{name}" for name, value in before.items() if now.get(name) is not value]
+        return changed

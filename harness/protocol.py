@@ -1,0 +1,118 @@
+"""Messages between the trusted evaluator and the worker that runs a submission.
+
+A message is a 4-byte length, a JSON header and, when the header lists tensors, their raw
+bytes. JSON rather than pickle: the parent never unpickles what an untrusted process wrote.
+Tensors come back only as whitelisted dtypes with checked sizes, so a malformed or forged
+message is a protocol violation, never code execution or a crash of the evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from typing import Any
+
+import torch
+
+MAX_HEADER_BYTES = 1 << 20
+MAX_TENSOR_BYTES = 1 << 31
+
+# Output dtypes a submission may return; anything else fails the dtype check by name.
+WIRE_DTYPES: dict[str, torch.dtype] = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float4_e2m1fn_x2": torch.float4_e2m1fn_x2,
+}
+
+
+class ProtocolError(Exception):
+    """The result channel carried something the harness did not send or expect."""
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    chunks = []
+    remaining = size
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 24))
+        if not chunk:
+            raise EOFError("the worker closed the result channel")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def tensor_to_wire(tensor: torch.Tensor) -> tuple[dict[str, Any], bytes]:
+    """Header entry and raw bytes of a tensor (copied to the CPU, made contiguous)."""
+    name = str(tensor.dtype).removeprefix("torch.")
+    host = tensor.detach().to("cpu").contiguous()
+    raw = host.view(torch.uint8) if host.element_size() == 1 else host.view(-1).view(torch.uint8)
+    payload = raw.numpy().tobytes() if host.numel() else b""
+    return {"dtype": name, "shape": list(host.shape), "nbytes": len(payload)}, payload
+
+
+def tensor_from_wire(entry: dict[str, Any], payload: bytes) -> torch.Tensor | str:
+    """Rebuild a tensor, or return a description of why it cannot be one of ours."""
+    dtype = WIRE_DTYPES.get(entry.get("dtype", ""))
+    if dtype is None:
+        return f"tensor of unsupported dtype {entry.get('dtype')!r}"
+    shape = [int(s) for s in entry["shape"]]
+    count = 1
+    for size in shape:
+        count *= size
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if count * itemsize != len(payload):
+        raise ProtocolError(f"tensor of shape {shape} and dtype {entry['dtype']} cannot have {len(payload)} bytes")
+    if count == 0:
+        return torch.empty(shape, dtype=dtype)
+    raw = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
+    payloads = []
+    if tensors:
+        entries = []
+        for tensor in tensors:
+            entry, payload = tensor_to_wire(tensor)
+            entries.append(entry)
+            payloads.append(payload)
+        header = {**header, "tensors": entries}
+    encoded = json.dumps(header).encode()
+    _write_all(fd, struct.pack("<I", len(encoded)) + encoded)
+    for payload in payloads:
+        _write_all(fd, payload)
+
+
+def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
+    """Read one message; raise ProtocolError on anything malformed, EOFError on a closed channel."""
+    (length,) = struct.unpack("<I", _read_exact(fd, 4))
+    if length > MAX_HEADER_BYTES:
+        raise ProtocolError(f"a {length}-byte header is not one the harness writes")
+    try:
+        header = json.loads(_read_exact(fd, length))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ProtocolError(f"unreadable header ({error})") from None
+    if not isinstance(header, dict) or not isinstance(header.get("op"), str):
+        raise ProtocolError("a header without an 'op'")
+    tensors: list[torch.Tensor | str] = []
+    for entry in header.get("tensors", []):
+        if not isinstance(entry, dict) or not 0 <= int(entry.get("nbytes", -1)) <= MAX_TENSOR_BYTES:
+            raise ProtocolError("a tensor entry with a bad size")
+        tensors.append(tensor_from_wire(entry, _read_exact(fd, int(entry["nbytes"]))))
+    return header, tensors

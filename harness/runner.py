@@ -1,0 +1,235 @@
+"""The trusted side of one worker process: spawn it, talk to it, bound it in time, kill it.
+
+The worker runs in its own process group with a scrubbed environment (no secrets), its own
+working directory and its output captured to a file that is shown, never parsed. Anything
+unexpected on the result channel, a death by signal or a stage past its time limit ends as a
+``WorkerFailure`` carrying one status and one line of reason.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import protocol
+from harness.results import Status
+from harness.task import Task
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "NVFP4_")
+CPU_ADDRESS_SPACE_BYTES = 16 << 30
+"""Host memory cap (RLIMIT_AS) for CPU runs, so a runaway submission fails alone. CUDA
+reserves vast virtual ranges, so GPU runs rely on the organizer's sandbox instead."""
+
+_WORKER_ENTRY = "import sys; from harness.worker import main; sys.exit(main(sys.argv[1:]))"
+
+
+class WorkerFailure(Exception):
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class CallOutput:
+    time_us: float
+    host_us: float
+    output: Any  # a tensor, a list of tensors, or a string saying why it is neither
+    unfinished: bool
+
+
+def worker_environment(device: str, visible_devices: str | None) -> dict[str, str]:
+    """The parent's environment minus anything secret, plus what the worker needs."""
+    env = {k: v for k, v in os.environ.items() if not any(marker in k.upper() for marker in SECRET_MARKERS)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # Triton submissions run through the interpreter
+    if visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices
+    return env
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = {
+            "SIGSEGV": " (segmentation fault)",
+            "SIGKILL": " (killed: out of host memory, or by the harness)",
+            "SIGABRT": " (aborted)",
+            "SIGBUS": " (bus error)",
+        }.get(name, "")
+        return f"was killed by {name}{hint}"
+    return f"exited with code {code} (os._exit or a fatal error in the submission)"
+
+
+def _limit_cpu_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
+
+
+class WorkerSession:
+    """One worker process for one submission; use as a context manager."""
+
+    def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None) -> None:
+        self.task = task
+        self.submission = submission
+        self.device = device
+        self.visible_devices = visible_devices
+        self._messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
+
+    def __enter__(self) -> WorkerSession:
+        self._workdir = tempfile.TemporaryDirectory(prefix="nvfp4-worker-")
+        self.log_path = Path(self._workdir.name) / "submission-output.log"
+        commands_r, self._commands_w = os.pipe()
+        self._results_r, results_w = os.pipe()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w)],
+                pass_fds=(commands_r, results_w),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self._workdir.name,
+                env=worker_environment(self.device, self.visible_devices),
+                start_new_session=True,
+                preexec_fn=_limit_cpu_memory if self.device == "cpu" else None,
+            )
+        os.close(commands_r)
+        os.close(results_w)
+        threading.Thread(target=self._read_results, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read_results(self) -> None:
+        while True:
+            try:
+                self._messages.put(protocol.receive(self._results_r))
+            except BaseException as error:  # EOF, a malformed message: either ends the channel
+                self._messages.put(error)
+                return
+
+    def _kill(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait()
+
+    def close(self) -> None:
+        if getattr(self, "process", None) is None:
+            return
+        try:
+            protocol.send(self._commands_w, {"op": "stop"})
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._kill()  # also ends anything the submission left running in its process group
+        os.close(self._commands_w)
+        os.close(self._results_r)
+        self._workdir.cleanup()
+        self.process = None
+
+    def output_tail(self, limit: int = 2000) -> str:
+        """The last characters the submission printed (shown to the user, never parsed)."""
+        try:
+            return self.log_path.read_bytes()[-limit:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _expect(self, op: str, stage: str, timeout_s: float) -> tuple[dict[str, Any], list[Any]]:
+        try:
+            message = self._messages.get(timeout=timeout_s)
+        except queue.Empty:
+            self._kill()
+            raise WorkerFailure(
+                Status.TIMEOUT,
+                f"{stage} took longer than {timeout_s:g} s (task.yml timeouts_s); the worker was killed",
+            ) from None
+        if isinstance(message, EOFError):
+            self.process.wait()
+            raise WorkerFailure(Status.CRASHED, f"the worker {_describe_exit(self.process.returncode)} during {stage}")
+        if isinstance(message, BaseException):
+            self._kill()
+            raise WorkerFailure(
+                Status.REJECTED, f"something other than the harness wrote to the result channel ({message})"
+            )
+        header, tensors = message
+        if header["op"] == "error":
+            self._kill()
+            status = {
+                "bad_input": Status.BAD_INPUT,
+                "cuda_error": Status.CUDA_ERROR,
+                "rejected": Status.REJECTED,
+                "failed": Status.FAILED,
+            }.get(str(header.get("kind")), Status.CRASHED)
+            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})")
+        if header["op"] != op:
+            self._kill()
+            raise WorkerFailure(Status.REJECTED, f"unexpected '{header['op']}' message on the result channel")
+        return header, tensors
+
+    def _ensure_quiet(self) -> None:
+        """Every reply answers one request: an extra message means someone else wrote one."""
+        if not self._messages.empty():
+            message = self._messages.get()
+            if isinstance(message, EOFError):
+                self._messages.put(message)
+                return
+            self._kill()
+            raise WorkerFailure(Status.REJECTED, "an unrequested message appeared on the result channel")
+
+    def start(self) -> dict[str, Any]:
+        """Import the submission in the worker; returns the worker's 'ready' header."""
+        protocol.send(
+            self._commands_w,
+            {
+                "op": "start",
+                "device": self.device,
+                "reference_module": self.task.reference_module,
+                "task_py": str(self.task.task_py),
+                "submission": str(self.submission),
+            },
+        )
+        header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
+        return header
+
+    def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float) -> CallOutput:
+        self._ensure_quiet()
+        try:
+            protocol.send(self._commands_w, {"op": "call", "case": case, "sleep_us": sleep_us})
+        except OSError:
+            pass  # the worker is gone; _expect reports how
+        header, tensors = self._expect("output", stage, timeout_s)
+        bad = [t for t in tensors if isinstance(t, str)]
+        if bad:
+            output: Any = f"custom_kernel returned a {bad[0]}"
+        elif header.get("structure") == "tensor" and len(tensors) == 1:
+            output = tensors[0]
+        else:
+            output = list(tensors)
+        return CallOutput(
+            time_us=float(header["time_us"]),
+            host_us=float(header["host_us"]),
+            output=output,
+            unfinished=bool(header.get("unfinished")),
+        )

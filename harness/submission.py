@@ -1,0 +1,50 @@
+"""A submission file as the harness sees it before running it: hash, directives, syntax.
+
+Nothing here executes the file: ``ast.parse`` finds syntax errors, so a broken file gets one
+clear line without a worker ever starting.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DIRECTIVE = re.compile(r"^#!POPCORN\s+(\w+)\s+(\S+)\s*$", re.MULTILINE)
+
+
+class SubmissionFileError(Exception):
+    """The file cannot be evaluated; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class SubmissionFile:
+    path: Path
+    sha256: str
+    leaderboard: str | None  # from '#!POPCORN leaderboard <problem>'
+    author: str | None  # from '#!POPCORN author <name>'
+
+
+def read_submission(path: str | Path) -> SubmissionFile:
+    path = Path(path)
+    if not path.is_file():
+        raise SubmissionFileError(f"{path}: no such file; pass the path of your submission.py")
+    source = path.read_bytes()
+    try:
+        text = source.decode()
+        ast.parse(text, filename=str(path))
+    except UnicodeDecodeError:
+        raise SubmissionFileError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    except SyntaxError as error:
+        raise SubmissionFileError(
+            f"{path}: syntax error at line {error.lineno}: {error.msg}; fix it and run again"
+        ) from None
+    directives = dict((key.lower(), value) for key, value in DIRECTIVE.findall(text))
+    return SubmissionFile(
+        path=path.resolve(),
+        sha256=hashlib.sha256(source).hexdigest(),
+        leaderboard=directives.get("leaderboard"),
+        author=directives.get("author"),
+    )

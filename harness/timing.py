@@ -1,0 +1,153 @@
+"""How one call is timed, inside the worker, and the rule that decides how many calls to time.
+
+CUDA: the L2 is flushed by writing a buffer twice its size and persisting lines are reset, then a
+sleep kernel is queued so that the host's launch of the submission happens while the GPU is
+still busy; a device event pair brackets the call, so host launch latency stays outside the
+measurement (device-notes.md: without the queued sleep a ~4 us kernel read 17-23 us).
+
+CPU: wall clock around the call; such times are marked not rankable.
+
+Every function here captures the originals of what it calls at import time, before any
+submission is imported, so a submission that monkeypatches torch.cuda.Event or
+time.perf_counter does not change what the harness measures (and is caught by
+``harness.integrity``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from harness.results import TimingStats
+
+_perf_counter = time.perf_counter
+_Event = torch.cuda.Event
+_event_record = torch.cuda.Event.record
+_event_elapsed_time = torch.cuda.Event.elapsed_time
+_synchronize = torch.cuda.synchronize
+_sleep = torch.cuda._sleep
+
+SLEEP_CYCLES_PER_US = 2000
+"""Cycles of torch.cuda._sleep per microsecond: at most 2 GHz on the GPUs we target, so a
+requested sleep lasts at least as long as asked."""
+
+CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """When to stop timing a case. Times are per call; the budget counts the whole loop.
+
+    Stop once at least ``min_runs`` calls were timed and the standard error of the mean is
+    below ``max_relative_error`` of the mean; or at ``max_runs``; or when ``budget_s`` of wall
+    time has gone (fresh inputs are generated for every call, which dominates for small kernels).
+    """
+
+    min_runs: int = 10
+    max_runs: int = 100
+    max_relative_error: float = 0.005
+    budget_s: float = 30.0
+
+    def done(self, samples_us: list[float], elapsed_s: float) -> bool:
+        runs = len(samples_us)
+        if runs >= self.max_runs or (runs >= 2 and elapsed_s >= self.budget_s):
+            return True
+        if runs < self.min_runs:
+            return False
+        mean = statistics.fmean(samples_us)
+        error = statistics.stdev(samples_us) / math.sqrt(runs)
+        return mean > 0 and error / mean < self.max_relative_error
+
+
+BENCHMARK_RULE = StoppingRule()
+LEADERBOARD_RULE = StoppingRule(min_runs=20, max_runs=200, max_relative_error=0.002, budget_s=60.0)
+CPU_RULE = StoppingRule(min_runs=3, max_runs=10, max_relative_error=0.02, budget_s=10.0)
+
+
+def summarize(samples_us: list[float], method: str) -> TimingStats:
+    ordered = sorted(samples_us)
+
+    def quantile(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return TimingStats(
+        median_us=statistics.median(ordered),
+        mean_us=statistics.fmean(ordered),
+        std_us=statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+        min_us=ordered[0],
+        max_us=ordered[-1],
+        p10_us=quantile(0.1),
+        p90_us=quantile(0.9),
+        runs=len(ordered),
+        method=method,
+    )
+
+
+def _cudart() -> Any | None:
+    """The CUDA runtime library torch loaded, for the calls torch does not expose."""
+    for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+class CudaTimer:
+    """Times single calls on the current CUDA device (see the module docstring)."""
+
+    method = "cuda-event, L2 flushed, queued sleep"
+
+    def __init__(self, device: torch.device) -> None:
+        l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
+        self._flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.uint8, device=device)
+        self._cudart = _cudart()
+        self.persisting_l2_reset = self._cudart is not None
+
+    def _reset_persisting_l2(self) -> None:
+        if self._cudart is not None:
+            self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
+            self._cudart.cudaCtxResetPersistingL2Cache()
+
+    def time_call(self, call: Callable[[], Any], sleep_us: float) -> tuple[Any, Callable[[], float], float]:
+        """Run ``call`` once: (its result, a function giving the device time in us, host time in us).
+
+        The device time is read later, so that the caller can first queue a snapshot of the
+        outputs right behind the end event (work left running on another stream shows there).
+        """
+        _synchronize()
+        self._reset_persisting_l2()
+        self._flush_buffer.zero_()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _sleep(int(sleep_us * SLEEP_CYCLES_PER_US))
+        _event_record(start)
+        host_start = _perf_counter()
+        result = call()
+        host_us = (_perf_counter() - host_start) * 1e6
+        _event_record(end)
+
+        def elapsed_us() -> float:
+            _synchronize()
+            return _event_elapsed_time(start, end) * 1e3
+
+        return result, elapsed_us, host_us
+
+
+class CpuTimer:
+    """Wall clock around one call (CPU work is synchronous)."""
+
+    method = "wall clock (cpu, not rankable)"
+    persisting_l2_reset = False
+
+    def time_call(self, call: Callable[[], Any], sleep_us: float) -> tuple[Any, Callable[[], float], float]:
+        start = _perf_counter()
+        result = call()
+        wall_us = (_perf_counter() - start) * 1e6
+        return result, lambda: wall_us, wall_us

@@ -1,0 +1,181 @@
+"""The process that runs one untrusted submission. Started by ``harness.runner``; never imported
+by the trusted evaluator.
+
+It is a plain executor: the parent sends one ``call`` message per call (case, seed, sleep), the
+worker generates that call's inputs, runs ``custom_kernel`` under the timer and sends back the
+outputs as the caller saw them when the call returned. Policy (how many calls, what is timed,
+the expected output, the verdict) stays in the parent, out of the submission's reach.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from harness import protocol, timing
+from harness.integrity import IntegrityGuard
+
+
+class SubmissionError(Exception):
+    """Raised inside the worker to report a classified failure to the parent."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def load_module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SubmissionError("bad_input", f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _flatten(tree: Any) -> list[torch.Tensor]:
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    if isinstance(tree, (list, tuple)):
+        return [t for item in tree for t in _flatten(item)]
+    return []
+
+
+def _classify(error: BaseException) -> SubmissionError:
+    """Turn whatever the submission raised into one of the statuses the parent reports."""
+    if isinstance(error, SubmissionError):
+        return error
+    text = f"{type(error).__name__}: {error}".strip()
+    if isinstance(error, torch.OutOfMemoryError) or "out of memory" in text.lower() and "cuda" in text.lower():
+        return SubmissionError("cuda_error", f"CUDA out of memory: {text.splitlines()[0]}")
+    if "CUDA error" in text or "cudaError" in text or type(error).__name__ == "AcceleratorError":
+        return SubmissionError("cuda_error", text.splitlines()[0])
+    if isinstance(error, SyntaxError):
+        return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "
+                               f"{error.msg}; fix it and run again")
+    if isinstance(error, ModuleNotFoundError):
+        return SubmissionError("bad_input", f"{text}: install it where the harness runs (CuTe DSL: pip install "
+                               "'.[cute]')")
+    if isinstance(error, SystemExit):
+        return SubmissionError("crashed", f"the submission called sys.exit({error.code!r})")
+    if isinstance(error, MemoryError):
+        return SubmissionError("crashed", "MemoryError: the submission ran out of host memory")
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return SubmissionError("crashed", f"{text.splitlines()[0] if text else type(error).__name__}{where}")
+
+
+def _output_tensors(result: Any) -> tuple[str, list[torch.Tensor]]:
+    """('tensor' | 'list', tensors) for a well-formed output; raise for anything else."""
+    if isinstance(result, torch.Tensor):
+        return "tensor", [result]
+    if isinstance(result, (list, tuple)) and all(isinstance(t, torch.Tensor) for t in result):
+        return "list", list(result)
+    kind = type(result).__name__
+    if isinstance(result, (list, tuple)):
+        kind = f"a {kind} holding " + ", ".join(sorted({type(t).__name__ for t in result}))
+    raise SubmissionError("failed", f"custom_kernel returned {kind}, expected a tensor or a list of tensors")
+
+
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a_start, b_start = a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()
+    a_end, b_end = a_start + a.untyped_storage().nbytes(), b_start + b.untyped_storage().nbytes()
+    return a_start < b_end and b_start < a_end
+
+
+def _bytes_of(t: torch.Tensor) -> torch.Tensor:
+    """Raw bytes of a tensor: compares NaNs and fp4/fp8 data exactly, on any device."""
+    return t.detach().contiguous().view(-1).view(torch.uint8)
+
+
+class Worker:
+    def __init__(self, commands_fd: int, results_fd: int) -> None:
+        self.commands_fd = commands_fd
+        self.results_fd = results_fd
+
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
+        protocol.send(self.results_fd, header, tensors)
+
+    def start(self, request: dict[str, Any]) -> None:
+        self.device = torch.device(request["device"])
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        self.reference = importlib.import_module(request["reference_module"])
+        load_module("task", Path(request["task_py"]))
+        self.timer = timing.CudaTimer(self.device) if self.device.type == "cuda" else timing.CpuTimer()
+        self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timing, protocol))
+        submission_path = Path(request["submission"])
+        sys.path.insert(0, str(submission_path.parent))
+        start = timing._perf_counter()
+        module = load_module("submission", submission_path)
+        kernel = getattr(module, "custom_kernel", None)
+        if not callable(kernel):
+            raise SubmissionError("bad_input", f"{submission_path.name} defines no custom_kernel(data) function")
+        self.kernel = kernel
+        self._check_integrity("at import")
+        self.send({"op": "ready", "import_s": timing._perf_counter() - start, "timer": self.timer.method,
+                   "persisting_l2_reset": self.timer.persisting_l2_reset})
+
+    def _check_integrity(self, when: str) -> None:
+        changed = self.guard.violations()
+        if changed:
+            raise SubmissionError("rejected", f"the submission replaced {', '.join(changed)} {when}")
+
+    def call(self, request: dict[str, Any]) -> None:
+        data = self.reference.generate_input(**request["case"], device=self.device)
+        operands = [t for t in _flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
+        pristine = [_bytes_of(t).clone() for t in operands]
+        result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request["sleep_us"])
+        structure, outputs = _output_tensors(result)
+        # Queued right behind the end event: what the caller could read when the call returned.
+        snapshot = [t.detach().clone() for t in outputs]
+        time_us = elapsed_us()
+        self._check_integrity("during a call")
+        for out in outputs:
+            if any(_shares_memory(out, t) for t in operands):
+                raise SubmissionError("rejected", "custom_kernel returned one of its input tensors as output")
+        if any(not torch.equal(before, _bytes_of(t)) for before, t in zip(pristine, operands)):
+            raise SubmissionError("rejected", "custom_kernel modified its input tensors")
+        unfinished = any(not torch.equal(_bytes_of(s), _bytes_of(t)) for s, t in zip(snapshot, outputs))
+        self.send(
+            {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure, "unfinished": unfinished},
+            snapshot,
+        )
+
+    def serve(self) -> None:
+        while True:
+            header, _ = protocol.receive(self.commands_fd)
+            if header["op"] == "start":
+                self.start(header)
+            elif header["op"] == "call":
+                self.call(header)
+            else:
+                return
+
+
+def main(argv: list[str]) -> int:
+    worker = Worker(int(argv[0]), int(argv[1]))
+    try:
+        worker.serve()
+    except BaseException as error:  # everything a submission can raise ends as one classified line
+        failure = _classify(error)
+        try:
+            worker.send({"op": "error", "kind": failure.kind, "message": str(failure)})
+        except OSError:
+            return 3
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -233,8 +233,13 @@ def evaluate_submission(
     secret_seed: int | None = None,
     visible_devices: str | None = None,
     progress: Progress | None = None,
+    timeout_scale: float = 1.0,
 ) -> RunResult:
-    """Evaluate one file; never raises for a bad submission (the result says what went wrong)."""
+    """Evaluate one file; never raises for a bad submission (the result says what went wrong).
+
+    ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
+    toolchains raise it; tests lower it).
+    """
     progress = progress or (lambda line: None)
     started = time.perf_counter()
     result = RunResult(
@@ -255,7 +260,7 @@ def evaluate_submission(
                 f"{submission}: no problem given; pass it (python -m harness eval PROBLEM FILE) "
                 "or add a '#!POPCORN leaderboard <problem>' line"
             )
-        task = load_task(problem)
+        task = load_task(problem).with_timeouts_scaled(timeout_scale)
         result.problem = task.directory.name
         if mode not in MODES:
             raise SubmissionFileError(f"unknown mode '{mode}': choose one of {', '.join(MODES)}")
@@ -304,7 +309,8 @@ def _handle(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress)
+    result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress,
+                                 timeout_scale=args.timeout_scale)
     print(report.render(result))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -321,4 +327,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", help="write the full result as JSON to this file")
     parser.add_argument("--secret-seed-file", help="ranked mode: file holding the organizer's secret seed "
                         f"(default: ${seeds.SECRET_ENV})")
+    parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
     parser.set_defaults(handler=_handle)

@@ -6,7 +6,7 @@ The harness never tests a problem's name: everything it needs to know about a pr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,11 @@ class Task:
     @property
     def task_py(self) -> Path:
         return self.directory / "task.py"
+
+    def with_timeouts_scaled(self, factor: float) -> Task:
+        if factor <= 0:
+            raise TaskError(f"the timeout scale must be positive, got {factor}")
+        return replace(self, timeouts_s={stage: limit * factor for stage, limit in self.timeouts_s.items()})
 
 
 def list_problems() -> list[str]:

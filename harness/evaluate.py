@@ -38,7 +38,7 @@ PLAUSIBLE_FRACTION_OF_SOL = 0.5
 """A time under half the speed of light is physically impossible: the timing was forged."""
 
 WARMUP_CALLS = 3
-MIN_SLEEP_US, MAX_SLEEP_US = 20.0, 50_000.0
+MAX_SLEEP_US = 50_000.0
 
 Progress = Callable[[str], None]
 
@@ -148,9 +148,9 @@ class Evaluation:
         warmup_s = time.perf_counter() - started
         host_us = [first.host_us]
         for index in range(1, WARMUP_CALLS):
-            host_us.append(self._checked_call(session, case, index, MIN_SLEEP_US, "warm-up", limit["warmup"]).host_us)
+            host_us.append(self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"]).host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
-        sleep_us = min(MAX_SLEEP_US, max(MIN_SLEEP_US, 2 * max(host_us[1:]) + MIN_SLEEP_US))
+        sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
         samples: list[float] = []
         loop_start = time.perf_counter()
         index = WARMUP_CALLS

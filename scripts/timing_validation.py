@@ -1,0 +1,111 @@
+"""Checks the harness's CUDA timer against references that need no trust in it (GPU only).
+
+1. A ~4 us elementwise kernel: the timer's median (fresh buffers, L2 flushed, overhead
+   subtracted) against the per-call time of 50 calls replayed in one CUDA graph, each call on
+   its own buffers (so neither side reads from L2). Goal: within 5%.
+2. A large device-to-device copy: the timer's median against bytes moved / the copy bandwidth
+   that ``harness.calibrate`` measured. Goal: within 2%.
+
+Usage: python scripts/timing_validation.py OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+import torch
+
+from harness.calibrate import measure
+from harness.timing import MIN_QUEUED_SLEEP_US, CudaTimer
+
+GRAPH_CALLS = 50
+POOL = 64
+
+
+def graph_per_call_us(kernels: list, replays: int = 10) -> float:
+    """Median over replays of (one graph of len(kernels) calls) / len(kernels)."""
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for kernel in kernels:
+            kernel()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for kernel in kernels:
+            kernel()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(200_000)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / len(kernels))
+    return statistics.median(times)
+
+
+def timer_median_us(timer: CudaTimer, kernels: list, calls: int = 200) -> float:
+    samples = []
+    for index in range(calls):
+        _, elapsed_us, _ = timer.time_call(kernels[index % len(kernels)], MIN_QUEUED_SLEEP_US)
+        samples.append(elapsed_us())
+    return statistics.median(samples)
+
+
+def small_kernel_check(timer: CudaTimer) -> dict:
+    elements = 768 * 1024  # 3 MiB of fp32 read, 3 MiB written: about 4 us on an H100
+    pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
+    kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
+    graph_us = graph_per_call_us(kernels[:GRAPH_CALLS])
+    timed_us = timer_median_us(timer, kernels)
+    return {
+        "kernel": "fp32 y = 2x, 3 MiB in, 3 MiB out, fresh buffers per call",
+        "graph_replay_per_call_us": graph_us,
+        "harness_us": timed_us,
+        "harness_raw_us": timed_us + timer.overhead_us,
+        "overhead_subtracted_us": timer.overhead_us,
+        "ratio": timed_us / graph_us,
+        "goal": "within 5%",
+        "ok": abs(timed_us / graph_us - 1) <= 0.05,
+    }
+
+
+def copy_check(timer: CudaTimer, bandwidth_bytes_per_s: float) -> dict:
+    size = 1 << 30
+    src, dst = torch.empty(size, dtype=torch.uint8, device="cuda"), torch.empty(size, dtype=torch.uint8, device="cuda")
+    src.random_()
+    timed_us = timer_median_us(timer, [lambda: dst.copy_(src)], calls=20)
+    expected_us = 2 * size / bandwidth_bytes_per_s * 1e6
+    return {
+        "kernel": "1 GiB device-to-device copy (2 GiB moved)",
+        "harness_us": timed_us,
+        "bytes_over_measured_bandwidth_us": expected_us,
+        "measured_bandwidth_bytes_per_s": bandwidth_bytes_per_s,
+        "ratio": timed_us / expected_us,
+        "goal": "within 2%",
+        "ok": abs(timed_us / expected_us - 1) <= 0.02,
+    }
+
+
+def main(out_path: str) -> int:
+    timer = CudaTimer(torch.device("cuda"))
+    ceilings = measure("cuda")
+    results = {
+        "device": torch.cuda.get_device_name(),
+        "small_kernel": small_kernel_check(timer),
+        "large_copy": copy_check(timer, ceilings["copy_bandwidth_bytes_per_s"]),
+    }
+    with open(out_path, "w") as handle:
+        json.dump(results, handle, indent=2)
+    for name in ("small_kernel", "large_copy"):
+        row = results[name]
+        print(f"{name}: harness {row['harness_us']:.2f} us, ratio {row['ratio']:.3f} ({row['goal']}): "
+              f"{'OK' if row['ok'] else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,95 @@
+"""The evaluator end to end on the CPU: baselines pass, bad input gets one line and its exit code."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import evaluate_submission, select_cases
+from harness.results import ExitCode, Status
+from harness.task import list_problems, load_task
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("problem", list_problems())
+def test_torch_baseline_passes_every_cpu_case(problem):
+    result = evaluate_submission(problem, REPO / "submissions" / problem / "torch_reference.py", "test", "cpu")
+    assert result.status == Status.PASSED, result.reason
+    assert result.cases and all(c.status == Status.PASSED for c in result.cases)
+    assert result.author == "harness-baselines" and len(result.submission_sha256) == 64
+
+
+def test_cpu_runs_small_shapes_and_says_what_it_left_out():
+    task = load_task("nvfp4_gemm")
+    cases, notes = select_cases(task, "all", "cpu")
+    assert [c for _, c in cases[: len(task.cpu_tests)]] == list(task.cpu_tests)
+    assert notes and "too large for the CPU" in notes[0]
+    gpu_cases, gpu_notes = select_cases(task, "all", "cuda")
+    assert len(gpu_cases) == len(task.tests) + len(task.benchmarks) and not gpu_notes
+
+
+def _write(tmp_path, body, name="s.py"):
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
+    source = (REPO / "submissions/nvfp4_gemv/torch_reference.py").read_text()
+    result = evaluate_submission(None, _write(tmp_path, source), "benchmark", "cpu")
+    assert result.status == Status.PASSED, result.reason
+    assert not result.rankable and result.geomean_us and result.geomean_us > 0
+    timed = [c for c in result.cases if c.kind == "benchmark"]
+    assert timed and all(c.timing.runs >= 3 and c.timing.method.startswith("wall clock") for c in timed)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "needle"),
+    [
+        ("def custom_kernel(data)\n", Status.BAD_INPUT, "syntax error at line 1"),
+        ("#!POPCORN leaderboard nvfp4_gemv\nx = 1\n", Status.BAD_INPUT, "defines no custom_kernel"),
+        ("def custom_kernel(data):\n    return data[-1]\n", Status.BAD_INPUT, "no problem given"),
+        ("#!POPCORN leaderboard nvfp4_conv\n", Status.BAD_INPUT, "unknown problem 'nvfp4_conv'"),
+        ("#!POPCORN leaderboard nvfp4_gemv\nimport not_a_module\n", Status.BAD_INPUT, "No module named"),
+    ],
+)
+def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
+    result = evaluate_submission(None, _write(tmp_path, body), "test", "cpu")
+    assert result.status == status and needle in result.reason
+    assert "\n" not in result.reason and "Traceback" not in result.reason
+    assert result.exit_code == ExitCode.BAD_INPUT
+
+
+def test_missing_gpu_is_a_device_failure(tmp_path):
+    source = (REPO / "submissions/nvfp4_gemv/torch_reference.py").read_text()
+    result = evaluate_submission(None, _write(tmp_path, source), "test", "cuda")
+    if result.device.get("type") == "cuda":
+        pytest.skip("a GPU is visible here")  # the GPU path is exercised by scripts/gpu_check.sh
+    assert result.exit_code == ExitCode.CUDA_FAILURE and "--device cpu" in result.reason
+
+
+def test_cli_prints_a_table_writes_json_and_exits_with_the_status(tmp_path):
+    out = tmp_path / "result.json"
+    submission = REPO / "submissions/nvfp4_dual_gemm/torch_reference.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "harness", "eval", str(submission), "--mode", "test", "--device", "cpu",
+         "--json", str(out)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Correctness:" in run.stdout and "Result: PASS (exit code 0)" in run.stdout
+    record = json.loads(out.read_text())
+    assert record["problem"] == "nvfp4_dual_gemm" and record["exit_code"] == 0
+    assert record["device"]["type"] == "cpu" and record["harness_version"]
+    assert {c["status"] for c in record["cases"]} == {"passed"}
+
+
+def test_cli_bad_input_exit_code(tmp_path):
+    broken = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(:\n")
+    run = subprocess.run([sys.executable, "-m", "harness", "eval", str(broken), "--device", "cpu"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert run.returncode == ExitCode.BAD_INPUT
+    assert "syntax error" in run.stdout and "Traceback" not in run.stdout + run.stderr

@@ -1,0 +1,75 @@
+"""The result channel: round trips, and malformed or hostile bytes rejected without harm."""
+
+import os
+import struct
+
+import pytest
+import torch
+
+from harness import protocol
+
+
+@pytest.fixture
+def pipe():
+    read_fd, write_fd = os.pipe()
+    yield read_fd, write_fd
+    for fd in (read_fd, write_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def test_round_trip_keeps_values_shape_and_dtype(pipe):
+    read_fd, write_fd = pipe
+    tensors = [
+        torch.tensor([[1.5, float("nan")], [-0.0, 65504.0]], dtype=torch.float16),
+        torch.arange(6, dtype=torch.float32).reshape(3, 2).t(),  # non-contiguous
+        torch.empty((0, 4), dtype=torch.float16),
+    ]
+    protocol.send(write_fd, {"op": "output", "time_us": 1.25}, tensors)
+    header, received = protocol.receive(read_fd)
+    assert header["op"] == "output" and header["time_us"] == 1.25
+    for sent, got in zip(tensors, received):
+        assert got.dtype == sent.dtype and got.shape == sent.shape
+        assert torch.equal(got.view(-1).view(torch.uint8) if got.numel() else got,
+                           sent.contiguous().view(-1).view(torch.uint8) if sent.numel() else sent)
+
+
+def test_unsupported_dtype_becomes_a_description_not_an_error(pipe):
+    read_fd, write_fd = pipe
+    protocol.send(write_fd, {"op": "output"}, [torch.zeros(2, dtype=torch.complex64)])
+    _, received = protocol.receive(read_fd)
+    assert received == ["tensor of unsupported dtype 'complex64'"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"check: pass\n" + b"x" * 64,  # a forged text line: its 'length' is absurd
+        struct.pack("<I", 5) + b"notjs",
+        struct.pack("<I", 2) + b"[]",
+        struct.pack("<I", 2) + b"{}",
+    ],
+)
+def test_garbage_is_a_protocol_error(pipe, payload):
+    read_fd, write_fd = pipe
+    os.write(write_fd, payload)
+    os.close(write_fd)
+    with pytest.raises((protocol.ProtocolError, EOFError)):
+        protocol.receive(read_fd)
+
+
+def test_size_mismatch_is_a_protocol_error(pipe):
+    read_fd, write_fd = pipe
+    header = b'{"op": "output", "tensors": [{"dtype": "float16", "shape": [4], "nbytes": 2}]}'
+    os.write(write_fd, struct.pack("<I", len(header)) + header + b"\0\0")
+    with pytest.raises(protocol.ProtocolError, match="cannot have 2 bytes"):
+        protocol.receive(read_fd)
+
+
+def test_closed_channel_is_eof(pipe):
+    read_fd, write_fd = pipe
+    os.close(write_fd)
+    with pytest.raises(EOFError):
+        protocol.receive(read_fd)

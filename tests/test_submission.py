@@ -1,0 +1,30 @@
+"""Reading a submission file without running it."""
+
+import hashlib
+
+import pytest
+
+from harness.submission import SubmissionFileError, read_submission
+
+
+def test_directives_and_hash(tmp_path):
+    path = tmp_path / "s.py"
+    source = "#!POPCORN leaderboard nvfp4_gemm\n#!POPCORN author ada\ndef custom_kernel(data):\n    return data\n"
+    path.write_text(source)
+    file = read_submission(path)
+    assert (file.leaderboard, file.author) == ("nvfp4_gemm", "ada")
+    assert file.sha256 == hashlib.sha256(source.encode()).hexdigest()
+
+
+def test_syntax_error_is_one_clear_line(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("def custom_kernel(data)\n    return data\n")
+    with pytest.raises(SubmissionFileError) as error:
+        read_submission(path)
+    message = str(error.value)
+    assert "line 1" in message and "fix it" in message and "\n" not in message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(SubmissionFileError, match="no such file"):
+        read_submission(tmp_path / "absent.py")

@@ -1,0 +1,54 @@
+"""task.yml loading: the shipped problems load, malformed files give one clear line."""
+
+import pytest
+import yaml
+
+from harness.task import PROBLEMS_DIR, TaskError, list_problems, load_task, parse_task
+
+
+def test_the_four_problems_load():
+    assert list_problems() == ["nvfp4_dual_gemm", "nvfp4_gemm", "nvfp4_gemv", "nvfp4_group_gemm"]
+    for name in list_problems():
+        task = load_task(name)
+        assert task.tests and task.benchmarks and task.cpu_tests
+        assert len(task.speed_of_light.published_b200_us) == len(task.benchmarks)
+        assert task.reference_module == f"problems.{name}.reference"
+
+
+def _spec(name="nvfp4_gemv"):
+    return yaml.safe_load((PROBLEMS_DIR / name / "task.yml").read_text())
+
+
+def test_unknown_problem_names_the_choices():
+    with pytest.raises(TaskError, match="choose one of nvfp4_dual_gemm"):
+        load_task("nvfp4_conv")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda s: s.pop("tolerance"), "missing key 'tolerance'"),
+        (lambda s: s["tests"].append({"m": 1}), r"tests\[9\] must have exactly the keys"),
+        (lambda s: s["timeouts_s"].pop("warmup"), "timeouts_s lacks"),
+        (lambda s: s["speed_of_light"]["published_b200_us"].pop(), "one per benchmark"),
+        (lambda s: s.update(tests=[]), "'tests' is empty"),
+    ],
+)
+def test_malformed_specs_are_rejected_with_the_fix(mutate, message):
+    spec = _spec()
+    mutate(spec)
+    with pytest.raises(TaskError, match=message):
+        parse_task(spec, PROBLEMS_DIR / "nvfp4_gemv")
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    (tmp_path / "task.yml").write_text("name: x\ntests: [\n")
+    with pytest.raises(TaskError, match="not valid YAML at line"):
+        load_task(tmp_path)
+
+
+def test_timeouts_scale():
+    task = load_task("nvfp4_gemv")
+    assert task.with_timeouts_scaled(0.5).timeouts_s["import"] == task.timeouts_s["import"] / 2
+    with pytest.raises(TaskError):
+        task.with_timeouts_scaled(0)

@@ -161,9 +161,11 @@ class Evaluation:
             samples.append(result.time_us)
             index += 1
         stats = timing.summarize(samples, self.timer_method)
+        profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
+            self.mode == "profile") else None
         sol_us = self.sol_us(case)
         outcome = CaseResult("benchmark", case, Status.PASSED, f"{stats.runs} timed calls, every output checked",
-                             timing=stats, warmup_s=warmup_s)
+                             timing=stats, warmup_s=warmup_s, profile=profile)
         if sol_us:
             outcome.sol_us = sol_us
             outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf

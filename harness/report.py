@@ -88,6 +88,9 @@ def render(result: RunResult) -> str:
         if not result.rankable:
             lines.append("Not rankable: " + ("CPU wall-clock times" if result.device.get("type") == "cpu"
                                              else "some case did not pass or was not timed"))
+    for case in timed:
+        if case.profile:
+            lines += ["", f"Profile of one call, {shape_text(case.case)} (torch.profiler):", case.profile]
     if result.stdout_tail.strip():
         lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]

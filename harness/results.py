@@ -92,6 +92,7 @@ class CaseResult:
     sol_us: float | None = None
     pct_of_sol: float | None = None
     warmup_s: float | None = None  # first call(s), including any JIT compile
+    profile: str | None = None  # torch.profiler table of one call (profile mode)
 
 
 @dataclass

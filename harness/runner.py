@@ -213,6 +213,13 @@ class WorkerSession:
         header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
         return header
 
+    def profile(self, case: dict[str, Any], timeout_s: float) -> str:
+        """One call under torch.profiler in the worker; returns its table (shown, not parsed)."""
+        self._ensure_quiet()
+        protocol.send(self._commands_w, {"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
+        header, _ = self._expect("profile", "a profiled call", timeout_s)
+        return str(header.get("table", ""))[:20000]
+
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float) -> CallOutput:
         self._ensure_quiet()
         try:

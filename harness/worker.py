@@ -135,6 +135,9 @@ class Worker:
         data = self.reference.generate_input(**request["case"], device=self.device)
         operands = [t for t in _flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
         pristine = [_bytes_of(t).clone() for t in operands]
+        if request.get("profile"):
+            self.send_profile(data)
+            return
         result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request["sleep_us"])
         structure, outputs = _output_tensors(result)
         # Queued right behind the end event: what the caller could read when the call returned.
@@ -151,6 +154,19 @@ class Worker:
             {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure, "unfinished": unfinished},
             snapshot,
         )
+
+    def send_profile(self, data: Any) -> None:
+        """One call under torch.profiler; the parent shows its per-kernel table."""
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as profiler:
+            self.kernel(data)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        sort_key = "cuda_time_total" if self.device.type == "cuda" else "cpu_time_total"
+        table = profiler.key_averages().table(sort_by=sort_key, row_limit=15)
+        self.send({"op": "profile", "table": table})
 
     def serve(self) -> None:
         while True:

@@ -148,7 +148,8 @@ class Evaluation:
         warmup_s = time.perf_counter() - started
         host_us = [first.host_us]
         for index in range(1, WARMUP_CALLS):
-            host_us.append(self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"]).host_us)
+            warm = self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
+            host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
         samples: list[float] = []

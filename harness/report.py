@@ -56,7 +56,8 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def render(result: RunResult) -> str:
     device = result.device.get("name", result.device.get("type", "?"))
-    lines = [f"{result.problem}: {result.submission_path} ({result.mode} mode, {device}, harness {result.harness_version})"]
+    lines = [f"{result.problem}: {result.submission_path} "
+             f"({result.mode} mode, {device}, harness {result.harness_version})"]
     tests = [c for c in result.cases if c.kind == "test"]
     if tests:
         lines.append("")
@@ -78,7 +79,7 @@ def render(result: RunResult) -> str:
                 f"{case.warmup_s:.2f}" if case.warmup_s is not None else "-",
                 STATUS_WORDS[case.status],
             ])
-        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else "")] + _table(rows)
+        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""), *_table(rows)]
         for case in timed:
             if case.status != Status.PASSED:
                 lines.append(f"  {shape_text(case.case)}: {case.reason}")

@@ -8,6 +8,7 @@ unexpected on the result channel, a death by signal or a stage past its time lim
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -126,23 +127,17 @@ class WorkerSession:
 
     def _kill(self) -> None:
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.wait()
 
     def close(self) -> None:
         if getattr(self, "process", None) is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             protocol.send(self._commands_w, {"op": "stop"})
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
         self._kill()  # also ends anything the submission left running in its process group
         os.close(self._commands_w)
         os.close(self._results_r)
@@ -213,19 +208,19 @@ class WorkerSession:
         header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
         return header
 
+    def _request(self, header: dict[str, Any]) -> None:
+        self._ensure_quiet()
+        with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
+            protocol.send(self._commands_w, header)
+
     def profile(self, case: dict[str, Any], timeout_s: float) -> str:
         """One call under torch.profiler in the worker; returns its table (shown, not parsed)."""
-        self._ensure_quiet()
-        protocol.send(self._commands_w, {"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
+        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
         header, _ = self._expect("profile", "a profiled call", timeout_s)
         return str(header.get("table", ""))[:20000]
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float) -> CallOutput:
-        self._ensure_quiet()
-        try:
-            protocol.send(self._commands_w, {"op": "call", "case": case, "sleep_us": sleep_us})
-        except OSError:
-            pass  # the worker is gone; _expect reports how
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us})
         header, tensors = self._expect("output", stage, timeout_s)
         bad = [t for t in tensors if isinstance(t, str)]
         if bad:

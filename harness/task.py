@@ -104,7 +104,9 @@ def parse_task(spec: Any, directory: Path) -> Task:
             published_b200_us=tuple(float(v) for v in sol.get("published_b200_us", ())),
         )
     except (KeyError, TypeError, ValueError) as error:
-        raise TaskError(f"{where}: tolerance needs rtol and atol, speed_of_light needs flops and bytes ({error})")
+        raise TaskError(
+            f"{where}: tolerance needs rtol and atol, speed_of_light needs flops and bytes ({error})"
+        ) from None
     task = Task(
         name=str(_require(spec, "name", str, where)),
         directory=directory,

@@ -54,7 +54,7 @@ def _classify(error: BaseException) -> SubmissionError:
     if isinstance(error, SubmissionError):
         return error
     text = f"{type(error).__name__}: {error}".strip()
-    if isinstance(error, torch.OutOfMemoryError) or "out of memory" in text.lower() and "cuda" in text.lower():
+    if isinstance(error, torch.OutOfMemoryError) or ("out of memory" in text.lower() and "cuda" in text.lower()):
         return SubmissionError("cuda_error", f"CUDA out of memory: {text.splitlines()[0]}")
     if "CUDA error" in text or "cudaError" in text or type(error).__name__ == "AcceleratorError":
         return SubmissionError("cuda_error", text.splitlines()[0])

@@ -1,5 +1,6 @@
 """The result channel: round trips, and malformed or hostile bytes rejected without harm."""
 
+import contextlib
 import os
 import struct
 
@@ -14,10 +15,8 @@ def pipe():
     read_fd, write_fd = os.pipe()
     yield read_fd, write_fd
     for fd in (read_fd, write_fd):
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def test_round_trip_keeps_values_shape_and_dtype(pipe):

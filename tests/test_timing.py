@@ -15,7 +15,7 @@ def test_noise_keeps_it_going_until_max_runs_or_budget():
     rule = StoppingRule(min_runs=3, max_runs=8, max_relative_error=0.001, budget_s=60)
     noisy = [1.0, 9.0] * 3
     assert not rule.done(noisy, elapsed_s=1)
-    assert rule.done(noisy + [1.0, 9.0], elapsed_s=1)
+    assert rule.done([*noisy, 1.0, 9.0], elapsed_s=1)
     assert rule.done(noisy, elapsed_s=61)
 
 

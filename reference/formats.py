@@ -73,8 +73,10 @@ def encode_e2m1(values: torch.Tensor) -> torch.Tensor:
     """
     if torch.isnan(values).any():
         raise ValueError("NaN has no e2m1 encoding")
-    magnitude = values.abs().to(torch.float32).clamp(max=E2M1_MAX)
-    grid = torch.tensor(E2M1_VALUES[:8], dtype=torch.float32, device=values.device)
+    # float64 holds every float16/bfloat16/float32/float64 input exactly: a narrower cast would
+    # round twice (a float64 just above a midpoint would land on it and go to even).
+    magnitude = values.abs().to(torch.float64).clamp(max=E2M1_MAX)
+    grid = torch.tensor(E2M1_VALUES[:8], dtype=torch.float64, device=values.device)
     # Midpoints between neighbouring grid values; the code is the count of midpoints passed,
     # where landing exactly on a midpoint moves up only if the upper neighbour is even.
     midpoints = (grid[1:] + grid[:-1]) / 2

@@ -5,7 +5,9 @@ cut into 128x4 tiles ordered row-block-major; each tile is 512 contiguous bytes,
 scale at tile-local (r, c) sits at byte (r % 32) * 16 + (r // 32) * 4 + c.
 
 Permuted: the same tiles as a (32, 4, rest_mn, 4, rest_k, L) tensor with
-perm[r % 32, (r % 128) // 32, r // 128, c % 4, c // 4, l] = sf[r, c, l].
+perm[r % 32, (r % 128) // 32, r // 128, c % 4, c // 4, l] = sf[r, c, l]. Like the contest's, it
+is a view of (L, rest_mn, rest_k, 32, 4, 4) storage, so its memory holds the blocked layout of
+each batch in turn: CuTe kernels read it through ``data_ptr()`` with exactly that layout.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def to_permuted(sf: torch.Tensor) -> torch.Tensor:
     rest_mn, rest_k = raw.shape[0] // TILE_ROWS, raw.shape[1] // TILE_COLS
     # rows r = rest_mn_idx * 128 + r128 * 32 + r32 ; cols c = rest_k_idx * 4 + c4
     split = raw.view(rest_mn, 4, 32, rest_k, TILE_COLS, raw.shape[2])
-    return split.permute(2, 1, 0, 4, 3, 5).contiguous().view(sf.dtype)
+    # Storage (L, rest_mn, rest_k, r32, r128, c4), then viewed as (r32, r128, rest_mn, c4, rest_k, L).
+    storage = split.permute(5, 0, 3, 2, 1, 4).contiguous()
+    return storage.permute(3, 4, 1, 5, 2, 0).view(sf.dtype)
 
 
 def from_permuted(perm: torch.Tensor, rows: int, cols: int) -> torch.Tensor:

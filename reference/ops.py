@@ -7,9 +7,10 @@ e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows
   accumulate in float64. Runs on the CPU and on GPUs without FP4 tensor cores (Hopper);
   float64 makes the reference's own rounding negligible next to any tolerance.
 - ``scaled_mm``: ``torch._scaled_mm`` on fp4 operands with blocked scales, fp32 accumulation
-  in FP4 tensor cores. Needs compute capability 10.x or newer (Blackwell); chosen there by
-  ``pick_backend``. Not run on hardware by this project yet: tests check its argument
-  preparation against an emulated ``_scaled_mm``.
+  in FP4 tensor cores; operands are zero-padded to the shapes it takes (K/2 and N multiples
+  of 16), so the GEMV's single row and ragged test shapes run too. Needs compute capability
+  10.x or newer (Blackwell); chosen there by ``pick_backend``. Not run on hardware by this
+  project yet: tests check its argument preparation against an emulated ``_scaled_mm``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Literal
 
 import torch
 
-from reference.formats import as_fp4
-from reference.layouts import to_blocked
+from reference.formats import BLOCK_SIZE, E4M3, as_fp4
+from reference.layouts import ceil_div, to_blocked
 from reference.quantize import dequantize
 
 Backend = Literal["decode", "scaled_mm"]
@@ -46,9 +47,28 @@ def _decode_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: to
     return torch.matmul(a_values, b_values.transpose(1, 2)).permute(1, 2, 0)
 
 
+SCALED_MM_MULTIPLE = 16
+"""torch._scaled_mm takes K/2 (bytes a row) and N only in multiples of 16."""
+
+
+def _zero_padded(t: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+    """(r, c, L) bytes -> (rows, cols, L) bytes, zero padded, each batch slice row-major."""
+    raw = t.view(torch.uint8)
+    out = torch.zeros((raw.shape[2], rows, cols), dtype=torch.uint8, device=raw.device).permute(1, 2, 0)
+    out[: raw.shape[0], : raw.shape[1]] = raw
+    return out
+
+
 def _scaled_mm_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
-    batches = a.shape[2]
-    out = torch.empty((batches, a.shape[0], b.shape[0]), dtype=torch.float32, device=a.device)
+    # Pad K to a multiple of 32 and N to a multiple of 16 (the GEMV's single row, ragged test
+    # shapes): padded elements are code 0 under scale 0 and add nothing; the result is cut back.
+    batches, rows_a, rows_b = a.shape[2], a.shape[0], b.shape[0]
+    half_k = ceil_div(a.shape[1], SCALED_MM_MULTIPLE) * SCALED_MM_MULTIPLE
+    sf_cols = half_k * 2 // BLOCK_SIZE
+    padded_b = ceil_div(rows_b, SCALED_MM_MULTIPLE) * SCALED_MM_MULTIPLE
+    a, sfa = _zero_padded(a, rows_a, half_k), _zero_padded(sfa, rows_a, sf_cols).view(E4M3)
+    b, sfb = _zero_padded(b, padded_b, half_k), _zero_padded(sfb, padded_b, sf_cols).view(E4M3)
+    out = torch.empty((batches, rows_a, padded_b), dtype=torch.float32, device=a.device)
     for batch in range(batches):
         out[batch] = torch._scaled_mm(
             as_fp4(a[:, :, batch]),
@@ -57,7 +77,7 @@ def _scaled_mm_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb:
             to_blocked(sfb[:, :, batch]),
             out_dtype=torch.float32,
         )
-    return out.permute(1, 2, 0)
+    return out[:, :, :rows_b].permute(1, 2, 0)
 
 
 def block_scaled_mm(

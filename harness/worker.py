@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from torch.utils._device import DeviceContext
 
 from harness import protocol, timing
 from harness.integrity import IntegrityGuard
@@ -74,15 +75,45 @@ def _classify(error: BaseException) -> SubmissionError:
 
 
 def _output_tensors(result: Any) -> tuple[str, list[torch.Tensor]]:
-    """('tensor' | 'list', tensors) for a well-formed output; raise for anything else."""
-    if isinstance(result, torch.Tensor):
+    """('tensor' | 'list', tensors) for a well-formed output; raise for anything else.
+
+    Only exact ``torch.Tensor``, ``list`` and ``tuple`` objects pass, checked by type before
+    anything touches them: a subclass's methods (``__torch_function__``, ``__iter__``) would run
+    the submission's code inside the harness, after the timer stopped (deferred work).
+    """
+    if type(result) in (list, tuple):
+        items = list(result)  # an exact list or tuple: iterating it runs no submission code
+    elif isinstance(result, (list, tuple)):
+        raise SubmissionError("rejected", f"custom_kernel returned a {type(result).__name__}, a list/tuple subclass "
+                              "whose methods could do work after the timer stopped; return a plain list")
+    else:
+        items = [result]
+    for item in items:
+        if isinstance(item, torch.Tensor) and type(item) is not torch.Tensor:
+            raise SubmissionError("rejected", f"custom_kernel returned a {type(item).__name__}, a torch.Tensor "
+                                  "subclass whose methods could do work after the timer stopped; return a plain "
+                                  "torch.Tensor")
+    if type(result) is torch.Tensor:
         return "tensor", [result]
-    if isinstance(result, (list, tuple)) and all(isinstance(t, torch.Tensor) for t in result):
-        return "list", list(result)
+    if type(result) in (list, tuple) and all(type(t) is torch.Tensor for t in items):
+        return "list", items
     kind = type(result).__name__
-    if isinstance(result, (list, tuple)):
-        kind = f"a {kind} holding " + ", ".join(sorted({type(t).__name__ for t in result}))
+    if type(result) in (list, tuple):
+        kind = f"a {kind} holding " + ", ".join(sorted({type(t).__name__ for t in items}))
     raise SubmissionError("failed", f"custom_kernel returned {kind}, expected a tensor or a list of tensors")
+
+
+def _active_modes() -> list[str]:
+    """Torch function / dispatch modes left active (a default-device context excepted).
+
+    A mode runs on every torch call anyone makes, the harness's copy of the output included: it
+    would do the submission's work after the timer stopped.
+    """
+    modes = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
+    names = [f"TorchFunctionMode {type(m).__name__}" for m in modes if type(m) is not DeviceContext]
+    if torch._C._len_torch_dispatch_stack():
+        names.append("TorchDispatchMode")
+    return names
 
 
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -139,6 +170,10 @@ class Worker:
             self.send_profile(data)
             return
         result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request["sleep_us"])
+        modes = _active_modes()
+        if modes:
+            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(modes)} active; it would run inside "
+                                  "the harness after the timer stopped; exit every mode before returning")
         structure, outputs = _output_tensors(result)
         # Queued right behind the end event: what the caller could read when the call returned.
         snapshot = [t.detach().clone() for t in outputs]

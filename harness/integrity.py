@@ -30,6 +30,16 @@ WATCHED = (
     ("harness.worker", "Worker.serve"),
     ("os", "write"),
     ("os", "read"),
+    ("json", "dumps"),  # encodes the result header: a patched one rewrites the reported times
+    # Tensor methods the worker calls on an output after the timer stopped (snapshot, checks, the
+    # wire copy): a patched one would do the submission's work there, untimed.
+    ("torch", "Tensor.clone"),
+    ("torch", "Tensor.detach"),
+    ("torch", "Tensor.contiguous"),
+    ("torch", "Tensor.view"),
+    ("torch", "Tensor.to"),
+    ("torch", "Tensor.numpy"),
+    ("torch", "Tensor.untyped_storage"),
 )
 
 
@@ -44,19 +54,22 @@ class IntegrityGuard:
     """Remembers the identity of every watched object; ``violations()`` names what changed."""
 
     def __init__(self, extra_modules: tuple[ModuleType, ...] = ()) -> None:
-        self._expected = {(m, p): id(_lookup(importlib.import_module(m), p)) for m, p in WATCHED}
+        # The objects themselves, not their id(): a replaced original that is freed could hand
+        # its id to the replacement.
+        self._expected = {(m, p): _lookup(importlib.import_module(m), p) for m, p in WATCHED}
         # Module globals of the harness's own worker code: replacing a helper there is tampering too.
         self._globals = {module.__name__: dict(vars(module)) for module in extra_modules}
         self._modules = extra_modules
 
     def violations(self) -> list[str]:
         changed = []
-        for (module_name, path), identity in self._expected.items():
+        missing = object()
+        for (module_name, path), original in self._expected.items():
             try:
-                current = id(_lookup(importlib.import_module(module_name), path))
+                current = _lookup(importlib.import_module(module_name), path)
             except AttributeError:
-                current = None
-            if current != identity:
+                current = missing
+            if current is not original:
                 changed.append(f"{module_name}.{path}")
         for module in self._modules:
             before = self._globals[module.__name__]

@@ -9,6 +9,7 @@ unexpected on the result channel, a death by signal or a stage past its time lim
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import queue
 import signal
@@ -76,6 +77,23 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code} (os._exit or a fatal error in the submission)"
 
 
+PR_SET_DUMPABLE = 4
+
+
+def keep_evaluator_private() -> None:
+    """Make this process, the evaluator, non-dumpable before it starts a worker.
+
+    A worker runs as the same user, and a same-user process may read another's
+    /proc/<pid>/environ (which keeps NVFP4_SECRET_SEED even after it is popped from os.environ)
+    and /proc/<pid>/mem (the secret, the expected outputs). A non-dumpable process's /proc files
+    belong to root, so the worker reads neither. Root or CAP_SYS_PTRACE still can: run the
+    evaluator as an ordinary user (docs/security.md).
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def _limit_cpu_memory() -> None:
     import resource
 
@@ -93,6 +111,7 @@ class WorkerSession:
         self._messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
 
     def __enter__(self) -> WorkerSession:
+        keep_evaluator_private()
         self._workdir = tempfile.TemporaryDirectory(prefix="nvfp4-worker-")
         self.log_path = Path(self._workdir.name) / "submission-output.log"
         commands_r, self._commands_w = os.pipe()

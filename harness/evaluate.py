@@ -25,7 +25,7 @@ import torch
 from harness import __version__, report, seeds, timing
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
-from harness.sol import UnknownDeviceError, breakdown, current_device_name, speed_of_light
+from harness.sol import UnknownDeviceError, current_device_name, speed_of_light, work
 from harness.submission import SubmissionFileError, read_submission
 from harness.task import Task, TaskError, load_task
 
@@ -49,7 +49,7 @@ def _shape_text(case: dict[str, Any]) -> str:
 
 def case_flops(task: Task, case: dict[str, Any]) -> float:
     """Work of a case by the task's own speed-of-light formula (for choosing CPU shapes)."""
-    return breakdown(task, case, "cpu").flops
+    return work(task, case)[1]
 
 
 def select_cases(task: Task, mode: str, device: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:

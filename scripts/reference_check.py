@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from harness.sol import breakdown
+from harness.sol import work
 
 from harness.task import list_problems, load_task
 
@@ -56,7 +56,7 @@ def check_problem(name: str) -> list[dict]:
             reference.ref_kernel(data)  # warm-up (cuBLAS handles, allocator)
             expected, ref_s = _timed(reference.ref_kernel, data)
             row = {"problem": name, "kind": kind, "case": case, "generate_s": generate_s, "ref_kernel_s": ref_s}
-            if breakdown(task, case, "cpu").flops <= CPU_CROSS_CHECK_MAX_FLOPS:
+            if work(task, case)[1] <= CPU_CROSS_CHECK_MAX_FLOPS:
                 cpu_data = reference.generate_input(**case, device="cpu")
                 row["inputs_identical_to_cpu"] = _fingerprint(cpu_data) == _fingerprint(data)
                 ok, message = reference.check_implementation(cpu_data, expected.cpu() if isinstance(

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from harness.sol import work
 
+from harness.sol import work
 from harness.task import list_problems, load_task
 
 CPU_CROSS_CHECK_MAX_FLOPS = 2e9

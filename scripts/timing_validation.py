@@ -16,8 +16,8 @@ import statistics
 import sys
 
 import torch
-from harness.calibrate import measure
 
+from harness.calibrate import measure
 from harness.timing import MIN_QUEUED_SLEEP_US, CudaTimer
 
 GRAPH_CALLS = 50

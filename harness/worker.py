@@ -140,6 +140,8 @@ class Worker:
     def start(self, request: dict[str, Any]) -> None:
         self.device = torch.device(request["device"])
         if self.device.type == "cuda":
+            if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
+                self.device = torch.device("cuda", torch.cuda.current_device())
             torch.cuda.set_device(self.device)
         self.reference = importlib.import_module(request["reference_module"])
         load_module("task", Path(request["task_py"]))

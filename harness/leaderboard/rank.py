@@ -1,0 +1,158 @@
+"""The ranking rule, as small pure functions over stored runs (no I/O, no clock).
+
+Rule: per problem, on one device and harness version, a submission's score is the geometric
+mean of its benchmark medians (lower is better). A file (by sha256) counts with its best run;
+an author appears once in the ranking, with their best file; their other files are listed
+below it. Runs that failed are listed apart with their reason; runs that passed but are not
+rankable (CPU wall clock, incomplete) are listed apart too. Neither kind is ever ranked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from harness.leaderboard.store import StoredRun
+from harness.results import RunResult, Status
+
+TIE_DECIMALS_US = 3
+"""Scores equal to the nanosecond share a rank (the earlier submission is listed first)."""
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """Geometric mean of positive values; None when there are none or one is not positive."""
+    if not values or any(not v > 0 or math.isinf(v) for v in values):
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def score_us(run: RunResult) -> float | None:
+    """Geometric mean of the benchmark medians; None unless every benchmark passed and was timed."""
+    timed = [case for case in run.cases if case.kind == "benchmark"]
+    if not timed:
+        return run.geomean_us
+    if any(case.status != Status.PASSED or case.timing is None for case in timed):
+        return None
+    return geometric_mean([case.timing.median_us for case in timed if case.timing])
+
+
+def is_failure(run: RunResult) -> bool:
+    return run.status not in (Status.PASSED, Status.NOT_RUN)
+
+
+def is_ranked(run: RunResult) -> bool:
+    return run.status == Status.PASSED and run.rankable and score_us(run) is not None
+
+
+def why_not_rankable(run: RunResult) -> str:
+    """'not rankable (cpu)' and the like, for a run that did not fail yet cannot be ranked."""
+    kind = str(run.device.get("type", "?"))
+    if kind != "cuda":
+        return f"not rankable ({kind})"
+    if score_us(run) is None:
+        return "not rankable (no complete timing)"
+    return "not rankable (incomplete run)"
+
+
+def tie_key(score: float) -> float:
+    return round(score, TIE_DECIMALS_US)
+
+
+def competition_ranks(scores: Sequence[float]) -> list[int]:
+    """Ranks of scores sorted ascending, ties sharing the better rank: 1, 2, 2, 4."""
+    ranks: list[int] = []
+    for index, score in enumerate(scores):
+        tied = index > 0 and tie_key(score) == tie_key(scores[index - 1])
+        ranks.append(ranks[-1] if tied else index + 1)
+    return ranks
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One submission file (by sha256) as the board shows it."""
+
+    stored: StoredRun
+    score_us: float | None
+    rank: int | None = None
+    note: str = ""  # why it is not ranked: the failure reason or "not rankable (cpu)"
+
+    @property
+    def result(self) -> RunResult:
+        return self.stored.result
+
+
+@dataclass(frozen=True)
+class Board:
+    problem: str
+    device_name: str | None
+    harness_version: str | None
+    ranking: list[Entry] = field(default_factory=list)  # one per author, best first
+    others: list[Entry] = field(default_factory=list)  # authors' other rankable files
+    not_rankable: list[Entry] = field(default_factory=list)
+    failed: list[Entry] = field(default_factory=list)
+    hidden_runs: int = 0  # runs on another device or harness version, left out
+    updated_at: str = ""  # the latest run shown
+
+    @property
+    def charted(self) -> list[Entry]:
+        return self.ranking + self.others
+
+
+def _scope(runs: Sequence[StoredRun], device_name: str | None, version: str | None) -> tuple[str | None, str | None]:
+    """The device and harness version the board is for: as asked when runs match, else the latest run's."""
+    if any(r.device_name == device_name and r.result.harness_version == version for r in runs):
+        return device_name, version
+    if not runs:
+        return device_name, version
+    latest = max(runs, key=lambda r: r.id)
+    return latest.device_name, latest.result.harness_version
+
+
+def _order(entry: Entry) -> tuple[float, str, int]:
+    return (entry.score_us if entry.score_us is not None else math.inf, entry.stored.recorded_at, entry.stored.id)
+
+
+def _by_path(entry: Entry) -> tuple[str, int]:
+    return entry.stored.submission_path, entry.stored.id
+
+
+def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None = None,
+                harness_version: str | None = None) -> Board:
+    """Apply the ranking rule to one problem's stored runs."""
+    runs = [r for r in runs if r.problem == problem]
+    device_name, harness_version = _scope(runs, device_name, harness_version)
+    shown = [r for r in runs if r.device_name == device_name and r.result.harness_version == harness_version]
+    by_file: dict[str, list[StoredRun]] = {}
+    for run in shown:
+        by_file.setdefault(run.sha256, []).append(run)
+    candidates, not_rankable, failed = [], [], []
+    for file_runs in by_file.values():
+        ranked = [Entry(r, score_us(r.result)) for r in file_runs if is_ranked(r.result)]
+        if ranked:
+            candidates.append(min(ranked, key=_order))
+            continue
+        latest = max(file_runs, key=lambda r: r.id)
+        if is_failure(latest.result):
+            status, reason = latest.result.status.value, latest.result.reason
+            failed.append(Entry(latest, None, note=f"{status}: {reason}" if reason else status))
+        else:
+            not_rankable.append(Entry(latest, score_us(latest.result), note=why_not_rankable(latest.result)))
+    candidates.sort(key=_order)
+    best, others, authors = [], [], set()
+    for entry in candidates:
+        (others if entry.stored.author in authors else best).append(entry)
+        authors.add(entry.stored.author)
+    ranks = competition_ranks([e.score_us for e in best if e.score_us is not None])
+    ranking = [Entry(e.stored, e.score_us, rank) for e, rank in zip(best, ranks)]
+    return Board(
+        problem=problem,
+        device_name=device_name,
+        harness_version=harness_version,
+        ranking=ranking,
+        others=others,
+        not_rankable=sorted(not_rankable, key=_by_path),
+        failed=sorted(failed, key=_by_path),
+        hidden_runs=len(runs) - len(shown),
+        updated_at=max((r.recorded_at for r in shown), default=""),
+    )

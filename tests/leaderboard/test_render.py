@@ -1,0 +1,105 @@
+"""Rendering: the Markdown table, the JSON, and an HTML page with one SVG bar per (file, shape)."""
+
+import json
+import re
+
+import pytest
+
+from harness import __version__
+from harness.leaderboard import render
+from harness.leaderboard.rank import build_board
+from harness.leaderboard.store import Store
+from harness.results import Status
+
+from .samples import B200, SAMPLE_AUTHORS, fill_sample_store, make_run, stored
+
+NOW = "2025-06-01 14:00 UTC"
+
+
+@pytest.fixture
+def board():
+    with Store.open(":memory:") as store:
+        fill_sample_store(store)
+        return build_board("nvfp4_gemv", store.runs("nvfp4_gemv"), B200, __version__)
+
+
+def test_markdown_lists_ranking_others_and_failures(board):
+    text = render.render_markdown(board, NOW)
+    assert text.startswith("# nvfp4_gemv leaderboard")
+    assert "**NVIDIA B200**" in text and __version__ in text and NOW in text
+    rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert [row.split("|")[2].strip() for row in rows] == ["ada", "linus", "grace", "harness-baselines"]
+    assert rows[0].split("|")[4].strip() == "9.293"  # geomean of 9.1, 18.0, 4.9
+    assert "cutlass_v1.py" in text.split("## Other entries")[1].split("## Failed")[0]
+    failed = text.split("## Failed")[1]
+    assert "hang.py" in failed and "timeout" in failed and "process group was killed" in failed
+    assert "1 = m=7168 k=16384 l=1" in text
+
+
+def test_markdown_escapes_pipes_and_newlines():
+    run = make_run(None, status=Status.CRASHED, reason="line one\nline | two")
+    text = render.render_markdown(build_board("nvfp4_gemv", [stored(run, run_id=1, author="a", file="x.py")]), NOW)
+    assert "line one line \\| two" in text
+
+
+def test_json_has_every_section(board):
+    data = json.loads(json.dumps(render.board_json(board, NOW)))
+    assert data["problem"] == "nvfp4_gemv" and data["device"] == B200 and data["harness_version"] == __version__
+    assert [e["rank"] for e in data["ranking"]] == [1, 2, 3, 4]
+    first = data["ranking"][0]
+    assert first["author"] == "ada" and first["file"] == "cutlass_tcgen05.py" and len(first["sha256"]) == 64
+    assert [b["median_us"] for b in first["benchmarks"]] == [9.1, 18.0, 4.9]
+    assert first["benchmarks"][0]["shape"] == {"m": 7168, "k": 16384, "l": 1}
+    assert first["device"]["sm_clock_mhz"] == "1965"
+    assert {e["file"] for e in data["others"]} == {"cutlass_v1.py", "triton_gemv.py", "torch_reference.py"}
+    assert {e["status"] for e in data["failed"]} == {"failed", "timeout", "rejected"}
+    assert all("note" in e and "rank" not in e for e in data["failed"])
+
+
+def test_html_has_one_bar_per_file_and_shape(board):
+    page = render.render_html(board, NOW)
+    svg = page[page.index("<svg"): page.index("</svg>")]
+    bars = re.findall(r'<rect class="bar[^"]*"', svg)
+    assert len(bars) == len(SAMPLE_AUTHORS) * 3  # 7 rankable files x 3 benchmark shapes
+    assert svg.count("shape ") >= 3 and "% of speed of light" in svg
+    assert "<title>ada · cutlass_tcgen05.py · m=7168 k=16384 l=1: 9.100 µs, 94.7% of SOL</title>" in svg
+
+
+def test_html_is_self_contained_and_escaped():
+    run = make_run((10.0, 10.0, 10.0))
+    hostile = stored(run, run_id=1, author="<script>alert(1)</script>", file="x.py")
+    page = render.render_html(build_board("nvfp4_gemv", [hostile]), NOW)
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # no external asset or link
+    assert "@import" not in page and "url(" not in page
+
+
+def test_chart_without_speed_of_light_shows_times():
+    run = make_run((10.0, 20.0, 30.0), sol_us=None)
+    svg = render.render_chart(build_board("nvfp4_gemv", [stored(run, run_id=1, author="a", file="x.py")]))
+    assert "median time, µs (lower is better)" in svg and svg.count('class="bar') == 3
+
+
+def test_empty_board_renders():
+    board = build_board("nvfp4_gemv", [])
+    assert "No rankable run yet" in render.render_html(board, NOW)
+    assert "No rankable run yet" in render.render_markdown(board, NOW)
+
+
+def test_shape_labels_are_short_for_grouped_shapes():
+    case = {"m": [80, 176, 64], "n": [4096, 4096, 4096], "k": [7168] * 3, "g": 3, "seed": 1}
+    assert render.shape_label(case) == "m=64..176 n=4096x3 k=7168x3 g=3"
+
+
+@pytest.mark.parametrize(("value", "top"), [(0.7, 1.0), (93.0, 100.0), (101.0, 200.0), (23.0, 25.0), (0.0, 1.0)])
+def test_axis_top(value, top):
+    assert render.nice_ceiling(value) == pytest.approx(top)
+
+
+def test_write_site_writes_every_file(board, tmp_path):
+    written = render.write_site([board], tmp_path, NOW)
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in written)
+    assert names == ["index.html", "nvfp4_gemv/LEADERBOARD.md", "nvfp4_gemv/index.html",
+                     "nvfp4_gemv/leaderboard.json"]
+    index = (tmp_path / "index.html").read_text()
+    assert 'href="nvfp4_gemv/index.html"' in index and "ada" in index

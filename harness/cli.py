@@ -9,13 +9,24 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
+
+from harness.results import ExitCode
 
 COMMAND_MODULES = ("harness.evaluate", "harness.sol", "harness.calibrate", "harness.leaderboard.cli")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad command lines exit with the harness's bad-input code (113), not argparse's 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(int(ExitCode.BAD_INPUT), f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m harness", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser

@@ -25,7 +25,7 @@ import torch
 from harness import __version__, report, seeds, timing
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
-from harness.sol import UnknownDeviceError, current_device_name, speed_of_light, work
+from harness.sol import UnknownDeviceError, speed_of_light, work
 from harness.submission import SubmissionFileError, read_submission
 from harness.task import Task, TaskError, load_task
 
@@ -96,12 +96,14 @@ class Evaluation:
         self.visible_devices = visible_devices
         self.progress = progress
         self.reference: ModuleType = importlib.import_module(task.reference_module)
-        self.check_device = torch.device("cuda" if device == "cuda" else "cpu")
+        # The parent checks on the GPU the worker was given, so parallel runs stay apart.
+        self.check_device = torch.device("cuda", gpu_index(visible_devices)) if device == "cuda" else torch.device(
+            "cpu")
         if device == "cpu":
             self.rule = timing.CPU_RULE
         else:
             self.rule = timing.LEADERBOARD_RULE if mode == "leaderboard" else timing.BENCHMARK_RULE
-        self.device_name = current_device_name() if device == "cuda" else "cpu"
+        self.device_name = torch.cuda.get_device_name(self.check_device) if device == "cuda" else "cpu"
         self.stdout_tail = ""
         self.timer_method = ""
 
@@ -211,14 +213,19 @@ class Evaluation:
         return results
 
 
-def _device_info(device: str) -> dict[str, Any]:
-    info: dict[str, Any] = {"type": device, "name": current_device_name() if device == "cuda" else "cpu",
+def gpu_index(visible_devices: str | None) -> int:
+    """The parent's index of the one GPU a worker is given through CUDA_VISIBLE_DEVICES."""
+    return int(visible_devices) if visible_devices and visible_devices.strip().isdigit() else 0
+
+
+def _device_info(device: str, index: int) -> dict[str, Any]:
+    info: dict[str, Any] = {"type": device, "name": torch.cuda.get_device_name(index) if device == "cuda" else "cpu",
                             "torch": torch.__version__}
     if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
+        props = torch.cuda.get_device_properties(index)
         info.update(capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
                     l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory)
-        info.update(report.read_clocks())
+        info.update(report.read_clocks(index))
     return info
 
 
@@ -275,7 +282,7 @@ def evaluate_submission(
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
         return result
-    result.device = _device_info(device)
+    result.device = _device_info(device, gpu_index(visible_devices))
     cases, notes = select_cases(task, mode, device)
     for note in notes:
         progress(f"note: {note}")

@@ -19,14 +19,14 @@ STATUS_WORDS = {
 }
 
 
-def read_clocks() -> dict[str, object]:
+def read_clocks(index: int = 0) -> dict[str, object]:
     """SM and memory clocks now, from nvidia-smi when present (reported, never changed)."""
     if shutil.which("nvidia-smi") is None:
         return {}
     query = "clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw"
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", str(index)],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DIRECTIVE = re.compile(r"^#!POPCORN\s+(\w+)\s+(\S+)\s*$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^#!POPCORN[ \t]+(\w+)[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 
 
 class SubmissionFileError(Exception):

@@ -12,6 +12,7 @@ from reference.formats import (
     encode_e2m1,
     encode_e4m3,
     pack_nibbles,
+    round_to_fp16,
     unpack_nibbles,
 )
 from reference.layouts import ceil_div, from_blocked, from_permuted, to_blocked, to_permuted
@@ -37,6 +38,7 @@ __all__ = [
     "pack_nibbles",
     "pick_backend",
     "quantize",
+    "round_to_fp16",
     "silu_mul",
     "to_blocked",
     "to_permuted",

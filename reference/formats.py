@@ -100,3 +100,20 @@ def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
 def encode_e4m3(values: torch.Tensor) -> torch.Tensor:
     """Round float values to e4m3 (nearest even, saturating at +-448)."""
     return values.to(torch.float32).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3)
+
+
+def round_to_fp16(values: torch.Tensor) -> torch.Tensor:
+    """Round float64 values to fp16 once, correctly (nearest, ties to even).
+
+    torch casts float64 to fp16 through float32, which rounds twice and can land one fp16 ulp
+    off. Rounding to float32 *to odd* first (truncate, then set the last bit when inexact) keeps
+    enough information for the second rounding to be exact.
+    """
+    if values.dtype != torch.float64:
+        return values.to(torch.float16)
+    single = values.to(torch.float32)
+    overshot = single.double().abs() > values.abs()
+    single = torch.where(overshot, torch.nextafter(single, torch.zeros_like(single)), single)
+    inexact = single.double() != values
+    bits = single.view(torch.int32) | inexact.to(torch.int32)
+    return bits.view(torch.float32).to(torch.float16)

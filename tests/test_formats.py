@@ -216,3 +216,15 @@ def test_encode_e4m3_saturates_and_keeps_nan():
     got = formats.encode_e4m3(torch.tensor([448.0, 460.0, 1000.0, math.inf, -1e9, math.nan]))
     assert got.view(torch.uint8).tolist()[:5] == [0x7E, 0x7E, 0x7E, 0x7E, 0xFE]
     assert math.isnan(formats.decode_e4m3(got[5:]).item())
+
+
+def test_round_to_fp16_rounds_once():
+    """float64 -> fp16 in one rounding: numpy converts directly, torch goes through float32."""
+    import numpy as np
+
+    from reference.formats import round_to_fp16
+
+    values = torch.randn(200_000, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 100
+    expected = torch.from_numpy(values.numpy().astype(np.float16))
+    assert torch.equal(round_to_fp16(values), expected)
+    assert not torch.equal(values.to(torch.float16), expected)  # the double rounding this avoids

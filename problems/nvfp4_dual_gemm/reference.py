@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from problems import blockscaled as bs
+from reference.formats import round_to_fp16
 from reference.ops import block_scaled_mm, silu_mul
 
 DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
@@ -26,7 +27,7 @@ def ref_kernel(data: tuple) -> torch.Tensor:
     a, b1, b2, sfa, sfb1, sfb2, _, _, _, _ = data
     gate = block_scaled_mm(a, sfa, b1, sfb1)
     up = block_scaled_mm(a, sfa, b2, sfb2)
-    return silu_mul(gate, up).to(torch.float16)
+    return round_to_fp16(silu_mul(gate, up))
 
 
 check_implementation = bs.make_checker(ref_kernel, TOLERANCE)

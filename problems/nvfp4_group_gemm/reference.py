@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from problems import blockscaled as bs
+from reference.formats import round_to_fp16
 from reference.ops import block_scaled_mm
 
 DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
@@ -27,7 +28,7 @@ def generate_input(m: list[int], n: list[int], k: list[int], g: int, seed: int, 
 
 def ref_kernel(data: tuple) -> list[torch.Tensor]:
     abc, scales, _, _ = data
-    return [block_scaled_mm(a, sfa, b, sfb).to(torch.float16) for (a, b, _), (sfa, sfb) in zip(abc, scales)]
+    return [round_to_fp16(block_scaled_mm(a, sfa, b, sfb)) for (a, b, _), (sfa, sfb) in zip(abc, scales)]
 
 
 check_implementation = bs.make_checker(ref_kernel, TOLERANCE)

@@ -28,8 +28,12 @@ from harness.task import Task
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "NVFP4_")
 CPU_ADDRESS_SPACE_BYTES = 16 << 30
-"""Host memory cap (RLIMIT_AS) for CPU runs, so a runaway submission fails alone. CUDA
-reserves vast virtual ranges, so GPU runs rely on the organizer's sandbox instead."""
+"""Host memory cap (RLIMIT_AS) for CPU runs, so a runaway submission fails alone."""
+GPU_HOST_DATA_BYTES = 32 << 30
+"""Host memory cap for GPU runs. CUDA reserves vast virtual ranges, so RLIMIT_AS cannot be used;
+RLIMIT_DATA counts private writable memory only (checked on an H100, torch 2.11: CUDA, pinned
+memory and Triton work under 16 GiB, and a 1 TiB bytearray raises MemoryError). Without it a
+host that overcommits lets one submission exhaust the machine's memory."""
 
 _WORKER_ENTRY = "import sys; from harness.worker import main; sys.exit(main(sys.argv[1:]))"
 
@@ -100,6 +104,12 @@ def _limit_cpu_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
 
 
+def _limit_gpu_host_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
+
+
 class WorkerSession:
     """One worker process for one submission; use as a context manager."""
 
@@ -126,7 +136,7 @@ class WorkerSession:
                 cwd=self._workdir.name,
                 env=worker_environment(self.device, self.visible_devices),
                 start_new_session=True,
-                preexec_fn=_limit_cpu_memory if self.device == "cpu" else None,
+                preexec_fn=_limit_cpu_memory if self.device == "cpu" else _limit_gpu_host_memory,
             )
         os.close(commands_r)
         os.close(results_w)

@@ -1,0 +1,18 @@
+"""Cheat 5: replace the problem's checker (and the shared comparison) with ones that always pass,
+then return garbage. Checks run in the parent, which never imports this file."""
+
+import problems.blockscaled
+import problems.nvfp4_gemv.reference
+
+
+def _always_pass(*args, **kwargs):
+    return True, "check: pass"
+
+
+problems.nvfp4_gemv.reference.check_implementation = _always_pass
+problems.blockscaled.compare_outputs = _always_pass
+problems.blockscaled.compare_tensor = _always_pass
+
+
+def custom_kernel(data):
+    return data[-1]  # untouched: still the NaN the harness filled it with

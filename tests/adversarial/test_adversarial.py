@@ -1,0 +1,50 @@
+"""The adversarial suite on the CPU: every cpu row of verdicts.yml gets its expected verdict.
+
+Each row runs its submission through ``evaluate_submission(device="cpu")`` against a cut-down
+copy of its problem (one case; see adversarial_suite.py). Rows run two at a time: each spends
+most of its time starting a worker process.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+from adversarial_suite import REPO, SUBMISSIONS, load_rows, markdown_table, run_row
+
+ROWS = load_rows()
+CPU_ROWS = [row for row in ROWS if row.platform == "cpu"]
+
+
+@pytest.fixture(scope="module")
+def observed():
+    """Start every CPU row at once (two workers at a time, hangs first); tests wait on their own."""
+    pool = ThreadPoolExecutor(2)
+    ordered = sorted(CPU_ROWS, key=lambda row: row.status != "timeout")
+    futures: dict[str, Future] = {row.file: pool.submit(run_row, row, "cpu") for row in ordered}
+    yield futures
+    for future in futures.values():
+        future.cancel()
+    pool.shutdown(wait=True)
+
+
+@pytest.mark.parametrize("row", CPU_ROWS, ids=[row.file for row in CPU_ROWS])
+def test_cpu_row_gets_its_verdict(row, observed):
+    got = observed[row.file].result()
+    if got.skipped:
+        pytest.skip(got.reason)
+    assert got.status == row.status and row.reason in got.reason, (
+        f"{row.file} ({row.attack}): expected {row.status} with a reason containing {row.reason!r}, "
+        f"got {got.status}: {got.reason!r}"
+    )
+
+
+def test_every_submission_has_exactly_one_row():
+    files = sorted(path.name for path in SUBMISSIONS.glob("*.py") if not path.name.startswith("_"))
+    listed = [row.file for row in ROWS]
+    assert sorted(listed) == files and len(set(listed)) == len(listed)
+
+
+def test_security_doc_shows_the_current_table():
+    doc = (REPO / "docs" / "security.md").read_text()
+    assert markdown_table(ROWS) in doc, "regenerate it: python tests/adversarial/adversarial_suite.py"

@@ -17,10 +17,12 @@ CPU_ROWS = [row for row in ROWS if row.platform == "cpu"]
 
 
 @pytest.fixture(scope="module")
-def observed():
-    """Start every CPU row at once (two workers at a time, hangs first); tests wait on their own."""
+def observed(request):
+    """Start every selected CPU row at once (two at a time, hangs first); tests wait on their own."""
+    selected = {item.callspec.params["row"].file for item in request.session.items
+                if "row" in getattr(getattr(item, "callspec", None), "params", {})}
     pool = ThreadPoolExecutor(2)
-    ordered = sorted(CPU_ROWS, key=lambda row: row.status != "timeout")
+    ordered = sorted((row for row in CPU_ROWS if row.file in selected), key=lambda row: row.status != "timeout")
     futures: dict[str, Future] = {row.file: pool.submit(run_row, row, "cpu") for row in ordered}
     yield futures
     for future in futures.values():

@@ -135,7 +135,7 @@ class Evaluation:
         result = session.call({**case, "seed": seed}, sleep_us, stage, timeout_s)
         ok, message = self.check(case, seed, result)
         if not ok:
-            raise WorkerFailure(Status.FAILED, message)
+            raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")
         return result
 
     def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
@@ -296,9 +296,11 @@ def evaluate_submission(
     if timed and all(c.status == Status.PASSED for c in timed):
         result.geomean_us = geometric_mean([c.timing.median_us for c in timed if c.timing])
         result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
+    # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
     result.rankable = (
         device == "cuda"
-        and mode in ("all", "benchmark", "leaderboard")
+        and mode == "leaderboard"
+        and secret_seed is not None
         and result.status == Status.PASSED
         and len(timed) == len(task.benchmarks)
     )

@@ -87,8 +87,10 @@ def render(result: RunResult) -> str:
             pct = f", {result.geomean_pct_of_sol:.1f}% of SOL" if result.geomean_pct_of_sol else ""
             lines.append(f"Geometric mean: {result.geomean_us:.2f} us{pct}")
         if not result.rankable:
-            lines.append("Not rankable: " + ("CPU wall-clock times" if result.device.get("type") == "cpu"
-                                             else "some case did not pass or was not timed"))
+            why = "CPU wall-clock times" if result.device.get("type") == "cpu" else (
+                "only leaderboard mode with the organizer's secret seed is ranked" if result.status == Status.PASSED
+                else "some case did not pass")
+            lines.append(f"Not rankable: {why}")
     for case in timed:
         if case.profile:
             lines += ["", f"Profile of one call, {shape_text(case.case)} (torch.profiler):", case.profile]

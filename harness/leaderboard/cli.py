@@ -97,7 +97,8 @@ def resolve(args: argparse.Namespace) -> Settings:
     except (OSError, ValueError) as error:
         raise UsageError(f"secret seed: {error}") from None
     if secret is None:
-        say(f"note: no secret seed (${seeds.SECRET_ENV} or --secret-seed-file): ranked inputs follow public seeds")
+        say(f"note: no secret seed (${seeds.SECRET_ENV} or --secret-seed-file): "
+            "runs use public seeds and are listed as not rankable")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -52,7 +52,9 @@ def why_not_rankable(run: RunResult) -> str:
         return f"not rankable ({kind})"
     if score_us(run) is None:
         return "not rankable (no complete timing)"
-    return "not rankable (incomplete run)"
+    if run.mode != "leaderboard":
+        return f"not rankable ({run.mode} mode: public seeds)"
+    return "not rankable (no secret seed, or an incomplete run)"
 
 
 def tie_key(score: float) -> float:

@@ -81,7 +81,10 @@ def test_not_rankable_runs_are_listed_not_ranked():
     board = build_board("nvfp4_gemv", runs)
     assert not board.ranking and not board.failed
     assert [e.note for e in board.not_rankable] == ["not rankable (cpu)"]
-    assert why_not_rankable(make_run(rankable=False)) == "not rankable (incomplete run)"
+    assert why_not_rankable(make_run(rankable=False)) == "not rankable (no secret seed, or an incomplete run)"
+    public = make_run(rankable=False)
+    public.mode = "benchmark"
+    assert why_not_rankable(public) == "not rankable (benchmark mode: public seeds)"
 
 
 def test_ties_share_a_rank_and_the_earlier_file_comes_first():

@@ -3,6 +3,7 @@ PYTHON ?= python3
 PROBLEM ?=
 SUBMISSION ?= submissions/nvfp4_gemv/torch_reference.py
 MODE ?= all
+EXTRAS ?= test
 
 .PHONY: install eval test lint leaderboard sol calibrate gpu-check
 
@@ -10,7 +11,7 @@ MODE ?= all
 # where one is (a GPU image), it is kept.
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "torch==2.13.0"
-	$(PYTHON) -m pip install -q -e ".[test]"
+	$(PYTHON) -m pip install -q -e ".[$(EXTRAS)]"
 
 # Correctness on every test shape, then timing on every benchmark shape (CPU when no GPU).
 # The problem comes from PROBLEM or from the file's '#!POPCORN leaderboard' line.

@@ -8,7 +8,7 @@ already applied, and accumulates two fp32 dots: the low nibbles (even k) and the
 (odd k) form two half-K operands, so no interleaving shuffle is needed. Nothing dequantized
 goes to memory.
 
-Why it is fast (on Hopper, which has no FP4 tensor cores): the decode is exact and cheap.
+Why this design (on Hopper, which has no FP4 tensor cores): the decode is exact and cheap.
 fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals included), and
 multiplying by the e4m3 scale in fp16 gives e2m1 * scale * 2^-14 exactly (at most 6 significant
 bits, no overflow: 6 * 448 * 2^-14 < 1). On the GPU one PTX snippet decodes 4 bytes (8 codes)
@@ -17,6 +17,10 @@ see plain fp16 operands; the fp32 accumulator is scaled by 2^28 once at the end.
 grid alone cannot fill the GPU (M = 128), K is split across programs; the last program to
 finish a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, all in
 one launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
+
+Measured on the H100 (docs/baselines.md): only 10% of the Hopper speed of light (geomean), far
+below what instruction counts predict; every tile shape and pipelining change tried ran at about
+the same time per K step, so the limit is a stall still to be found with a profiler.
 """
 
 import os
@@ -281,11 +285,11 @@ def _bytes(packed: torch.Tensor) -> torch.Tensor:
 # Tuned on the H100 (see docs/baselines.md); ctas_per_sm is how many programs fit on one SM.
 DEFAULT_CONFIG = {
     "block_m": 128,
-    "block_n": 128,
+    "block_n": 256,
     "block_k": 64,
     "num_warps": 8,
     "num_stages": 4,
-    "ctas_per_sm": 2,
+    "ctas_per_sm": 1,
     "scale_words": True,
 }
 INTERPRETER_CONFIG = {

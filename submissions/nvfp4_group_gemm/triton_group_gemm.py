@@ -10,13 +10,16 @@ group by comparing its id with the groups' first tiles, reads the group's addres
 table and computes a BM x BN tile of that group's C. Tiles of a group are ordered M-fastest so
 programs running together share the large B tile in L2.
 
-Why it is fast (on Hopper, which has no FP4 tensor cores): one launch, no padding copies, and
+Why this design (on Hopper, which has no FP4 tensor cores): one launch, no padding copies, and
 an exact, cheap decode. fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14
 (subnormals included); multiplying by the e4m3 block scale in fp16 is exact. On the GPU one PTX
 snippet decodes 4 bytes (8 codes) with two byte permutes, shifts, masks and two f16x2
 multiplies; low and high nibbles form two half-K operand planes for two fp16 wgmma dots into an
 fp32 accumulator, scaled by 2^28 once. Under the CPU interpreter (``TRITON_INTERPRET=1``) the
 decode runs in plain Triton.
+
+Measured on the H100 (docs/baselines.md): 12% of the Hopper speed of light (geomean), far below
+what instruction counts predict; it shares the GEMM kernel's unexplained per-K-step stall.
 """
 
 import os
@@ -269,7 +272,14 @@ def _table(abc: list, scales: list, block_m: int, block_n: int, device: torch.de
 
 
 # Tuned on the H100 (see docs/baselines.md).
-DEFAULT_CONFIG = {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 4, "scale_words": True}
+DEFAULT_CONFIG = {
+    "block_m": 128,
+    "block_n": 128,
+    "block_k": 64,
+    "num_warps": 8,
+    "num_stages": 4,
+    "scale_words": False,
+}
 INTERPRETER_CONFIG = {
     "block_m": 128,
     "block_n": 128,

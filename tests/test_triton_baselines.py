@@ -1,0 +1,144 @@
+"""The Triton baseline submissions, run on the CPU by Triton's interpreter.
+
+Each problem runs in its own subprocess with ``TRITON_INTERPRET=1`` set before triton is imported
+(another test in this pytest process may already have imported triton without it). The
+subprocess loads the submission file the way the contest does (``task`` importable), runs
+``custom_kernel`` on the problem's ``cpu_tests`` from task.yml, a few non-default code paths
+(split-K, prefetch, byte-wise scales), and once more with the nibbles of A swapped in every
+byte, which is what a kernel decoding the nibbles in the wrong order computes: that output must
+fail ``problems.<p>.reference.check_implementation`` against the original data, which shows the
+check can fail. Results come back as one JSON line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Checked without importing triton here: the workers import it themselves, interpreter on.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SUBMISSIONS = {
+    "nvfp4_gemv": "submissions/nvfp4_gemv/triton_gemv.py",
+    "nvfp4_gemm": "submissions/nvfp4_gemm/triton_gemm.py",
+    "nvfp4_dual_gemm": "submissions/nvfp4_dual_gemm/triton_dual_gemm.py",
+    "nvfp4_group_gemm": "submissions/nvfp4_group_gemm/triton_group_gemm.py",
+}
+
+# Entry point and non-default keyword arguments run on the first cpu_tests case.
+VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "nvfp4_gemv": ("gemv", [{"prefetch": True, "block_m": 16, "blocks_per_step": 4}]),
+    "nvfp4_gemm": ("gemm", [{"split_k": 3, "block_k": 64}]),
+    "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
+    "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False}]),
+}
+
+WORKER = r"""
+import importlib, importlib.util, json, sys
+import torch, yaml
+
+root, problem, path, entry, variants = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+sys.path.insert(0, root)
+sys.modules["task"] = importlib.import_module(f"problems.{problem}.task")
+reference = importlib.import_module(f"problems.{problem}.reference")
+spec = importlib.util.spec_from_file_location("triton_submission", f"{root}/{path}")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+cases = yaml.safe_load(open(f"{root}/problems/{problem}/task.yml"))["cpu_tests"]
+
+
+def swapped(packed):
+    # (rows, K/2, L) fp4x2 view of (L, rows, K/2) storage -> the same with each byte's nibbles swapped.
+    raw = packed.view(torch.uint8).permute(2, 0, 1)
+    return (((raw & 0x0F) << 4) | (raw >> 4)).permute(1, 2, 0).view(packed.dtype)
+
+
+def with_swapped_a(data):
+    if problem == "nvfp4_group_gemm":
+        abc, scales, permuted, sizes = data
+        return ([(swapped(a), b, c) for a, b, c in abc], scales, permuted, sizes)
+    return (swapped(data[0]),) + tuple(data[1:])
+
+
+result = {"cases": [], "variants": [], "swapped": []}
+for case in cases:
+    data = reference.generate_input(**case, device="cpu")
+    result["cases"].append([case, *reference.check_implementation(data, module.custom_kernel(data))])
+case = cases[0]
+for kwargs in variants:
+    data = reference.generate_input(**case, device="cpu")
+    out = getattr(module, entry)(data, **kwargs)
+    result["variants"].append([kwargs, *reference.check_implementation(data, out)])
+data = reference.generate_input(**case, device="cpu")
+out = module.custom_kernel(with_swapped_a(reference.generate_input(**case, device="cpu")))
+result["swapped"].append([case, *reference.check_implementation(data, out)])
+print("RESULT " + json.dumps(result))
+"""
+
+
+def run_interpreted(problem: str) -> dict[str, Any]:
+    """Run the worker for one problem under the Triton CPU interpreter; its parsed JSON result."""
+    entry, variants = VARIANTS[problem]
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER, str(ROOT), problem, SUBMISSIONS[problem], entry, json.dumps(variants)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, f"worker failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}"
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+_RESULTS: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture(params=sorted(SUBMISSIONS), scope="module")
+def interpreted(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """(problem, worker result), one subprocess per problem for the whole module."""
+    problem = request.param
+    if problem not in _RESULTS:
+        _RESULTS[problem] = run_interpreted(problem)
+    return problem, _RESULTS[problem]
+
+
+def test_cpu_cases_pass(interpreted: tuple[str, dict[str, Any]]) -> None:
+    problem, result = interpreted
+    assert result["cases"], f"{problem}: task.yml has no cpu_tests"
+    for case, ok, message in result["cases"]:
+        assert ok, f"{problem} {case}: {message}"
+
+
+def test_non_default_paths_pass(interpreted: tuple[str, dict[str, Any]]) -> None:
+    problem, result = interpreted
+    for kwargs, ok, message in result["variants"]:
+        assert ok, f"{problem} {kwargs}: {message}"
+
+
+def test_swapped_nibbles_fail_the_check(interpreted: tuple[str, dict[str, Any]]) -> None:
+    problem, result = interpreted
+    for case, ok, message in result["swapped"]:
+        assert not ok, f"{problem} {case}: output from nibble-swapped A passed the check ({message})"
+        assert "mismatch" in message
+
+
+def test_files_are_contest_submissions() -> None:
+    for problem, path in SUBMISSIONS.items():
+        lines = (ROOT / path).read_text().splitlines()
+        assert lines[0] == f"#!POPCORN leaderboard {problem}"
+        assert lines[1] == "#!POPCORN author harness-baselines"
+        source = "\n".join(lines)
+        assert "from task import input_t, output_t" in source
+        assert "def custom_kernel(data: input_t) -> output_t:" in source

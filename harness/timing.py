@@ -54,7 +54,7 @@ class StoppingRule:
     min_runs: int = 10
     max_runs: int = 100
     max_relative_error: float = 0.005
-    budget_s: float = 30.0
+    budget_s: float = 15.0
 
     def done(self, samples_us: list[float], elapsed_s: float) -> bool:
         runs = len(samples_us)
@@ -67,8 +67,8 @@ class StoppingRule:
         return mean > 0 and error / mean < self.max_relative_error
 
 
-BENCHMARK_RULE = StoppingRule()
-LEADERBOARD_RULE = StoppingRule(min_runs=20, max_runs=200, max_relative_error=0.002, budget_s=60.0)
+BENCHMARK_RULE = StoppingRule(budget_s=15.0)
+LEADERBOARD_RULE = StoppingRule(min_runs=20, max_runs=200, max_relative_error=0.002, budget_s=30.0)
 CPU_RULE = StoppingRule(min_runs=3, max_runs=10, max_relative_error=0.02, budget_s=10.0)
 
 

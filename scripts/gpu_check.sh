@@ -4,6 +4,8 @@
 # Usage (through the device tool, carry [".whl"] for CuTe DSL): bash scripts/gpu_check.sh [STEP...]
 # Steps: env reference calibrate sol timing eval leaderboard adversarial (default: all).
 # Everything lands in $OUT (default ./gpu-check-out): summary.txt and results.tar.gz.
+# EVAL_FILES narrows the eval step (default: every file under submissions/); the leaderboard step
+# ranks with the secret seed in $NVFP4_SECRET_SEED when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -37,12 +39,12 @@ for step in $steps; do
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     eval)
       mkdir -p "$WORK/eval"
-      for file in submissions/*/*.py; do
+      for file in ${EVAL_FILES:-submissions/*/*.py}; do
         name=$(basename "$(dirname "$file")")__$(basename "$file" .py)
         run_step "eval-$name" python3 -m harness eval "$file" --json "$WORK/eval/$name.json"
       done ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;
-    adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" ;;
+    adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" --cpu-rows none ;;
     *) log "unknown step $step" ;;
   esac
 done

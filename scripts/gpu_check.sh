@@ -15,6 +15,9 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:${PYTHONPATH:-}"
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+  # The CuTe DSL wheel reaches its package through a .pth file, which PYTHONPATH entries ignore.
+  [ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/python_packages"
 fi
 steps=${*:-env reference calibrate sol timing eval leaderboard adversarial}
 summary="$OUT/summary.txt"

@@ -110,6 +110,10 @@ class Evaluation:
         self.timer_method = ""
         self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
 
+    def close(self) -> None:
+        """Stop the thread that draws the parent's copies of the inputs."""
+        self._generator.shutdown(cancel_futures=True)
+
     # -- checking -----------------------------------------------------------------------
     def check(self, inputs: Future, result: CallOutput) -> tuple[bool, str]:
         """Judge one output against the reference on the same inputs (generated on the CPU meanwhile)."""
@@ -293,7 +297,10 @@ def evaluate_submission(
     for note in notes:
         progress(f"note: {note}")
     evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress)
-    result.cases = evaluation.run(cases)
+    try:
+        result.cases = evaluation.run(cases)
+    finally:
+        evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
     result.status = worst([c.status for c in result.cases]) if result.cases else Status.NOT_RUN
     failed = [c for c in result.cases if c.status not in (Status.PASSED, Status.NOT_RUN)]

@@ -26,9 +26,10 @@ import torch
 from harness import __version__, report, seeds, timing
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
+from harness.score import geometric_mean
 from harness.sol import UnknownDeviceError, speed_of_light, work
 from harness.submission import SubmissionFileError, read_submission
-from harness.task import Task, TaskError, load_task
+from harness.task import Task, TaskError, load_task, shape_text
 from problems.blockscaled import to_device
 
 MODES = ("all", "test", "benchmark", "leaderboard", "profile")
@@ -43,10 +44,6 @@ WARMUP_CALLS = 3
 MAX_SLEEP_US = 50_000.0
 
 Progress = Callable[[str], None]
-
-
-def _shape_text(case: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in case.items() if k != "seed")
 
 
 def case_flops(task: Task, case: dict[str, Any]) -> float:
@@ -210,7 +207,7 @@ class Evaluation:
                 while pending:
                     kind, case = pending.pop(0)
                     position = len(results) + 1
-                    label = f"[{position}/{len(cases)}] {kind} {_shape_text(case)}"
+                    label = f"[{position}/{len(cases)}] {kind} {shape_text(case)}"
                     try:
                         outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)
                     except WorkerFailure as failure:
@@ -237,12 +234,6 @@ def _device_info(device: str, index: int) -> dict[str, Any]:
                     l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory)
         info.update(report.read_clocks(index))
     return info
-
-
-def geometric_mean(values: list[float]) -> float | None:
-    if not values or any(v <= 0 for v in values):
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def evaluate_submission(

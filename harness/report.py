@@ -6,6 +6,7 @@ import shutil
 import subprocess
 
 from harness.results import CaseResult, RunResult, Status
+from harness.task import shape_text
 
 STATUS_WORDS = {
     Status.PASSED: "PASS",
@@ -33,10 +34,6 @@ def read_clocks(index: int = 0) -> dict[str, object]:
         return {}
     names = ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w")
     return dict(zip(names, (v.strip() for v in out.split(","))))
-
-
-def shape_text(case: dict[str, object]) -> str:
-    return " ".join(f"{k}={v}" for k, v in case.items() if k != "seed")
 
 
 def case_summary(case: CaseResult) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from harness.task import Task, TaskError, load_task
+from harness.task import Task, TaskError, load_task, shape_text
 
 DEVICES_PATH = Path(__file__).resolve().with_name("devices.yml")
 MAX_EXPRESSION_CHARS = 2000
@@ -313,13 +313,6 @@ def speed_of_light(problem: str, case: Mapping[str, Any], device: str) -> float:
 
 
 # -- the command ----------------------------------------------------------------------------
-def shape_text(case: Mapping[str, Any]) -> str:
-    """A case without its seed, lists without spaces: 'm=[80,176] n=[4096,4096] k=[7168,7168] g=2'."""
-    def text(value: Any) -> str:
-        return "[" + ",".join(str(v) for v in value) + "]" if isinstance(value, (list, tuple)) else str(value)
-    return " ".join(f"{k}={text(v)}" for k, v in case.items() if k != "seed")
-
-
 def _table_lines(rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))

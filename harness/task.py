@@ -6,6 +6,7 @@ The harness never tests a problem's name: everything it needs to know about a pr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,10 @@ def load_task(problem: str | Path) -> Task:
         line = f" at line {mark.line + 1}" if mark else ""
         raise TaskError(f"{path}: not valid YAML{line}; fix the syntax there") from None
     return parse_task(spec, directory.resolve())
+
+
+def shape_text(case: Mapping[str, Any]) -> str:
+    """A case without its seed, lists without spaces: 'm=[80,176] n=[4096,4096] k=[7168,7168] g=2'."""
+    def text(value: Any) -> str:
+        return "[" + ",".join(str(v) for v in value) + "]" if isinstance(value, (list, tuple)) else str(value)
+    return " ".join(f"{k}={text(v)}" for k, v in case.items() if k != "seed")

@@ -15,16 +15,10 @@ from dataclasses import dataclass, field
 
 from harness.leaderboard.store import StoredRun
 from harness.results import RunResult, Status
+from harness.score import geometric_mean
 
 TIE_DECIMALS_US = 3
 """Scores equal to the nanosecond share a rank (the earlier submission is listed first)."""
-
-
-def geometric_mean(values: Sequence[float]) -> float | None:
-    """Geometric mean of positive values; None when there are none or one is not positive."""
-    if not values or any(not v > 0 or math.isinf(v) for v in values):
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def score_us(run: RunResult) -> float | None:

@@ -36,18 +36,25 @@ TILE_BYTES = TILE_ROWS * TILE_COLS
 # --- e2m1 -------------------------------------------------------------------------------------
 
 
+def minifloat_value(bits: int, exponent_bits: int, mantissa_bits: int, bias: int) -> float:
+    """Value of a sign / exponent / mantissa bit pattern (no infinities, no NaN handling).
+
+    Exponent 0 is subnormal, 0.m * 2^(1 - bias); otherwise normal, 1.m * 2^(e - bias).
+    """
+    sign = (bits >> (exponent_bits + mantissa_bits)) & 1
+    exponent = (bits >> mantissa_bits) & ((1 << exponent_bits) - 1)
+    mantissa = bits & ((1 << mantissa_bits) - 1)
+    fraction = mantissa / (1 << mantissa_bits)
+    significand = fraction if exponent == 0 else 1 + fraction
+    magnitude = significand * 2.0 ** (max(exponent, 1) - bias)
+    return -magnitude if sign else magnitude
+
+
 def e2m1_value(code: int) -> float:
     """Value of a 4-bit e2m1 code from its bit fields (code 8 is -0.0)."""
     if not 0 <= code < 16:
         raise ValueError(f"e2m1 codes are 4 bits, got {code}")
-    sign = (code >> 3) & 0b1
-    exponent = (code >> 1) & 0b11
-    mantissa = code & 0b1
-    bias = 1
-    # exponent 0 is subnormal, 0.m * 2^(1 - bias); otherwise normal, 1.m * 2^(e - bias)
-    significand = mantissa / 2 if exponent == 0 else 1 + mantissa / 2
-    magnitude = significand * 2.0 ** (max(exponent, 1) - bias)
-    return -magnitude if sign else magnitude
+    return minifloat_value(code, exponent_bits=2, mantissa_bits=1, bias=1)
 
 
 E2M1_TABLE: tuple[float, ...] = tuple(e2m1_value(code) for code in range(16))
@@ -95,19 +102,12 @@ def pack_pair(even: int, odd: int) -> int:
 
 
 def e4m3_value(byte: int) -> float:
-    """Value of an 8-bit float8_e4m3fn pattern from its bit fields."""
+    """Value of an 8-bit float8_e4m3fn pattern from its bit fields (all-ones magnitude is NaN)."""
     if not 0 <= byte < 256:
         raise ValueError(f"e4m3 patterns are 8 bits, got {byte}")
-    sign = (byte >> 7) & 0b1
-    exponent = (byte >> 3) & 0b1111
-    mantissa = byte & 0b111
-    bias = 7
-    if exponent == 0b1111 and mantissa == 0b111:
+    if byte & 0x7F == 0x7F:
         return math.nan
-    # exponent 0 is subnormal, 0.mmm * 2^(1 - bias); otherwise normal, 1.mmm * 2^(e - bias)
-    significand = mantissa / 8 if exponent == 0 else 1 + mantissa / 8
-    magnitude = significand * 2.0 ** (max(exponent, 1) - bias)
-    return -magnitude if sign else magnitude
+    return minifloat_value(byte, exponent_bits=4, mantissa_bits=3, bias=7)
 
 
 E4M3_TABLE: tuple[float, ...] = tuple(e4m3_value(byte) for byte in range(256))

@@ -91,3 +91,10 @@ class SerialExecutor:
     def close(self) -> None:
         self._jobs.put(None)
         self._thread.join()
+
+
+def open_executor(cluster: str | None = None, progress: Progress | None = None) -> Executor:
+    """The executor for ``--cluster``: none runs jobs serially in this process."""
+    if cluster is None:
+        return SerialExecutor(progress)
+    raise ValueError(f"--cluster {cluster}: no cluster support in this build")

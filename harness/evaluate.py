@@ -13,6 +13,7 @@ import datetime
 import importlib
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +24,8 @@ from typing import Any
 
 import torch
 
-from harness import __version__, report, seeds, timing
+from harness import __version__, hardware, report, seeds, timing
+from harness.progress import Progress, as_progress, for_stream
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
 from harness.score import geometric_mean
@@ -43,7 +45,8 @@ PLAUSIBLE_FRACTION_OF_SOL = 0.5
 WARMUP_CALLS = 3
 MAX_SLEEP_US = 50_000.0
 
-Progress = Callable[[str], None]
+SAME_FAILURE_LIMIT = 2
+"""Fail fast: when this many first cases fail for the same reason, the rest are not run."""
 
 
 def case_flops(task: Task, case: dict[str, Any]) -> float:
@@ -64,6 +67,10 @@ def select_cases(task: Task, mode: str, device: str) -> tuple[list[tuple[str, di
             )
         tests = list(task.cpu_tests) + small
         benchmarks = tests  # on the CPU, 'benchmark' times the test shapes: wall clock, not rankable
+        if mode in ("all", "leaderboard"):
+            notes.append("timing needs a GPU: this CPU run checks correctness only "
+                         "(--mode benchmark times the test shapes by wall clock, not rankable)")
+            return [("test", c) for c in tests], notes
     kinds = {
         "test": [("test", c) for c in tests],
         "benchmark": [("benchmark", c) for c in benchmarks],
@@ -86,8 +93,13 @@ class Evaluation:
         secret: int | None,
         visible_devices: str | None,
         progress: Progress,
+        device_info: dict[str, Any],
+        keep_going: bool = False,
     ) -> None:
         self.task = task
+        self.device_info = device_info
+        self.keep_going = keep_going
+        self.source = submission.read_text(errors="replace")
         self.submission = submission
         self.mode = mode
         self.device = device
@@ -188,36 +200,73 @@ class Evaluation:
         return outcome
 
     # -- the run ------------------------------------------------------------------------
+    def judged_failure(self, kind: str, case: dict[str, Any], failure: WorkerFailure) -> CaseResult:
+        """A failed case; 'unsupported' when the failure is this machine's lack, not a bug."""
+        if failure.status in (Status.CRASHED, Status.CUDA_ERROR, Status.BAD_INPUT):
+            need = hardware.diagnose(failure.reason, self.source, self.device_info)
+            if need:
+                return CaseResult(kind, case, Status.UNSUPPORTED, need)
+        return CaseResult(kind, case, failure.status, failure.reason)
+
+    def stop_reason(self, results: list[CaseResult]) -> str | None:
+        """Why the remaining cases should not run, or None to go on."""
+        last = results[-1]
+        if last.status == Status.UNSUPPORTED:
+            return f"not run: {last.reason.split(':')[0]}"
+        recent = results[-SAME_FAILURE_LIMIT:]
+        if self.keep_going or len(recent) < SAME_FAILURE_LIMIT:
+            return None
+        if any(r.status in (Status.PASSED, Status.NOT_RUN) for r in recent):
+            return None
+        if len({(r.status, _failure_key(r.reason)) for r in recent}) == 1:
+            return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
+        return None
+
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
         results: list[CaseResult] = []
         pending = list(cases)
+        self.progress.begin(len(cases), self.submission.name)
+        announced = False
         while pending:
             with WorkerSession(self.task, self.submission, self.device, self.visible_devices) as session:
                 try:
                     ready = session.start()
                 except WorkerFailure as failure:
                     self.stdout_tail = session.output_tail()
-                    self.progress(f"import failed: {failure.reason}")
-                    results.append(CaseResult(pending[0][0], pending[0][1], failure.status, failure.reason))
+                    results.append(self.judged_failure(*pending.pop(0), failure))
+                    self.progress.step(f"import failed: {results[-1].reason}")
                     results += [CaseResult(k, c, Status.NOT_RUN, "not run: the submission did not import")
-                                for k, c in pending[1:]]
+                                for k, c in pending]
                     return results
                 self.timer_method = ready["timer"]
-                self.progress(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
+                if not announced:
+                    self.progress.note(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
+                    announced = True
                 while pending:
                     kind, case = pending.pop(0)
-                    position = len(results) + 1
-                    label = f"[{position}/{len(cases)}] {kind} {shape_text(case)}"
+                    label = f"{kind} {shape_text(case)}"
+                    self.progress.working(label)
                     try:
                         outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)
                     except WorkerFailure as failure:
-                        outcome = CaseResult(kind, case, failure.status, failure.reason)
+                        outcome = self.judged_failure(kind, case, failure)
                     results.append(outcome)
-                    self.progress(f"{label}: {report.case_summary(outcome)}")
-                    if session.process is None or session.process.poll() is not None:
+                    self.progress.step(f"[{len(results)}/{len(cases)}] {label}: {report.case_summary(outcome)}")
+                    stop = self.stop_reason(results)
+                    if stop:
+                        if pending:
+                            self.progress.note(f"{len(pending)} case(s) {stop}")
+                        results += [CaseResult(k, c, Status.NOT_RUN, stop) for k, c in pending]
+                        pending = []
+                    elif session.process is None or session.process.poll() is not None:
                         break  # the worker died with this case; a fresh one takes the rest
                 self.stdout_tail = session.output_tail()
         return results
+
+
+def _failure_key(reason: str) -> str:
+    """A failure's reason without its numbers: two shapes failing the same way compare equal."""
+    return re.sub(r"\d+(\.\d+)?", "#", reason)
 
 
 def gpu_index(visible_devices: str | None) -> int:
@@ -243,15 +292,17 @@ def evaluate_submission(
     device: str | None = None,
     secret_seed: int | None = None,
     visible_devices: str | None = None,
-    progress: Progress | None = None,
+    progress: Progress | Callable[[str], None] | None = None,
     timeout_scale: float = 1.0,
+    keep_going: bool = False,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
     ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
-    toolchains raise it; tests lower it).
+    toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
+    ones failed the same way.
     """
-    progress = progress or (lambda line: None)
+    progress = as_progress(progress)
     started = time.perf_counter()
     result = RunResult(
         problem=problem or "?",
@@ -286,8 +337,9 @@ def evaluate_submission(
     result.device = _device_info(device, gpu_index(visible_devices))
     cases, notes = select_cases(task, mode, device)
     for note in notes:
-        progress(f"note: {note}")
-    evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress)
+        progress.note(f"note: {note}")
+    evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
+                            keep_going)
     try:
         result.cases = evaluation.run(cases)
     finally:
@@ -322,11 +374,12 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"error: secret seed: {error}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
 
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress,
-                                 timeout_scale=args.timeout_scale)
+    progress = for_stream(sys.stderr)
+    try:
+        result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress,
+                                     timeout_scale=args.timeout_scale, keep_going=args.keep_going)
+    finally:
+        progress.close()
     print(report.render(result))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -344,4 +397,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--secret-seed-file", help="ranked mode: file holding the organizer's secret seed "
                         f"(default: ${seeds.SECRET_ENV})")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="run every case even when the first ones fail the same way")
     parser.set_defaults(handler=_handle)

@@ -16,6 +16,7 @@ STATUS_WORDS = {
     Status.CUDA_ERROR: "CUDA ERROR",
     Status.TIMEOUT: "TIMEOUT",
     Status.BAD_INPUT: "BAD INPUT",
+    Status.UNSUPPORTED: "UNSUPPORTED",
     Status.NOT_RUN: "not run",
 }
 
@@ -51,6 +52,22 @@ def _table(rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _test_lines(tests: list[CaseResult]) -> list[str]:
+    """One line per test shape; a run of shapes not run for one reason is one line."""
+    lines: list[str] = []
+    index = 0
+    while index < len(tests):
+        case = tests[index]
+        end = index + 1
+        while case.status == Status.NOT_RUN and end < len(tests) and tests[end].status == Status.NOT_RUN \
+                and tests[end].reason == case.reason:
+            end += 1
+        shape = shape_text(case.case) if end == index + 1 else f"{end - index} shapes"
+        lines.append(f"  {STATUS_WORDS[case.status]:<9} {shape:<40} {case.reason}")
+        index = end
+    return lines
+
+
 def render(result: RunResult) -> str:
     device = result.device.get("name", result.device.get("type", "?"))
     lines = [f"{result.problem}: {result.submission_path} "
@@ -59,8 +76,7 @@ def render(result: RunResult) -> str:
     if tests:
         lines.append("")
         lines.append(f"Correctness: {sum(c.status == Status.PASSED for c in tests)}/{len(tests)} test shapes passed")
-        for case in tests:
-            lines.append(f"  {STATUS_WORDS[case.status]:<9} {shape_text(case.case):<40} {case.reason}")
+        lines += _test_lines(tests)
     timed = [c for c in result.cases if c.kind == "benchmark"]
     if timed:
         rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "compile+1st s", "status"]]
@@ -94,6 +110,8 @@ def render(result: RunResult) -> str:
     if result.stdout_tail.strip():
         lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]
+    if result.status == Status.PASSED and result.reason:
+        lines += ["", f"Note: {result.reason}"]
     verdict = STATUS_WORDS[result.status] if result.status != Status.NOT_RUN else "nothing run"
     lines += ["", f"Result: {verdict} (exit code {int(result.exit_code)})" + (f": {result.reason}" if result.reason
                                                                              and result.status != Status.PASSED

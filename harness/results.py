@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 112  # an output was wrong, or the submission broke a rule of the harness
     BAD_INPUT = 113  # a malformed task.yml, case, submission file or command line
     TIMEOUT = 114  # a stage ran past its limit; the worker's process group was killed
+    UNSUPPORTED = 115  # this machine lacks what the submission needs (a Blackwell GPU, any GPU, CuTe DSL)
 
 
 class Status(str, enum.Enum):
@@ -32,6 +33,7 @@ class Status(str, enum.Enum):
     CUDA_ERROR = "cuda_error"
     TIMEOUT = "timeout"
     BAD_INPUT = "bad_input"
+    UNSUPPORTED = "unsupported"  # needs hardware or software this machine lacks; the reason says what
     NOT_RUN = "not_run"  # left out on purpose (say why in the reason), e.g. too large for the CPU
 
     @property
@@ -48,12 +50,14 @@ _EXIT_CODES = {
     Status.CUDA_ERROR: ExitCode.CUDA_FAILURE,
     Status.TIMEOUT: ExitCode.TIMEOUT,
     Status.BAD_INPUT: ExitCode.BAD_INPUT,
+    Status.UNSUPPORTED: ExitCode.UNSUPPORTED,
 }
 
 # Which status wins when a run has several: the most severe, so one bad case fails the run.
 SEVERITY = (
     Status.NOT_RUN,
     Status.PASSED,
+    Status.UNSUPPORTED,
     Status.FAILED,
     Status.REJECTED,
     Status.CRASHED,

@@ -32,6 +32,25 @@ class SpeedOfLightSpec:
 
 
 @dataclass(frozen=True)
+class ShapeRule:
+    """What the contest guarantees about one case key (for a list, about every element)."""
+
+    key: str
+    multiple_of: int = 1
+    one_of: tuple[int, ...] = ()
+
+    def broken_by(self, case: Mapping[str, Any]) -> str | None:
+        """Why ``case`` is outside the rule, or None."""
+        values = case[self.key] if isinstance(case[self.key], (list, tuple)) else [case[self.key]]
+        for value in values:
+            if value % self.multiple_of:
+                return f"{self.key}={value} is not a multiple of {self.multiple_of}"
+            if self.one_of and value not in self.one_of:
+                return f"{self.key}={value} is not one of {list(self.one_of)}"
+        return None
+
+
+@dataclass(frozen=True)
 class Task:
     name: str
     directory: Path
@@ -46,6 +65,7 @@ class Task:
     ranking: str
     speed_of_light: SpeedOfLightSpec
     timeouts_s: dict[str, float]
+    shape_contract: tuple[ShapeRule, ...] = ()
 
     @property
     def reference_module(self) -> str:
@@ -85,6 +105,30 @@ def _cases(spec: dict[str, Any], key: str, keys: tuple[str, ...], where: Path) -
     return tuple(cases)
 
 
+def _shape_contract(spec: dict[str, Any], keys: tuple[str, ...], where: Path) -> tuple[ShapeRule, ...]:
+    contract = spec.get("shape_contract") or {}
+    if not isinstance(contract, dict):
+        raise TaskError(f"{where}: 'shape_contract' must map case keys to rules such as {{multiple_of: 128}}")
+    rules = []
+    for key, rule in contract.items():
+        if key not in keys or not isinstance(rule, dict) or not set(rule) <= {"multiple_of", "one_of"}:
+            raise TaskError(f"{where}: shape_contract.{key} must name a case key and hold multiple_of and/or "
+                            "one_of, e.g. {multiple_of: 128}")
+        rules.append(ShapeRule(key, int(rule.get("multiple_of", 1)), tuple(int(v) for v in rule.get("one_of", ()))))
+    return tuple(rules)
+
+
+def _check_contract(task: Task, where: Path) -> None:
+    """Every case the harness runs stays inside the contract a submission may rely on."""
+    for key in ("tests", "cpu_tests", "benchmarks"):
+        for index, case in enumerate(getattr(task, key)):
+            for rule in task.shape_contract:
+                broken = rule.broken_by(case)
+                if broken:
+                    raise TaskError(f"{where}: {key}[{index}] is outside the shape_contract ({broken}); "
+                                    "choose a shape the contest guarantees")
+
+
 def parse_task(spec: Any, directory: Path) -> Task:
     where = directory / "task.yml"
     if not isinstance(spec, dict):
@@ -122,7 +166,9 @@ def parse_task(spec: Any, directory: Path) -> Task:
         ranking=str(spec.get("ranking", "geometric_mean")),
         speed_of_light=sol_spec,
         timeouts_s={stage: float(timeouts[stage]) for stage in STAGES},
+        shape_contract=_shape_contract(spec, keys, where),
     )
+    _check_contract(task, where)
     if not task.tests:
         raise TaskError(f"{where}: 'tests' is empty; a problem needs at least one test case")
     if sol_spec.published_b200_us and len(sol_spec.published_b200_us) != len(task.benchmarks):

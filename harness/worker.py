@@ -10,17 +10,15 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 import traceback
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
 from torch.utils._device import DeviceContext
 
-from harness import protocol, timing
+from harness import contest_modules, protocol, timing
 from harness.integrity import IntegrityGuard
 
 
@@ -32,22 +30,22 @@ class SubmissionError(Exception):
         self.kind = kind
 
 
-def load_module(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise SubmissionError("bad_input", f"cannot load {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _flatten(tree: Any) -> list[torch.Tensor]:
     if isinstance(tree, torch.Tensor):
         return [tree]
     if isinstance(tree, (list, tuple)):
         return [t for item in tree for t in _flatten(item)]
     return []
+
+
+# Import names whose pip package is called something else.
+PACKAGES = {"cutlass": "nvidia-cutlass-dsl (or pip install -e '.[cute]' in the harness checkout)",
+            "cuda": "cuda-python", "yaml": "pyyaml", "cv2": "opencv-python"}
+
+
+def _install_advice(module: str) -> str:
+    top = module.split(".")[0]
+    return f"pip install {PACKAGES.get(top, top)} where the harness runs, or drop the import"
 
 
 def _classify(error: BaseException) -> SubmissionError:
@@ -63,8 +61,7 @@ def _classify(error: BaseException) -> SubmissionError:
         return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "
                                f"{error.msg}; fix it and run again")
     if isinstance(error, ModuleNotFoundError):
-        return SubmissionError("bad_input", f"{text}: install it where the harness runs (CuTe DSL: pip install "
-                               "'.[cute]')")
+        return SubmissionError("bad_input", f"{text}: {_install_advice(error.name or '')}")
     if isinstance(error, SystemExit):
         return SubmissionError("crashed", f"the submission called sys.exit({error.code!r})")
     if isinstance(error, MemoryError):
@@ -144,13 +141,13 @@ class Worker:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             torch.cuda.set_device(self.device)
         self.reference = importlib.import_module(request["reference_module"])
-        load_module("task", Path(request["task_py"]))
+        contest_modules.install(self.reference, Path(request["task_py"]))
         self.timer = timing.CudaTimer(self.device) if self.device.type == "cuda" else timing.CpuTimer()
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timing, protocol))
         submission_path = Path(request["submission"])
         sys.path.insert(0, str(submission_path.parent))
         start = timing._perf_counter()
-        module = load_module("submission", submission_path)
+        module = contest_modules.load_module("submission", submission_path)
         kernel = getattr(module, "custom_kernel", None)
         if not callable(kernel):
             raise SubmissionError("bad_input", f"{submission_path.name} defines no custom_kernel(data) function")

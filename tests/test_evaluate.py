@@ -28,6 +28,9 @@ def test_cpu_runs_small_shapes_and_says_what_it_left_out():
     cases, notes = select_cases(task, "all", "cpu")
     assert [c for _, c in cases[: len(task.cpu_tests)]] == list(task.cpu_tests)
     assert notes and "too large for the CPU" in notes[0]
+    assert {kind for kind, _ in cases} == {"test"} and "timing needs a GPU" in notes[1]
+    timed, _ = select_cases(task, "benchmark", "cpu")
+    assert [c for _, c in timed] == [c for _, c in cases]  # CPU timing only when asked for
     gpu_cases, gpu_notes = select_cases(task, "all", "cuda")
     assert len(gpu_cases) == len(task.tests) + len(task.benchmarks) and not gpu_notes
 
@@ -94,3 +97,22 @@ def test_cli_bad_input_exit_code(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert run.returncode == ExitCode.BAD_INPUT
     assert "syntax error" in run.stdout and "Traceback" not in run.stdout + run.stderr
+
+
+def test_the_same_failure_twice_stops_the_run_unless_keep_going(tmp_path):
+    path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return data[-1].zero_()\n")
+    result = evaluate_submission(None, path, "test", "cpu")
+    first, second, *rest = result.cases
+    assert first.status == second.status == Status.FAILED and rest
+    assert all(c.status == Status.NOT_RUN and "--keep-going runs them all" in c.reason for c in rest)
+    assert result.status == Status.FAILED and result.reason == first.reason
+    everything = evaluate_submission(None, path, "test", "cpu", keep_going=True)
+    assert [c.status for c in everything.cases] == [Status.FAILED] * len(result.cases)
+
+
+def test_a_fresh_worker_after_a_crash_is_not_announced_again(tmp_path):
+    path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\nimport os\ndef custom_kernel(data):\n    os._exit(3)\n")
+    lines = []
+    result = evaluate_submission(None, path, "test", "cpu", progress=lines.append)
+    assert [c.status for c in result.cases[:2]] == [Status.CRASHED, Status.CRASHED]
+    assert sum(line.startswith("imported in") for line in lines) == 1

@@ -32,6 +32,10 @@ def test_unknown_problem_names_the_choices():
         (lambda s: s["timeouts_s"].pop("warmup"), "timeouts_s lacks"),
         (lambda s: s["speed_of_light"]["published_b200_us"].pop(), "one per benchmark"),
         (lambda s: s.update(tests=[]), "'tests' is empty"),
+        (lambda s: s["cpu_tests"].append({"m": 40, "k": 256, "l": 1, "seed": 1}),
+         r"cpu_tests\[2\] is outside the shape_contract \(m=40 is not a multiple of 128\)"),
+        (lambda s: s["shape_contract"].update(q={"multiple_of": 2}), "shape_contract.q must name a case key"),
+        (lambda s: s["shape_contract"].update(m={"divisible": 2}), "shape_contract.m must name a case key"),
     ],
 )
 def test_malformed_specs_are_rejected_with_the_fix(mutate, message):
@@ -52,3 +56,17 @@ def test_timeouts_scale():
     assert task.with_timeouts_scaled(0.5).timeouts_s["import"] == task.timeouts_s["import"] / 2
     with pytest.raises(TaskError):
         task.with_timeouts_scaled(0)
+
+
+def test_every_problem_declares_a_contract_its_contest_shapes_meet():
+    for name in list_problems():
+        task = load_task(name)
+        assert {rule.key for rule in task.shape_contract} >= {"m", "k"}
+        for case in task.tests + task.benchmarks + task.cpu_tests:
+            assert all(rule.broken_by(case) is None for rule in task.shape_contract)
+
+
+def test_a_list_case_is_checked_element_by_element():
+    task = load_task("nvfp4_group_gemm")
+    (m_rule,) = [rule for rule in task.shape_contract if rule.key == "m"]
+    assert m_rule.broken_by({"m": [40, 130]}) == "m=130 is not a multiple of 4"

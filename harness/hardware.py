@@ -1,0 +1,89 @@
+"""Tell "this machine lacks what the submission needs" apart from a bug in the submission.
+
+Many contest submissions are Blackwell-only (tcgen05 MMA, ``cvt ... e2m1x2``, fp4
+``torch._scaled_mm``) or need a GPU at all; run on a Hopper GPU or a laptop they fail on every
+shape with a raw compiler or cuBLAS line. The evaluator (trusted side) matches the failure's
+reason against known signatures here and turns it into one ``unsupported`` verdict: what the
+submission needs, what this machine is, what can be checked here instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+BLACKWELL = "an sm_100 (Blackwell) GPU"
+ANY_GPU = "a CUDA GPU"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One known way a missing capability shows in an error line."""
+
+    pattern: re.Pattern[str]
+    needs: str
+    why: str
+    applies: str  # "gpu_below_sm100", "cpu" or "anywhere"
+    source_hint: str | None = None  # a word the submission's source must contain as well
+
+
+def _sig(pattern: str, needs: str, why: str, applies: str, source_hint: str | None = None) -> Signature:
+    return Signature(re.compile(pattern, re.IGNORECASE), needs, why, applies, source_hint)
+
+
+SIGNATURES = (
+    _sig(r"expects arch to be one of \[Arch\.sm_10|sm_10[03]a?\b.*(only|required|expect)", BLACKWELL,
+         "it targets sm_100a/sm_103a (CuTe DSL tcgen05 MMA)", "gpu_below_sm100"),
+    _sig(r"e2m1x2.*not supported on \.target|not supported on \.target 'sm_[0-9]+a?'", BLACKWELL,
+         "its PTX uses instructions that need sm_100a (cvt ... e2m1x2)", "gpu_below_sm100"),
+    _sig(r"\btcgen05|\bUMMA\b|\bTMEM\b", BLACKWELL, "it uses tcgen05 tensor-memory MMA", "gpu_below_sm100"),
+    _sig(r"CUBLAS_STATUS_NOT_SUPPORTED", BLACKWELL,
+         "cuBLAS has no NVFP4 matmul below sm_100 (fp4 torch._scaled_mm)", "gpu_below_sm100", "_scaled_mm"),
+    _sig(r"Invalid scaling configuration", BLACKWELL,
+         "fp4 torch._scaled_mm runs only on sm_100 GPUs", "cpu", "_scaled_mm"),
+    _sig(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
+         r"libcuda\.so|CUDA driver (initialization failed|version is insufficient)|cudaGetDeviceCount",
+         ANY_GPU, "it calls CUDA directly", "cpu"),
+    _sig(r"InterpreterError", ANY_GPU, "its Triton kernel uses inline PTX, which the CPU interpreter cannot run",
+         "cpu", "inline_asm"),
+    _sig(r"No module named '(cutlass|cuda)\b", "the CuTe DSL (nvidia-cutlass-dsl)",
+         "it imports the CuTe DSL, which is not installed here", "anywhere"),
+)
+
+INSTEAD = {
+    (BLACKWELL, "cpu"): "nothing of this file runs here: check a portable torch or Triton version on the CPU, "
+                        "rank it on a B200",
+    (BLACKWELL, "cuda"): "run it on a B200; on this GPU, check a Hopper (sm_90) version",
+    (ANY_GPU, "cpu"): "run it on a GPU machine; plain torch and Triton kernels without inline PTX check on the CPU",
+}
+
+
+def machine_text(device: Mapping[str, Any]) -> str:
+    if device.get("type") != "cuda":
+        return "this machine: CPU only (no CUDA GPU)"
+    capability = str(device.get("capability", "?")).replace(".", "")
+    return f"this machine: {device.get('name', 'a GPU')} (sm_{capability})"
+
+
+def _applies(signature: Signature, device: Mapping[str, Any]) -> bool:
+    if signature.applies == "anywhere":
+        return True
+    if signature.applies == "cpu":
+        return device.get("type") != "cuda"
+    major = str(device.get("capability", "0")).split(".")[0]
+    return device.get("type") == "cuda" and major.isdigit() and int(major) < 10
+
+
+def diagnose(reason: str, source: str, device: Mapping[str, Any]) -> str | None:
+    """The one-line 'unsupported' verdict for a failure caused by this machine, else None."""
+    for signature in SIGNATURES:
+        if not signature.pattern.search(reason) or not _applies(signature, device):
+            continue
+        if signature.source_hint and signature.source_hint not in source:
+            continue
+        kind = "cuda" if device.get("type") == "cuda" else "cpu"
+        instead = INSTEAD.get((signature.needs, kind), "pip install -e '.[cute]' where the harness runs")
+        return f"needs {signature.needs}: {signature.why}; {machine_text(device)}; instead: {instead}"
+    return None

@@ -1,0 +1,49 @@
+"""Failures caused by the machine (not the submission) are recognised from their real lines."""
+
+import pytest
+
+from harness.hardware import diagnose
+
+H100 = {"type": "cuda", "name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}
+B200 = {"type": "cuda", "name": "NVIDIA B200", "capability": "10.0"}
+CPU = {"type": "cpu", "name": "cpu"}
+
+# Lines the contest's own submission.py files printed (issue 12), and their sources' tell-tales.
+CUTE_ARCH = "OpError: expects arch to be one of [Arch.sm_100a, Arch.sm_103a], but got Arch.sm_90a (at mma.py:319)"
+CUBLAS = ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling "
+          "cublasLtMatmulAlgoGetHeuristic(ltHandle, computeDesc.descriptor(), ...)")
+PTXAS = "ptxas fatal: Instruction 'cvt with .e2m1x2' not supported on .target 'sm_90a'"
+
+
+@pytest.mark.parametrize(
+    ("reason", "source", "device", "needs"),
+    [
+        (CUTE_ARCH, "", H100, "needs an sm_100 (Blackwell) GPU"),
+        (CUBLAS, "torch._scaled_mm(a, b", H100, "needs an sm_100 (Blackwell) GPU"),
+        (PTXAS, "", H100, "needs an sm_100 (Blackwell) GPU"),
+        ("AssertionError: Torch not compiled with CUDA enabled", "", CPU, "needs a CUDA GPU"),
+        ("ValueError: Invalid scaling configuration", "torch._scaled_mm(", CPU, "needs an sm_100 (Blackwell) GPU"),
+        ("InterpreterError: AssertionError('')", "tl.inline_asm_elementwise(", CPU, "needs a CUDA GPU"),
+        ("ModuleNotFoundError: No module named 'cutlass'", "import cutlass", H100,
+         "needs the CuTe DSL (nvidia-cutlass-dsl)"),
+    ],
+)
+def test_known_lines_name_what_is_needed_and_this_machine(reason, source, device, needs):
+    verdict = diagnose(reason, source, device)
+    assert verdict is not None and verdict.startswith(needs + ":")
+    machine = "this machine: CPU only" if device is CPU else "this machine: NVIDIA H100 80GB HBM3 (sm_90)"
+    assert machine in verdict and "instead:" in verdict
+
+
+@pytest.mark.parametrize(
+    ("reason", "source", "device"),
+    [
+        (CUTE_ARCH, "", B200),  # on Blackwell the same line is the submission's own bug
+        (CUBLAS, "my_kernel()", H100),  # a cuBLAS failure without fp4 _scaled_mm is not this
+        ("InterpreterError: AssertionError('')", "tl.load(", CPU),  # no inline PTX: a real bug
+        ("AssertionError: Torch not compiled with CUDA enabled", "", H100),
+        ("RuntimeError: index out of range", "", CPU),
+    ],
+)
+def test_other_failures_stay_the_submissions(reason, source, device):
+    assert diagnose(reason, source, device) is None

@@ -1,0 +1,41 @@
+"""The live display on a terminal, plain lines elsewhere, and the callback adapter."""
+
+import io
+
+from harness.progress import LineProgress, LiveProgress, as_progress, for_stream
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_pipe_gets_plain_lines_and_a_terminal_gets_the_live_bar():
+    assert isinstance(for_stream(io.StringIO()), LineProgress)
+    assert isinstance(for_stream(Terminal()), LiveProgress)
+
+
+def test_plain_lines_carry_every_finished_item_and_note():
+    lines = []
+    progress = as_progress(lines.append)
+    progress.begin(2, "s.py")
+    progress.working("test m=128")
+    progress.step("[1/2] test m=128: PASS")
+    progress.note("imported in 1.0 s")
+    progress.close()
+    assert lines == ["[1/2] test m=128: PASS", "imported in 1.0 s"]
+
+
+def test_the_live_display_prints_finished_items_above_its_bar():
+    screen = Terminal()
+    progress = LiveProgress(screen)
+    progress.begin(3, "triton_gemv.py")
+    progress.working("test m=128 k=256 l=1")
+    progress.step("[1/3] test m=128 k=256 l=1: PASS")
+    progress.close()
+    text = screen.getvalue()
+    assert "[1/3] test m=128 k=256 l=1: PASS" in text and "triton_gemv.py" in text
+
+
+def test_nothing_to_report_to_is_silent():
+    as_progress(None).step("ignored")

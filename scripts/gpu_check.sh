@@ -2,7 +2,8 @@
 # The whole GPU check in one call: reference, calibration, speed of light, timer validation,
 # every shipped submission through `harness eval`, the leaderboard, the GPU-only adversarial rows.
 # Usage (through the device tool, carry [".whl"] for CuTe DSL): bash scripts/gpu_check.sh [STEP...]
-# Steps: env reference calibrate sol timing eval leaderboard adversarial (default: all).
+# Steps: env reference calibrate sol timing eval contest leaderboard adversarial (default: all).
+# The contest step runs the real contest files fetched into .contest/ (git-ignored; carry it).
 # Everything lands in $OUT (default ./gpu-check-out): summary.txt and results.tar.gz.
 # EVAL_FILES narrows the eval step (default: every file under submissions/); the leaderboard step
 # ranks with the secret seed in $NVFP4_SECRET_SEED when set.
@@ -19,7 +20,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   [ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/python_packages"
 fi
-steps=${*:-env reference calibrate sol timing eval leaderboard adversarial}
+steps=${*:-env reference calibrate sol timing eval contest leaderboard adversarial}
 summary="$OUT/summary.txt"
 : > "$summary"
 log() { echo "$*" | tee -a "$summary"; }
@@ -46,6 +47,7 @@ for step in $steps; do
         name=$(basename "$(dirname "$file")")__$(basename "$file" .py)
         run_step "eval-$name" python3 -m harness eval "$file" --json "$WORK/eval/$name.json"
       done ;;
+    contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" --cpu-rows none ;;
     *) log "unknown step $step" ;;

@@ -35,6 +35,13 @@ def is_failure(run: RunResult) -> bool:
     return run.status not in (Status.PASSED, Status.NOT_RUN)
 
 
+def status_label(run: RunResult) -> str:
+    """The status as the board shows it: 'needs an sm_100 (Blackwell) GPU' rather than a crash."""
+    if run.status == Status.UNSUPPORTED and run.reason.startswith("needs "):
+        return run.reason.split(":")[0]
+    return run.status.value
+
+
 def is_ranked(run: RunResult) -> bool:
     return run.status == Status.PASSED and run.rankable and score_us(run) is not None
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard.rank import Board, Entry
+from harness.leaderboard.rank import Board, Entry, status_label
 
 PALETTE = ("#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2",
            "#ca8a04", "#dc2626", "#475569", "#65a30d", "#9333ea", "#0d9488")
@@ -98,6 +98,7 @@ def _entry_json(entry: Entry, shapes: Sequence[dict[str, Any]], problem: str) ->
         "file": file_name(entry, problem),
         "sha256": entry.stored.sha256,
         "status": result.status.value,
+        "status_label": status_label(result),
         "run_id": entry.stored.id,
         "recorded_at": entry.stored.recorded_at,
         "device": result.device,
@@ -179,7 +180,7 @@ def render_markdown(board: Board, generated_at: str) -> str:
     if board.failed:
         lines += ["", "## Failed", ""]
         lines += _md_table(["submission", "author", "status", "reason"],
-                           [[file_name(e, p), e.stored.author, e.result.status.value, e.result.reason or NONE]
+                           [[file_name(e, p), e.stored.author, status_label(e.result), e.result.reason or NONE]
                             for e in board.failed])
     if board.hidden_runs:
         lines += ["", f"{board.hidden_runs} stored run(s) from other devices or harness versions are not shown."]
@@ -352,7 +353,7 @@ def _timed_table(board: Board, entries: list[Entry], shapes: list[dict[str, Any]
 def _listed_table(board: Board, entries: list[Entry], failed: bool) -> str:
     rows = []
     for entry in entries:
-        status = entry.result.status.value if failed else "passed"
+        status = status_label(entry.result) if failed else "passed"
         text = entry.result.reason if failed else entry.note
         rows.append(f"<tr>{_submission_cell(entry, board.problem, None)}<td>{_e(entry.stored.author)}</td>"
                     f'<td><span class="status {"bad" if failed else "warn"}">{_e(status)}</span></td>'

@@ -4,7 +4,14 @@ import math
 
 import pytest
 
-from harness.leaderboard.rank import build_board, competition_ranks, geometric_mean, score_us, why_not_rankable
+from harness.leaderboard.rank import (
+    build_board,
+    competition_ranks,
+    geometric_mean,
+    score_us,
+    status_label,
+    why_not_rankable,
+)
 from harness.results import Status
 
 from .samples import B200, make_run, sha, stored
@@ -105,3 +112,11 @@ def test_board_is_for_one_device_and_version_others_are_counted():
     assert latest.harness_version == "0.0.1" and [e.stored.author for e in latest.ranking] == ["c"]
     fallback = build_board("nvfp4_gemv", runs, "a GPU with no runs", "9.9")
     assert fallback.harness_version == "0.0.1"
+
+
+def test_a_file_this_machine_cannot_run_shows_what_it_needs():
+    needs = ("needs an sm_100 (Blackwell) GPU: it targets sm_100a/sm_103a; this machine: NVIDIA H100 80GB HBM3 "
+             "(sm_90); instead: run it on a B200")
+    run = make_run(None, status=Status.UNSUPPORTED, reason=needs)
+    assert status_label(run) == "needs an sm_100 (Blackwell) GPU"
+    assert status_label(make_run()) == "passed"

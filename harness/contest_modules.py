@@ -16,10 +16,12 @@ import sys
 import types
 from pathlib import Path
 
+from problems import contest_utils
 from reference.formats import BLOCK_SIZE
 from reference.layouts import ceil_div, to_blocked
 
 PROBLEM_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
+CONTEST_MODULES = ("task", "reference", "utils")
 
 
 def load_module(name: str, path: Path) -> types.ModuleType:
@@ -46,5 +48,5 @@ def reference_overlay(problem: types.ModuleType) -> types.ModuleType:
 def install(problem: types.ModuleType, task_py: Path) -> None:
     """Register task, utils and the reference overlay before the submission is imported."""
     load_module("task", task_py)
-    sys.modules["utils"] = importlib.import_module("problems.contest_utils")
+    load_module("utils", Path(contest_utils.__file__))  # named 'utils' in messages, as in the contest
     sys.modules["reference"] = reference_overlay(problem)

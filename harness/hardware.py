@@ -48,15 +48,29 @@ SIGNATURES = (
          ANY_GPU, "it calls CUDA directly", "cpu"),
     _sig(r"InterpreterError", ANY_GPU, "its Triton kernel uses inline PTX, which the CPU interpreter cannot run",
          "cpu", "inline_asm"),
+    _sig(r"CUDA_HOME environment variable is not set", ANY_GPU,
+         "it builds CUDA C++ with torch's load_inline, which needs a GPU machine with the CUDA toolkit", "cpu"),
+    _sig(r"CUDA_HOME environment variable is not set", "the CUDA toolkit (nvcc)",
+         "it builds CUDA C++ with torch's load_inline; point CUDA_HOME at the toolkit", "anywhere"),
+    _sig(r"DSL(Cuda)?RuntimeError", ANY_GPU, "its CuTe DSL kernel compiles and runs only with a CUDA GPU", "cpu",
+         "cutlass"),
     _sig(r"No module named '(cutlass|cuda)\b", "the CuTe DSL (nvidia-cutlass-dsl)",
          "it imports the CuTe DSL, which is not installed here", "anywhere"),
+    _sig(r"module 'cutlass[\w.]*' has no attribute", "the CuTe DSL release it was written for",
+         "the installed nvidia-cutlass-dsl lacks a name it uses", "anywhere"),
 )
+
+BLACKWELL_SOURCE = re.compile(r"tcgen05|sm_10[03]a?\b|Sm100|e2m1x2|_scaled_mm\(")
+"""Tell-tales in a file's source that it needs Blackwell even where the error only says 'no GPU'."""
 
 INSTEAD = {
     (BLACKWELL, "cpu"): "nothing of this file runs here: check a portable torch or Triton version on the CPU, "
                         "rank it on a B200",
     (BLACKWELL, "cuda"): "run it on a B200; on this GPU, check a Hopper (sm_90) version",
     (ANY_GPU, "cpu"): "run it on a GPU machine; plain torch and Triton kernels without inline PTX check on the CPU",
+    ("the CUDA toolkit (nvcc)", "cuda"): "install the CUDA toolkit and export CUDA_HOME",
+    ("the CuTe DSL release it was written for", "cpu"): "pip install the nvidia-cutlass-dsl release it names",
+    ("the CuTe DSL release it was written for", "cuda"): "pip install the nvidia-cutlass-dsl release it names",
 }
 
 
@@ -84,6 +98,9 @@ def diagnose(reason: str, source: str, device: Mapping[str, Any]) -> str | None:
         if signature.source_hint and signature.source_hint not in source:
             continue
         kind = "cuda" if device.get("type") == "cuda" else "cpu"
-        instead = INSTEAD.get((signature.needs, kind), "pip install -e '.[cute]' where the harness runs")
-        return f"needs {signature.needs}: {signature.why}; {machine_text(device)}; instead: {instead}"
+        needs, why = signature.needs, signature.why
+        if needs == ANY_GPU and BLACKWELL_SOURCE.search(source):
+            needs, why = BLACKWELL, f"{why}, and its source targets sm_100 (tcgen05, e2m1x2 or fp4 _scaled_mm)"
+        instead = INSTEAD.get((needs, kind), "pip install -e '.[cute]' where the harness runs")
+        return f"needs {needs}: {why}; {machine_text(device)}; instead: {instead}"
     return None

@@ -60,6 +60,9 @@ def _classify(error: BaseException) -> SubmissionError:
     if isinstance(error, SyntaxError):
         return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "
                                f"{error.msg}; fix it and run again")
+    if isinstance(error, ImportError) and error.name in contest_modules.CONTEST_MODULES:
+        return SubmissionError("bad_input", f"{text.splitlines()[0]}: the contest runner's {error.name} module has "
+                               "no such name; define it in your submission")
     if isinstance(error, ModuleNotFoundError):
         return SubmissionError("bad_input", f"{text}: {_install_advice(error.name or '')}")
     if isinstance(error, SystemExit):

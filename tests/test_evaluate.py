@@ -57,7 +57,9 @@ def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
         ("#!POPCORN leaderboard nvfp4_gemv\nx = 1\n", Status.BAD_INPUT, "defines no custom_kernel"),
         ("def custom_kernel(data):\n    return data[-1]\n", Status.BAD_INPUT, "no problem given"),
         ("#!POPCORN leaderboard nvfp4_conv\n", Status.BAD_INPUT, "unknown problem 'nvfp4_conv'"),
-        ("#!POPCORN leaderboard nvfp4_gemv\nimport not_a_module\n", Status.BAD_INPUT, "No module named"),
+        ("#!POPCORN leaderboard nvfp4_gemv\nimport not_a_module\n", Status.BAD_INPUT, "pip install not_a_module"),
+        ("#!POPCORN leaderboard nvfp4_gemv\nfrom utils import ceil_div\n", Status.BAD_INPUT,
+         "the contest runner's utils module has no such name; define it in your submission"),
     ],
 )
 def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):

@@ -13,7 +13,9 @@ import datetime
 import importlib
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,7 +25,7 @@ from typing import Any
 
 import torch
 
-from harness import __version__, report, seeds, timing
+from harness import __version__, report, sanitize, seeds, timing
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
 from harness.score import geometric_mean
@@ -32,7 +34,7 @@ from harness.submission import SubmissionFileError, read_submission
 from harness.task import Task, TaskError, load_task, shape_text
 from problems.blockscaled import to_device
 
-MODES = ("all", "test", "benchmark", "leaderboard", "profile")
+MODES = ("all", "test", "benchmark", "leaderboard", "profile", "sanitize")
 CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
 reference and the Triton interpreter would take minutes."""
@@ -71,6 +73,7 @@ def select_cases(task: Task, mode: str, device: str) -> tuple[list[tuple[str, di
     }
     kinds["all"] = kinds["test"] + kinds["benchmark"]
     kinds["leaderboard"] = kinds["all"]
+    kinds["sanitize"] = kinds["test"]  # one call per test shape, under compute-sanitizer
     return kinds[mode], notes
 
 
@@ -106,6 +109,7 @@ class Evaluation:
         self.stdout_tail = ""
         self.timer_method = ""
         self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
+        self.sanitizer_log = ""  # sanitize mode: every raw compute-sanitizer report of the run
 
     def close(self) -> None:
         """Stop the thread that draws the parent's copies of the inputs."""
@@ -130,12 +134,12 @@ class Evaluation:
             return None
 
     # -- one case -----------------------------------------------------------------------
-    def _seed(self, case: dict[str, Any], index: int) -> int:
+    def call_seed(self, case: dict[str, Any], index: int) -> int:
         return seeds.call_seed(case["seed"], index, self.secret)
 
-    def _checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
+    def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
                       stage: str, timeout_s: float) -> CallOutput:
-        seeded = {**case, "seed": self._seed(case, index)}
+        seeded = {**case, "seed": self.call_seed(case, index)}
         # The parent's copy of the inputs is drawn on the CPU while the worker runs the call: it
         # touches no GPU, so it cannot disturb the timing, and it halves the wall time per call.
         inputs = self._generator.submit(self.reference.generate_input, **seeded, device="cpu")
@@ -147,17 +151,17 @@ class Evaluation:
 
     def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         started = time.perf_counter()
-        self._checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
+        self.checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
         return CaseResult("test", case, Status.PASSED, f"passed in {time.perf_counter() - started:.1f} s")
 
     def run_benchmark(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         limit = self.task.timeouts_s
         started = time.perf_counter()
-        first = self._checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"])
+        first = self.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"])
         warmup_s = time.perf_counter() - started
         host_us = [first.host_us]
         for index in range(1, WARMUP_CALLS):
-            warm = self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
+            warm = self.checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
             host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
@@ -167,11 +171,11 @@ class Evaluation:
         while not self.rule.done(samples, time.perf_counter() - loop_start):
             if time.perf_counter() - started > limit["benchmark"]:
                 break
-            result = self._checked_call(session, case, index, sleep_us, "a timed call", limit["benchmark"])
+            result = self.checked_call(session, case, index, sleep_us, "a timed call", limit["benchmark"])
             samples.append(result.time_us)
             index += 1
         stats = timing.summarize(samples, self.timer_method)
-        profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
+        profile = session.profile({**case, "seed": self.call_seed(case, index)}, limit["warmup"]) if (
             self.mode == "profile") else None
         sol_us = self.sol_us(case)
         outcome = CaseResult("benchmark", case, Status.PASSED, f"{stats.runs} timed calls, every output checked",
@@ -188,6 +192,17 @@ class Evaluation:
         return outcome
 
     # -- the run ------------------------------------------------------------------------
+    def run_sanitized(self, cases: list[tuple[str, dict[str, Any]]], executable: Path,
+                      tools: tuple[str, ...]) -> list[CaseResult]:
+        results, logs = [], []
+        for outcome, log in sanitize.run_cases(self, cases, executable, tools):
+            results.append(outcome)
+            logs.append(log)
+            self.progress(f"[{len(results)}/{len(cases)}] sanitize {shape_text(outcome.case)}: "
+                          f"{report.case_summary(outcome)}")
+        self.sanitizer_log = "\n".join(logs)
+        return results
+
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
         results: list[CaseResult] = []
         pending = list(cases)
@@ -245,11 +260,14 @@ def evaluate_submission(
     visible_devices: str | None = None,
     progress: Progress | None = None,
     timeout_scale: float = 1.0,
+    sanitizer_tool: str = "memcheck",
+    sanitizer_report: Path | None = None,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
     ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
-    toolchains raise it; tests lower it).
+    toolchains raise it; tests lower it). Sanitize mode runs ``sanitizer_tool`` (or ``all``) and
+    writes every raw report to ``sanitizer_report`` (default: a new file in the temp folder).
     """
     progress = progress or (lambda line: None)
     started = time.perf_counter()
@@ -275,10 +293,13 @@ def evaluate_submission(
         result.problem = task.directory.name
         if mode not in MODES:
             raise SubmissionFileError(f"unknown mode '{mode}': choose one of {', '.join(MODES)}")
-    except (SubmissionFileError, TaskError) as error:
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if mode == "sanitize":
+            sanitizer = _sanitizer_for(device, sanitizer_tool)
+            task = task.with_timeouts_scaled(sanitize.TIMEOUT_SCALE)
+    except (SubmissionFileError, TaskError, sanitize.SanitizerMissing) as error:
         result.status, result.reason = Status.BAD_INPUT, str(error)
         return result
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
@@ -289,7 +310,11 @@ def evaluate_submission(
         progress(f"note: {note}")
     evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress)
     try:
-        result.cases = evaluation.run(cases)
+        if mode == "sanitize":
+            result.cases = evaluation.run_sanitized(cases, sanitizer, sanitize.tools_for(sanitizer_tool))
+            result.sanitizer_report = str(_write_sanitizer_report(evaluation.sanitizer_log, sanitizer_report))
+        else:
+            result.cases = evaluation.run(cases)
     finally:
         evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
@@ -312,6 +337,27 @@ def evaluate_submission(
     return result
 
 
+def _sanitizer_for(device: str, tool: str) -> Path:
+    """compute-sanitizer's path, or one line on why sanitize mode cannot run here."""
+    if tool not in sanitize.TOOL_CHOICES:
+        raise SubmissionFileError(f"unknown tool '{tool}': choose one of {', '.join(sanitize.TOOL_CHOICES)}")
+    if device != "cuda":
+        # BAD_INPUT until the 'needs hardware' status of issue 12 exists.
+        raise SubmissionFileError("sanitize mode needs an NVIDIA GPU (compute-sanitizer checks CUDA kernels); "
+                                  "run it on a GPU machine")
+    return sanitize.find_sanitizer()
+
+
+def _write_sanitizer_report(text: str, path: Path | None) -> Path:
+    if path is None:
+        handle, name = tempfile.mkstemp(prefix="nvfp4-sanitizer-", suffix=".txt")
+        os.close(handle)
+        path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 def _handle(args: argparse.Namespace) -> int:
     problem, submission = args.problem, args.submission
     if submission is None:  # a single argument is the file; its POPCORN line names the problem
@@ -325,8 +371,10 @@ def _handle(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    report_path = Path(args.json).with_suffix(".sanitizer.txt") if args.json else None
     result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress,
-                                 timeout_scale=args.timeout_scale)
+                                 timeout_scale=args.timeout_scale, sanitizer_tool=args.tool,
+                                 sanitizer_report=report_path)
     print(report.render(result))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -344,4 +392,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--secret-seed-file", help="ranked mode: file holding the organizer's secret seed "
                         f"(default: ${seeds.SECRET_ENV})")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
+    parser.add_argument("--tool", choices=sanitize.TOOL_CHOICES, default="memcheck",
+                        help="sanitize mode: the compute-sanitizer tool (all = each in turn)")
     parser.set_defaults(handler=_handle)

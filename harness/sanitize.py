@@ -36,8 +36,9 @@ TIMEOUT_SCALE = 10.0
 slower, and the first call's JIT compile falls inside the call's limit."""
 
 PRINT_LIMIT = 100
-NEAR_BYTES = 1 << 20
-"""An address farther than this from every input is not told relative to one."""
+PADDING_BYTES = 1024
+"""memcheck pads every allocation by this much, so a write past one tensor that would land in
+the next (valid memory to the hardware) is still reported."""
 
 _PREFIX = "========="
 _NOT_FINDINGS = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "LEAK SUMMARY", "RACECHECK SUMMARY", "Target application")
@@ -81,45 +82,63 @@ def sanitizer_command(executable: Path, tool: str, log_file: Path) -> list[str]:
         "--print-limit", str(PRINT_LIMIT),
         "--show-backtrace", "device",  # host frames are the Python interpreter's: noise
     ]
+    if tool == "memcheck":
+        command += ["--padding", str(PADDING_BYTES)]
     if tool == "racecheck":
         command += ["--racecheck-report", "all"]  # the hazards' addresses and the analysis' source lines
     return command
 
 
 # -- the report -----------------------------------------------------------------------------------
+_HEX = r"(0x[0-9a-fA-F]+)"
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One error block of a sanitizer report."""
+    """One error block of a sanitizer report (formats of compute-sanitizer 2025.3, CUDA 13.0)."""
 
     tool: str
     lines: tuple[str, ...]  # the block, prefix and indentation stripped; lines[0] says what
 
+    def _search(self, pattern: str) -> re.Match[str] | None:
+        return next((m for m in (re.search(pattern, line) for line in self.lines) if m), None)
+
     @property
     def what(self) -> str:
-        head = re.sub(r"\s+at\s+\S.*$", "", self.lines[0]).rstrip(" :")
-        head = head.removeprefix("Error: ").removeprefix("(Warning) ").removeprefix("(Error) ")
-        follow = next((line for line in self.lines[1:2] if line.startswith("and ")), "")
-        if follow:
-            hazards = re.search(r"\[(\d+) hazards?\]", follow)
-            head += " and " + re.sub(r"\s+at\s+\S.*$", "", follow.removeprefix("and "))
-            head += f" ({hazards.group(1)} hazards)" if hazards else ""
-        return head
+        """'Invalid __global__ write of size 2 bytes', 'Potential RAW hazard detected'."""
+        head = re.sub(r"\s+at\s+\S.*$", "", self.lines[0]).rstrip(" :.")
+        return re.sub(r"^(Error|Warning|\(Error\)|\(Warning\)):?\s+", "", head)
 
     @property
     def kernel(self) -> str | None:
-        for line in self.lines:
-            match = re.search(r"\bat (?:0x[0-9a-fA-F]+ in \S+:)?(.+?)\+0x[0-9a-fA-F]+", line)
-            if match:
-                return match.group(1).strip()
-        return None
+        match = self._search(r"\bat (.+?)\+0x[0-9a-fA-F]+")
+        return match.group(1).strip() if match else None
 
     @property
     def address(self) -> int | None:
-        for line in self.lines:
-            match = re.search(r"\b(?:Address|at __global__|Uninitialized access at) (0x[0-9a-fA-F]+)", line)
-            if match:
-                return int(match.group(1), 16)
-        return None
+        match = self._search(rf"\b(?:Address|Access to|Uninitialized access at) {_HEX}")
+        return int(match.group(1), 16) if match else None
+
+    @property
+    def allocation(self) -> tuple[int, int] | None:
+        """(start, bytes) of the allocation memcheck says the address is nearest to."""
+        match = self._search(rf"nearest allocation at {_HEX} of size (\d+) bytes")
+        return (int(match.group(1), 16), int(match.group(2))) if match else None
+
+    @property
+    def threads(self) -> str:
+        """Who: 'thread (0,0,0) in block (0,0,0)', or a hazard's two accesses."""
+        match = self._search(r"by thread (\(\S+\) in block \(\S+\))")
+        if match:
+            return f"thread {match.group(1)}"
+        accesses = [line for line in self.lines if re.match(r"(Read|Write|Atomic)\w* Thread", line)]
+        return " and ".join(accesses)
+
+    @property
+    def shared(self) -> str | None:
+        match = self._search(rf"at __shared__ {_HEX}(?: in block (\(\S+\)))?")
+        return f"__shared__ {match.group(1)}" + (f" in block {match.group(2)}" if match.group(2) else "") if (
+            match) else None
 
     @property
     def is_consequence(self) -> bool:
@@ -152,7 +171,9 @@ def parse_report(text: str, tool: str) -> list[Finding]:
 
 
 def error_count(text: str) -> int | None:
-    match = re.search(r"ERROR SUMMARY: (\d+) errors?", text)
+    """Errors the sanitizer counted (more than it printed when --print-limit was reached)."""
+    match = re.search(r"ERROR SUMMARY: (\d+) errors?", text) or re.search(r"RACECHECK SUMMARY: .*\((\d+) errors?",
+                                                                           text)
     return int(match.group(1)) if match else None
 
 
@@ -196,33 +217,39 @@ def placements(reported: list[dict[str, Any]], names: list[str]) -> list[Placeme
     return result
 
 
-def describe_address(address: int, where: list[Placement]) -> str:
-    """'12 bytes past the end of c (128,1,1) float16', 'byte 40 of a (...)', or why neither."""
-    inside = [p for p in where if p.start <= address < p.end]
+def describe_address(address: int, where: list[Placement], allocation: tuple[int, int] | None = None) -> str:
+    """'12 bytes past the end of c (128,1,1) float16', 'byte 40 of a (...)', or whose memory it is.
+
+    Inputs are told apart by address; past an allocation, by the allocation memcheck names (every
+    tensor is its own allocation under the sanitizer, see ``sanitizer_command``).
+    """
+    inside = next((p for p in where if p.start <= address < p.end), None)
     if inside:
-        return f"byte {address - inside[0].start} of {inside[0].label} ({inside[0].nbytes} bytes)"
-    after = [(address - p.end, p) for p in where if p.end <= address]
-    before = [(p.start - address, p) for p in where if p.start > address]
-    gap_after, past = min(after, key=lambda pair: pair[0], default=(None, None))
-    gap_before, ahead = min(before, key=lambda pair: pair[0], default=(None, None))
-    if past is not None and gap_after <= NEAR_BYTES and (gap_before is None or gap_after <= gap_before):
-        return (f"right past the end of {past.label}" if gap_after == 0
-                else f"{gap_after} bytes past the end of {past.label}")
-    if ahead is not None and gap_before <= NEAR_BYTES:
-        return f"{gap_before} bytes before the start of {ahead.label}"
-    return f"address {address:#x}, not within 1 MiB of any input (an allocation of the submission's own)"
+        return f"byte {address - inside.start} of {inside.label} ({inside.nbytes} bytes)"
+    if allocation is None:
+        return f"address {address:#x}, in none of the inputs (memory the submission allocated)"
+    start, size = allocation
+    owner = next((p.label for p in where if p.start == start), None)
+    name = owner or f"an allocation of {size} bytes at {start:#x}, none of the inputs (the submission's own)"
+    if address >= start + size:
+        gap = address - start - size
+        return f"right past the end of {name}" if gap == 0 else f"{gap} bytes past the end of {name}"
+    return f"{start - address} bytes before the start of {name}"
 
 
 def verdict_line(finding: Finding, where: list[Placement], errors: int | None) -> str:
-    """The one line a contestant reads: tool, what, kernel, the address told relative to an input."""
-    line = f"{finding.tool}: {finding.what}"
+    """The one line a contestant reads: tool, what, kernel, who, and where (relative to an input)."""
+    parts = [f"{finding.tool}: {finding.what}"]
     if finding.kernel:
-        line += f" in kernel {finding.kernel}"
-    if finding.address is not None:
-        line += f", {describe_address(finding.address, where)}"
-    if errors and errors > 1:
-        line += f" ({errors - 1} more in the report)"
-    return line
+        parts[0] += f" in kernel {finding.kernel}"
+    if finding.threads:
+        parts.append(finding.threads)
+    if finding.shared:
+        parts.append(finding.shared)
+    elif finding.address is not None:
+        parts.append(describe_address(finding.address, where, finding.allocation))
+    line = ", ".join(parts)
+    return line + (f" ({errors} errors in the report)" if errors and errors > 1 else "")
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -256,10 +283,13 @@ def run_cases(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], e
                 log = Path(folder) / f"{position}-{tool}.log"
                 reported, failure = _sanitized_call(evaluation, case, sanitizer_command(executable, tool, log))
                 text = log.read_text(errors="replace") if log.exists() else "(no log written)\n"
-                logs.append(f"#### {kind} {shape_text(case)}: compute-sanitizer --tool {tool}\n{text}")
+                where = placements(reported, names)
+                inputs = "; ".join(f"{p.label} at {p.start:#x} ({p.nbytes} bytes)" for p in where)
+                logs.append(f"#### {kind} {shape_text(case)}: compute-sanitizer --tool {tool}\n"
+                            f"#### inputs: {inputs or 'not reported'}\n{text}")
                 finding = first_finding(text, tool)
                 if finding is not None:
-                    line = verdict_line(finding, placements(reported, names), error_count(text))
+                    line = verdict_line(finding, where, error_count(text))
                     outcome = CaseResult(kind, case, Status.FAILED, line)
                     break
                 if failure is not None:

@@ -33,6 +33,7 @@ DEFECTS = (  # (file, tool that must find it, words its line must hold)
     ("oob_write.py", "memcheck", "12 bytes past the end of c"),
     ("shared_race.py", "racecheck", "shared_race"),
     ("uninit_read.py", "initcheck", "read_unwritten"),
+    ("divergent_barrier.py", "synccheck", "divergent_barrier"),
 )
 BASELINES = ("triton_gemv.py", "triton_gemm.py", "triton_dual_gemm.py", "triton_group_gemm.py", "torch_reference.py")
 
@@ -73,7 +74,7 @@ def main() -> int:
             with (args.out / f"{log_name}.log").open("a") as log:
                 log.write(f"###### {path.relative_to(REPO)} --tool {tool}\n{report.read_text()}\n")
             report.unlink()
-            expected = words is None and result.status == Status.PASSED or (
+            expected = (words is None and result.status == Status.PASSED) or (
                 words is not None and result.status == Status.FAILED and words in result.reason)
             failures += not expected
             lines.append(f"{'ok  ' if expected else 'BAD '} {path.relative_to(REPO)} --tool {tool}: "

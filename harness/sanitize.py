@@ -93,6 +93,11 @@ def sanitizer_command(executable: Path, tool: str, log_file: Path) -> list[str]:
 _HEX = r"(0x[0-9a-fA-F]+)"
 
 
+def _number(text: str) -> int:
+    """A count as the sanitizer prints it: '9,728'."""
+    return int(text.replace(",", ""))
+
+
 @dataclass(frozen=True)
 class Finding:
     """One error block of a sanitizer report (formats of compute-sanitizer 2025.3, CUDA 13.0)."""
@@ -122,8 +127,8 @@ class Finding:
     @property
     def allocation(self) -> tuple[int, int] | None:
         """(start, bytes) of the allocation memcheck says the address is nearest to."""
-        match = self._search(rf"nearest allocation at {_HEX} of size (\d+) bytes")
-        return (int(match.group(1), 16), int(match.group(2))) if match else None
+        match = self._search(rf"nearest allocation at {_HEX} of size ([\d,]+) bytes")
+        return (int(match.group(1), 16), _number(match.group(2))) if match else None
 
     @property
     def threads(self) -> str:
@@ -172,9 +177,9 @@ def parse_report(text: str, tool: str) -> list[Finding]:
 
 def error_count(text: str) -> int | None:
     """Errors the sanitizer counted (more than it printed when --print-limit was reached)."""
-    match = re.search(r"ERROR SUMMARY: (\d+) errors?", text) or re.search(r"RACECHECK SUMMARY: .*\((\d+) errors?",
-                                                                           text)
-    return int(match.group(1)) if match else None
+    match = re.search(r"ERROR SUMMARY: ([\d,]+) errors?", text) or re.search(
+        r"RACECHECK SUMMARY: .*\(([\d,]+) errors?", text)
+    return _number(match.group(1)) if match else None
 
 
 def first_finding(text: str, tool: str) -> Finding | None:

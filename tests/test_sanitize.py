@@ -8,6 +8,7 @@ and runs the real worker it wraps.
 """
 
 import os
+import re
 import stat
 import sys
 import textwrap
@@ -99,6 +100,34 @@ def test_initcheck_read_of_the_submissions_own_buffer():
     assert line == ("initcheck: Uninitialized __global__ memory read of size 4 bytes in kernel read_unwritten, "
                     "thread (64,0,0) in block (0,0,0), address 0x7f64c740a300, in none of the inputs (memory the "
                     "submission allocated) (256 errors in the report)")
+
+
+def test_synccheck_divergent_barrier():
+    text = fixture("synccheck_divergent_barrier.log")
+    line = sanitize.verdict_line(sanitize.first_finding(text, "synccheck"), [GEMV_C], sanitize.error_count(text))
+    assert line == ("synccheck: Barrier error detected. Divergent thread(s) in warp in kernel divergent_barrier, "
+                    "thread (0,0,0) in block (0,0,0) (16 errors in the report)")
+
+
+def _saved_sections(text: str) -> list[tuple[str, list[sanitize.Placement], str]]:
+    """(shape, inputs, log) per section of a saved report (the '#### inputs:' line as the worker told it)."""
+    sections = []
+    for chunk in text.split("#### test ")[1:]:
+        head, inputs, log = chunk.split("\n", 2)
+        where = [sanitize.Placement(m.group(1), int(m.group(2), 16), int(m.group(3))) for m in re.finditer(
+            r"(\w+ \([\d,]+\) \w+) at (0x[0-9a-f]+) \((\d+) bytes\)", inputs)]
+        sections.append((head.split(":")[0], where, log))
+    return sections
+
+
+def test_saved_report_of_a_whole_cli_run_gives_the_same_line_for_every_shape():
+    """The 9 GEMV test shapes of one H100 run; on the larger ones memcheck writes sizes as '9,728'."""
+    sections = _saved_sections(fixture("memcheck_oob_write_9_shapes.sanitizer.txt"))
+    assert len(sections) == 9
+    for shape, where, log in sections:
+        line = sanitize.verdict_line(sanitize.first_finding(log, "memcheck"), where, sanitize.error_count(log))
+        c = where[-1].label
+        assert line.endswith(f"12 bytes past the end of {c} (3 errors in the report)"), (shape, line)
 
 
 @pytest.mark.parametrize("tool", sanitize.TOOLS)

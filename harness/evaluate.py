@@ -134,12 +134,12 @@ class Evaluation:
             return None
 
     # -- one case -----------------------------------------------------------------------
-    def call_seed(self, case: dict[str, Any], index: int) -> int:
+    def _seed(self, case: dict[str, Any], index: int) -> int:
         return seeds.call_seed(case["seed"], index, self.secret)
 
-    def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
+    def _checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
                       stage: str, timeout_s: float) -> CallOutput:
-        seeded = {**case, "seed": self.call_seed(case, index)}
+        seeded = {**case, "seed": self._seed(case, index)}
         # The parent's copy of the inputs is drawn on the CPU while the worker runs the call: it
         # touches no GPU, so it cannot disturb the timing, and it halves the wall time per call.
         inputs = self._generator.submit(self.reference.generate_input, **seeded, device="cpu")
@@ -151,17 +151,17 @@ class Evaluation:
 
     def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         started = time.perf_counter()
-        self.checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
+        self._checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
         return CaseResult("test", case, Status.PASSED, f"passed in {time.perf_counter() - started:.1f} s")
 
     def run_benchmark(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         limit = self.task.timeouts_s
         started = time.perf_counter()
-        first = self.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"])
+        first = self._checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"])
         warmup_s = time.perf_counter() - started
         host_us = [first.host_us]
         for index in range(1, WARMUP_CALLS):
-            warm = self.checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
+            warm = self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
             host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
@@ -171,11 +171,11 @@ class Evaluation:
         while not self.rule.done(samples, time.perf_counter() - loop_start):
             if time.perf_counter() - started > limit["benchmark"]:
                 break
-            result = self.checked_call(session, case, index, sleep_us, "a timed call", limit["benchmark"])
+            result = self._checked_call(session, case, index, sleep_us, "a timed call", limit["benchmark"])
             samples.append(result.time_us)
             index += 1
         stats = timing.summarize(samples, self.timer_method)
-        profile = session.profile({**case, "seed": self.call_seed(case, index)}, limit["warmup"]) if (
+        profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
             self.mode == "profile") else None
         sol_us = self.sol_us(case)
         outcome = CaseResult("benchmark", case, Status.PASSED, f"{stats.runs} timed calls, every output checked",

@@ -267,8 +267,9 @@ def _sanitized_call(evaluation: Evaluation, case: dict[str, Any], prefix: list[s
                        command_prefix=prefix) as session:
         try:
             session.start()
-            reported = session.prepare_inputs({**case, "seed": evaluation.call_seed(case, 0)}, limits["test"])
-            evaluation.checked_call(session, case, 0, 0.0, "the call under compute-sanitizer", limits["warmup"])
+            # The evaluation's own seed and checked call: the same inputs, reference and check as a test.
+            reported = session.prepare_inputs({**case, "seed": evaluation._seed(case, 0)}, limits["test"])
+            evaluation._checked_call(session, case, 0, 0.0, "the call under compute-sanitizer", limits["warmup"])
             failure = None
         except WorkerFailure as error:
             failure = error

@@ -13,8 +13,10 @@ import datetime
 import importlib
 import json
 import math
+import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,7 +26,7 @@ from typing import Any
 
 import torch
 
-from harness import __version__, hardware, report, seeds, timing
+from harness import __version__, hardware, report, sanitize, seeds, timing
 from harness.progress import Progress, as_progress, for_stream
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
@@ -34,7 +36,7 @@ from harness.submission import SubmissionFileError, read_submission
 from harness.task import Task, TaskError, load_task, shape_text
 from problems.blockscaled import to_device
 
-MODES = ("all", "test", "benchmark", "leaderboard", "profile")
+MODES = ("all", "test", "benchmark", "leaderboard", "profile", "sanitize")
 CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
 reference and the Triton interpreter would take minutes."""
@@ -78,6 +80,7 @@ def select_cases(task: Task, mode: str, device: str) -> tuple[list[tuple[str, di
     }
     kinds["all"] = kinds["test"] + kinds["benchmark"]
     kinds["leaderboard"] = kinds["all"]
+    kinds["sanitize"] = kinds["test"]  # one call per test shape, under compute-sanitizer
     return kinds[mode], notes
 
 
@@ -118,6 +121,7 @@ class Evaluation:
         self.stdout_tail = ""
         self.timer_method = ""
         self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
+        self.sanitizer_log = ""  # sanitize mode: every raw compute-sanitizer report of the run
 
     def close(self) -> None:
         """Stop the thread that draws the parent's copies of the inputs."""
@@ -222,6 +226,17 @@ class Evaluation:
             return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
         return None
 
+    def run_sanitized(self, cases: list[tuple[str, dict[str, Any]]], executable: Path,
+                      tools: tuple[str, ...]) -> list[CaseResult]:
+        results, logs = [], []
+        for outcome, log in sanitize.run_cases(self, cases, executable, tools):
+            results.append(outcome)
+            logs.append(log)
+            self.progress.step(f"[{len(results)}/{len(cases)}] sanitize {shape_text(outcome.case)}: "
+                               f"{report.case_summary(outcome)}")
+        self.sanitizer_log = "\n".join(logs)
+        return results
+
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
         results: list[CaseResult] = []
         pending = list(cases)
@@ -295,12 +310,15 @@ def evaluate_submission(
     progress: Progress | Callable[[str], None] | None = None,
     timeout_scale: float = 1.0,
     keep_going: bool = False,
+    sanitizer_tool: str = "memcheck",
+    sanitizer_report: Path | None = None,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
     ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
     toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
-    ones failed the same way.
+    ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
+    raw report to ``sanitizer_report`` (default: a new file in the temp folder).
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -326,10 +344,16 @@ def evaluate_submission(
         result.problem = task.directory.name
         if mode not in MODES:
             raise SubmissionFileError(f"unknown mode '{mode}': choose one of {', '.join(MODES)}")
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if mode == "sanitize":
+            sanitizer = _sanitizer_for(device, sanitizer_tool)
+            task = task.with_timeouts_scaled(sanitize.TIMEOUT_SCALE)
     except (SubmissionFileError, TaskError) as error:
         result.status, result.reason = Status.BAD_INPUT, str(error)
         return result
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    except sanitize.SanitizerMissing as error:
+        result.status, result.reason = Status.UNSUPPORTED, str(error)
+        return result
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
@@ -341,7 +365,11 @@ def evaluate_submission(
     evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
                             keep_going)
     try:
-        result.cases = evaluation.run(cases)
+        if mode == "sanitize":
+            result.cases = evaluation.run_sanitized(cases, sanitizer, sanitize.tools_for(sanitizer_tool))
+            result.sanitizer_report = str(_write_sanitizer_report(evaluation.sanitizer_log, sanitizer_report))
+        else:
+            result.cases = evaluation.run(cases)
     finally:
         evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
@@ -364,6 +392,27 @@ def evaluate_submission(
     return result
 
 
+def _sanitizer_for(device: str, tool: str) -> Path:
+    """compute-sanitizer's path, or one line on why sanitize mode cannot run here."""
+    if tool not in sanitize.TOOL_CHOICES:
+        raise SubmissionFileError(f"unknown tool '{tool}': choose one of {', '.join(sanitize.TOOL_CHOICES)}")
+    if device != "cuda":
+        raise sanitize.SanitizerMissing("needs a CUDA GPU: sanitize mode runs compute-sanitizer on CUDA kernels; "
+                                        "this machine: CPU only (no CUDA GPU); instead: --mode test checks "
+                                        "correctness here, run sanitize mode on a GPU machine")
+    return sanitize.find_sanitizer()
+
+
+def _write_sanitizer_report(text: str, path: Path | None) -> Path:
+    if path is None:
+        handle, name = tempfile.mkstemp(prefix="nvfp4-sanitizer-", suffix=".txt")
+        os.close(handle)
+        path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 def _handle(args: argparse.Namespace) -> int:
     problem, submission = args.problem, args.submission
     if submission is None:  # a single argument is the file; its POPCORN line names the problem
@@ -375,9 +424,11 @@ def _handle(args: argparse.Namespace) -> int:
         return int(ExitCode.BAD_INPUT)
 
     progress = for_stream(sys.stderr)
+    report_path = Path(args.json).with_suffix(".sanitizer.txt") if args.json else None
     try:
         result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress,
-                                     timeout_scale=args.timeout_scale, keep_going=args.keep_going)
+                                     timeout_scale=args.timeout_scale, keep_going=args.keep_going,
+                                     sanitizer_tool=args.tool, sanitizer_report=report_path)
     finally:
         progress.close()
     print(report.render(result))
@@ -399,4 +450,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
     parser.add_argument("--keep-going", action="store_true",
                         help="run every case even when the first ones fail the same way")
+    parser.add_argument("--tool", choices=sanitize.TOOL_CHOICES, default="memcheck",
+                        help="sanitize mode: the compute-sanitizer tool (all = each in turn)")
     parser.set_defaults(handler=_handle)

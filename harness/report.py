@@ -112,6 +112,8 @@ def render(result: RunResult) -> str:
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]
     if result.status == Status.PASSED and result.reason:
         lines += ["", f"Note: {result.reason}"]
+    if result.sanitizer_report:
+        lines += ["", f"Full compute-sanitizer report: {result.sanitizer_report}"]
     verdict = STATUS_WORDS[result.status] if result.status != Status.NOT_RUN else "nothing run"
     lines += ["", f"Result: {verdict} (exit code {int(result.exit_code)})" + (f": {result.reason}" if result.reason
                                                                              and result.status != Status.PASSED

@@ -117,6 +117,7 @@ class RunResult:
     stdout_tail: str = ""
     started_at: str = ""
     elapsed_s: float = 0.0
+    sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
 
     @property
     def exit_code(self) -> ExitCode:

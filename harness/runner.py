@@ -113,11 +113,13 @@ def _limit_gpu_host_memory() -> None:
 class WorkerSession:
     """One worker process for one submission; use as a context manager."""
 
-    def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None) -> None:
+    def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None,
+                 command_prefix: list[str] | None = None) -> None:
         self.task = task
         self.submission = submission
         self.device = device
         self.visible_devices = visible_devices
+        self.command_prefix = list(command_prefix or [])  # a wrapper of the worker, e.g. compute-sanitizer
         self._messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
 
     def __enter__(self) -> WorkerSession:
@@ -128,7 +130,7 @@ class WorkerSession:
         self._results_r, results_w = os.pipe()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w)],
+                [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w)],
                 pass_fds=(commands_r, results_w),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -247,6 +249,12 @@ class WorkerSession:
         self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
         header, _ = self._expect("profile", "a profiled call", timeout_s)
         return str(header.get("table", ""))[:20000]
+
+    def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
+        """Sanitize mode: the worker draws the next call's inputs and says where they lie on the device."""
+        self._request({"op": "prepare", "case": case})
+        header, _ = self._expect("prepared", "drawing the inputs", timeout_s)
+        return [t for t in header.get("placements", []) if isinstance(t, dict)]
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float) -> CallOutput:
         self._request({"op": "call", "case": case, "sleep_us": sleep_us})

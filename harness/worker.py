@@ -10,6 +10,7 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -133,6 +134,7 @@ class Worker:
     def __init__(self, commands_fd: int, results_fd: int) -> None:
         self.commands_fd = commands_fd
         self.results_fd = results_fd
+        self.prepared: Any = None  # sanitize mode: the next call's inputs, drawn by a 'prepare' request
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
         protocol.send(self.results_fd, header, tensors)
@@ -164,7 +166,36 @@ class Worker:
         if changed:
             raise SubmissionError("rejected", f"the submission replaced {', '.join(changed)} {when}")
 
+    def prepare(self, request: dict[str, Any]) -> None:
+        """Sanitize mode: draw the next call's inputs now and tell the parent where each one lies in
+        device memory, so that a faulty address can be named even if the call kills the process."""
+        self.prepared = self.reference.generate_input(**request["case"], device=self.device)
+        placements = [{"index": i, "start": t.untyped_storage().data_ptr(), "nbytes": t.untyped_storage().nbytes(),
+                       "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+                      for i, t in enumerate(_flatten(self.prepared))]
+        self.send({"op": "prepared", "placements": placements})
+
+    def call_prepared(self) -> None:
+        """Sanitize mode: one plain call on the prepared inputs, no timer and no L2 flush, so that no
+        kernel of the harness runs beside the submission's under compute-sanitizer. A failure ends
+        the process by itself: the sanitizer wrapping it then completes its report (the parent
+        would kill the whole process group on an error message)."""
+        data, self.prepared = self.prepared, None
+        try:
+            result = self.kernel(data)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            structure, outputs = _output_tensors(result)
+            self.send({"op": "output", "time_us": 0.0, "host_us": 0.0, "structure": structure, "unfinished": False},
+                      outputs)
+        except BaseException as error:  # classified for the output log; the sanitizer's report says more
+            print(f"harness worker: {_classify(error)}", flush=True)
+            os._exit(3)
+
     def call(self, request: dict[str, Any]) -> None:
+        if self.prepared is not None:
+            self.call_prepared()
+            return
         data = self.reference.generate_input(**request["case"], device=self.device)
         operands = [t for t in _flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
         pristine = [_bytes_of(t).clone() for t in operands]
@@ -210,6 +241,8 @@ class Worker:
             header, _ = protocol.receive(self.commands_fd)
             if header["op"] == "start":
                 self.start(header)
+            elif header["op"] == "prepare":
+                self.prepare(header)
             elif header["op"] == "call":
                 self.call(header)
             else:

@@ -2,24 +2,26 @@
 #!POPCORN author harness-baselines
 """NVFP4 gated dual GEMM, silu(A @ B1^T) * (A @ B2^T), in Triton with in-register NVFP4 decode.
 
-What it does: each program owns a BM x BN tile of C (and a slice of K when split-K is on). Per
-K step it decodes one tile of A and the matching tiles of B1 and B2, and feeds four fp16 dots
-into two fp32 accumulators (gate and up): A is read and decoded once for both products. The
-epilogue computes silu(gate) * up in fp32 and stores fp16. Nothing dequantized goes to memory.
+What it does, in two launches: a small kernel decodes A once to two fp16 planes (even-k and odd-k
+codes, block scale applied); the dual GEMM kernel computes the transposed products B1 A^T and
+B2 A^T, so the large operands B1 and B2 (N x K weights) are decoded in registers and fed to wgmma
+as its register operand, while the fp16 A planes reach wgmma through Triton's cp.async pipeline
+with no decode. Per K step a program decodes one tile of B1 and one of B2 and accumulates four
+fp16 dots into two fp32 accumulators (gate and up); the epilogue computes silu(gate) * up in fp32
+and stores fp16.
 
-Why this design (on Hopper, which has no FP4 tensor cores): the decode is exact and cheap.
-fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals included);
-multiplying by the e4m3 block scale in fp16 is exact (at most 6 significant bits, below 1).
-On the GPU one PTX snippet decodes 4 bytes (8 codes) with two byte permutes, shifts, masks and
-two f16x2 multiplies; the low and high nibbles form two half-K operand planes, so no shuffle
-is needed and the tensor cores (wgmma) see plain fp16. Both accumulators are scaled by 2^28
+Why this design (on Hopper, which has no FP4 tensor cores; docs/baselines.md has the Nsight
+Compute profile): the earlier version decoded A and B in every program and sent the decoded B
+through shared memory; A is now decoded once for all N tiles. fp16 bits ((n & 7) << 9) |
+((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals included); multiplying by the e4m3 block scale
+in fp16 is exact (at most 6 significant bits, below 1). Both accumulators are scaled by 2^28
 once. When the tile grid cannot fill the GPU, K is split across programs and the last one to
-finish a tile (atomic counter) adds the fp32 partials in a fixed order before the epilogue,
-in the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
+finish a tile (atomic counter) adds the fp32 partials in a fixed order before the epilogue, in
+the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
 Triton.
 
-Measured on the H100 (docs/baselines.md): 13-14% of the Hopper speed of light (geomean), far below
-what instruction counts predict; it shares the GEMM kernel's unexplained per-K-step stall.
+Measured on the H100 through ``harness eval`` (docs/baselines.md): 22.2% of the Hopper speed of
+light (geomean), up from 17.6%.
 """
 
 import os
@@ -161,35 +163,59 @@ def _load_decode(
 
 
 @triton.jit
+def _predecode_kernel(
+    a_ptr,  # (L * M, K/2) uint8
+    sa_ptr,  # (L * M, K/16) uint8 e4m3
+    out_ptr,  # (2, L * M, K/2) fp16: even-k plane, odd-k plane, values * 2^-14
+    ROWS,
+    K,
+    R: tl.constexpr,
+    BK: tl.constexpr,
+    ROW_MASK: tl.constexpr,
+    K_MASK: tl.constexpr,
+    USE_ASM: tl.constexpr,
+):
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    k0 = tl.program_id(1) * BK
+    s = _load_scales(sa_ptr, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, False)
+    lo, hi = _load_decode(a_ptr, s, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, USE_ASM)
+    cols = k0 // 2 + tl.arange(0, BK // 2)
+    offs = rows.to(tl.int64)[:, None] * (K // 2) + cols[None, :]
+    ok = (rows < ROWS)[:, None] & (cols < K // 2)[None, :]
+    tl.store(out_ptr + offs, lo, mask=ok)
+    tl.store(out_ptr + ROWS.to(tl.int64) * (K // 2) + offs, hi, mask=ok)
+
+
+@triton.jit
 def _epilogue(c_ptr, c_offs, c_mask, gate, up):
     """silu(gate) * up in fp32 (operands carried 2^-14 each, so products 2^-28), fp16 store."""
-    gate = gate * 268435456.0
-    up = up * 268435456.0
+    gate = tl.trans(gate) * 268435456.0
+    up = tl.trans(up) * 268435456.0
     tl.store(c_ptr + c_offs, (gate * tl.sigmoid(gate) * up).to(tl.float16), mask=c_mask)
 
 
 @triton.jit
 def _dual_gemm_kernel(
-    a_ptr,  # (L, M, K/2) uint8
-    sa_ptr,  # (L, M, K/16) uint8 e4m3
+    ad_ptr,  # (2, L * M, K/2) fp16 planes of A from _predecode_kernel
     b1_ptr,  # (L, N, K/2) uint8
     sb1_ptr,  # (L, N, K/16) uint8 e4m3
     b2_ptr,
     sb2_ptr,
     c_ptr,  # (L, M, N) fp16
-    ws_ptr,  # fp32 split-K partials: (L * tiles, SPLIT_K, 2, BM, BN)
+    ws_ptr,  # fp32 split-K partials: (L * tiles, SPLIT_K, 2, BN, BM)
     cnt_ptr,  # int32 per-tile arrival counters, zero between launches
     M,
     N,
     K,
+    L,
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
     SPLIT_K: tl.constexpr,
-    M_MASK: tl.constexpr,  # M % BM != 0
-    N_MASK: tl.constexpr,  # N % BN != 0
-    K_MASK: tl.constexpr,  # K % BK != 0
-    SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
+    M_MASK: tl.constexpr,
+    N_MASK: tl.constexpr,
+    K_MASK: tl.constexpr,
+    SCALE_WORDS: tl.constexpr,
     USE_ASM: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -205,48 +231,42 @@ def _dual_gemm_kernel(
     per_split = tl.cdiv(steps, SPLIT_K)
     first = split * per_split
     last = tl.minimum(steps, first + per_split)
-    gate = tl.zeros((BM, BN), dtype=tl.float32)
-    up = tl.zeros((BM, BN), dtype=tl.float32)
-    if not SCALE_WORDS:
-        # Scales run one step ahead (see _load_scales); clamped so an empty split reads in bounds.
-        k_pre = tl.minimum(first, steps - 1) * BK
-        sa_next = _load_scales(sa_ptr, rows_a, M, batch * M, k_pre, K, BM, BK, M_MASK, K_MASK, False)
-        sb1_next = _load_scales(sb1_ptr, rows_b, N, batch * N, k_pre, K, BN, BK, N_MASK, K_MASK, False)
-        sb2_next = _load_scales(sb2_ptr, rows_b, N, batch * N, k_pre, K, BN, BK, N_MASK, K_MASK, False)
+    plane = (L * M).to(tl.int64) * (K // 2)
+    a_rows = (batch * M + rows_a).to(tl.int64)[:, None] * (K // 2)
+    gate = tl.zeros((BN, BM), dtype=tl.float32)
+    up = tl.zeros((BN, BM), dtype=tl.float32)
     for step in range(first, last):
         k0 = step * BK
-        if SCALE_WORDS:
-            sa = _load_scales(sa_ptr, rows_a, M, batch * M, k0, K, BM, BK, M_MASK, K_MASK, True)
-            sb1 = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, True)
-            sb2 = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, True)
+        cols = k0 // 2 + tl.arange(0, BK // 2)
+        a_offs = a_rows + cols[None, :]
+        if M_MASK or K_MASK:
+            ok = (rows_a < M)[:, None] & (cols < K // 2)[None, :]
+            a_lo = tl.load(ad_ptr + a_offs, mask=ok, other=0.0)
+            a_hi = tl.load(ad_ptr + plane + a_offs, mask=ok, other=0.0)
         else:
-            sa = sa_next
-            sb1 = sb1_next
-            sb2 = sb2_next
-            k_pre = tl.minimum(step + 1, last - 1) * BK
-            sa_next = _load_scales(sa_ptr, rows_a, M, batch * M, k_pre, K, BM, BK, M_MASK, K_MASK, False)
-            sb1_next = _load_scales(sb1_ptr, rows_b, N, batch * N, k_pre, K, BN, BK, N_MASK, K_MASK, False)
-            sb2_next = _load_scales(sb2_ptr, rows_b, N, batch * N, k_pre, K, BN, BK, N_MASK, K_MASK, False)
-        a_lo, a_hi = _load_decode(a_ptr, sa, rows_a, M, batch * M, k0, K, BM, BK, M_MASK, K_MASK, USE_ASM)
-        b_lo, b_hi = _load_decode(b1_ptr, sb1, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, USE_ASM)
-        gate = tl.dot(a_lo, tl.trans(b_lo), gate)
-        gate = tl.dot(a_hi, tl.trans(b_hi), gate)
-        b_lo, b_hi = _load_decode(b2_ptr, sb2, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, USE_ASM)
-        up = tl.dot(a_lo, tl.trans(b_lo), up)
-        up = tl.dot(a_hi, tl.trans(b_hi), up)
+            a_lo = tl.load(ad_ptr + a_offs)
+            a_hi = tl.load(ad_ptr + plane + a_offs)
+        sb = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
+        b_lo, b_hi = _load_decode(b1_ptr, sb, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, USE_ASM)
+        gate = tl.dot(b_lo, tl.trans(a_lo), gate)
+        gate = tl.dot(b_hi, tl.trans(a_hi), gate)
+        sb = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
+        b_lo, b_hi = _load_decode(b2_ptr, sb, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, USE_ASM)
+        up = tl.dot(b_lo, tl.trans(a_lo), up)
+        up = tl.dot(b_hi, tl.trans(a_hi), up)
     c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
     c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
     if SPLIT_K > 1:
         tile_id = batch * tiles_m * tl.cdiv(N, BN) + tile
-        local = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+        local = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
         base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * 2 * BM * BN)
         tl.store(base + (2 * split) * (BM * BN) + local, gate)
         tl.store(base + (2 * split + 1) * (BM * BN) + local, up)
         tl.debug_barrier()
         arrived = tl.atomic_add(cnt_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
-            gate = tl.zeros((BM, BN), dtype=tl.float32)
-            up = tl.zeros((BM, BN), dtype=tl.float32)
+            gate = tl.zeros((BN, BM), dtype=tl.float32)
+            up = tl.zeros((BN, BM), dtype=tl.float32)
             for part in tl.static_range(SPLIT_K):
                 gate += tl.load(base + (2 * part) * (BM * BN) + local, cache_modifier=".cg")
                 up += tl.load(base + (2 * part + 1) * (BM * BN) + local, cache_modifier=".cg")
@@ -304,11 +324,11 @@ def _bytes(packed: torch.Tensor) -> torch.Tensor:
 DEFAULT_CONFIG = {
     "block_m": 128,
     "block_n": 128,
-    "block_k": 64,
+    "block_k": 128,
     "num_warps": 8,
     "num_stages": 3,
     "ctas_per_sm": 1,
-    "scale_words": False,
+    "scale_words": True,
 }
 INTERPRETER_CONFIG = {
     "block_m": 128,
@@ -319,10 +339,11 @@ INTERPRETER_CONFIG = {
     "ctas_per_sm": 1,
     "scale_words": True,
 }
+PREDECODE_ROWS, PREDECODE_K = 32, 256
 
 
 def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None, **config: int) -> output_t:
-    """Run the kernel; ``config`` overrides DEFAULT_CONFIG keys, ``split_k=None`` picks from the grid."""
+    """Run the kernels; ``config`` overrides DEFAULT_CONFIG keys, ``split_k=None`` picks from the grid."""
     a, b1, b2, sfa, sfb1, sfb2, _, _, _, c = data
     m, half_k, batches = a.shape
     n = b1.shape[0]
@@ -331,6 +352,21 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm
+    rows = batches * m
+    planes = torch.empty((2, rows, half_k), dtype=torch.float16, device=a.device)
+    _predecode_kernel[(triton.cdiv(rows, PREDECODE_ROWS), triton.cdiv(k, PREDECODE_K))](
+        _bytes(a),
+        _bytes(sfa),
+        planes,
+        rows,
+        k,
+        R=PREDECODE_ROWS,
+        BK=PREDECODE_K,
+        ROW_MASK=rows % PREDECODE_ROWS != 0,
+        K_MASK=k % PREDECODE_K != 0,
+        USE_ASM=asm,
+        num_warps=4,
+    )
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     steps = triton.cdiv(k, bk)
     split = split_k or pick_split_k(tiles * batches, steps, _num_sms(a.device) * cfg["ctas_per_sm"])
@@ -339,8 +375,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
     if not target.is_contiguous():
         target = torch.empty((batches, m, n), dtype=torch.float16, device=c.device)
     _dual_gemm_kernel[(tiles * split, batches)](
-        _bytes(a),
-        _bytes(sfa),
+        planes,
         _bytes(b1),
         _bytes(sfb1),
         _bytes(b2),
@@ -351,6 +386,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         m,
         n,
         k,
+        batches,
         BM=bm,
         BN=bn,
         BK=bk,

@@ -3,13 +3,15 @@
 A problem's ``reference.py`` composes these pieces; everything that differs between problems
 (shapes, tolerance, value distribution) is data in its ``task.yml``.
 
-Inputs are a pure function of (case, seed): drawn on the CPU from an explicit
-``torch.Generator`` and only then copied to the target device, so a CPU check and a GPU check
-see the same bits.
+Inputs are a pure function of (case, seed), generated directly on the target device by the
+counter-based generator of ``problems/counter_rng.py``: the CPU and CUDA produce the same bits,
+and each operand's data and scales come from their own named stream, so one operand's shape
+never shifts another's bits.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,11 +21,9 @@ from typing import Any
 import torch
 import yaml
 
-from reference.formats import BLOCK_SIZE, FP4, encode_e4m3
+from problems.counter_rng import ScaleTable, random_bytes, random_scales
+from reference.formats import BLOCK_SIZE, FP4
 from reference.layouts import to_permuted
-
-# Largest fp32 value whose int64 bits are drawn: randint's upper bound is exclusive.
-_INT64_LIMIT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class ScaleDistribution:
 
     log2_min: float
     log2_max: float
+
+    @functools.cached_property
+    def table(self) -> ScaleTable:
+        """The integer inverse CDF that samples this distribution identically on every device."""
+        return ScaleTable.build(self.log2_min, self.log2_max)
 
 
 @dataclass(frozen=True)
@@ -66,37 +71,31 @@ def numerics(problem_file: str | Path) -> tuple[ScaleDistribution, Tolerance]:
     return ScaleDistribution(*map(float, scales)), Tolerance(float(tolerance["rtol"]), float(tolerance["atol"]))
 
 
-def generator(seed: int) -> torch.Generator:
-    return torch.Generator(device="cpu").manual_seed(int(seed))
+def target_device(device: torch.device | str | None) -> torch.device:
+    """``device``, or CUDA when one is visible and none was named."""
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
 
 
-def random_bytes(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
-    """Uniform random bytes: every e2m1 code, in both nibbles, equally likely.
+def random_operand(
+    seed: int, name: str, rows: int, k: int, batches: int, dist: ScaleDistribution, device: torch.device
+) -> Operand:
+    """A (rows, K, L) NVFP4 operand in the contest's K-major layout, with its scales.
 
-    Drawn as int64 words and reinterpreted, several times faster than byte-wise randint.
+    Its bytes come from stream ``name`` and its scales from stream ``"sf" + name`` of ``seed``.
     """
-    count = math.prod(shape)
-    words = torch.randint(-_INT64_LIMIT, _INT64_LIMIT, (-(-count // 8),), dtype=torch.int64, generator=gen)
-    return words.view(torch.uint8)[:count].reshape(shape)
-
-
-def random_scales(gen: torch.Generator, shape: tuple[int, ...], dist: ScaleDistribution) -> torch.Tensor:
-    exponents = torch.empty(shape, dtype=torch.float32).uniform_(dist.log2_min, dist.log2_max, generator=gen)
-    return encode_e4m3(torch.exp2(exponents))
-
-
-def random_operand(gen: torch.Generator, rows: int, k: int, batches: int, dist: ScaleDistribution) -> Operand:
-    """A (rows, K, L) NVFP4 operand in the contest's K-major layout, with its scales."""
     if k % BLOCK_SIZE:
         raise ValueError(f"K={k} must be a multiple of {BLOCK_SIZE}")
-    data = random_bytes(gen, (batches, rows, k // 2)).permute(1, 2, 0).view(FP4)
-    scales = random_scales(gen, (batches, rows, k // BLOCK_SIZE), dist).permute(1, 2, 0)
+    data = random_bytes(seed, name, (batches, rows, k // 2), device).permute(1, 2, 0).view(FP4)
+    scales = random_scales(seed, f"sf{name}", (batches, rows, k // BLOCK_SIZE), dist.table, device)
+    scales = scales.permute(1, 2, 0)
     return Operand(data=data, scales=scales, permuted=to_permuted(scales))
 
 
-def poisoned_output(shape: tuple[int, ...], batches: int) -> torch.Tensor:
+def poisoned_output(shape: tuple[int, ...], batches: int, device: torch.device) -> torch.Tensor:
     """The pre-allocated (*shape, L) fp16 output, filled with NaN so unwritten elements show."""
-    return torch.full((batches, *shape), float("nan"), dtype=torch.float16).permute(1, 2, 0)
+    return torch.full((batches, *shape), float("nan"), dtype=torch.float16, device=device).permute(1, 2, 0)
 
 
 def _to_device_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -111,9 +110,7 @@ def _to_device_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def to_device(tree: Any, device: torch.device | str | None) -> Any:
     """Move every tensor of a nested tuple/list structure to ``device`` (default: cuda if any)."""
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
+    device = target_device(device)
     if isinstance(tree, torch.Tensor):
         return _to_device_tensor(tree, device)
     if isinstance(tree, (tuple, list)):

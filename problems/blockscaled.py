@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import yaml
 
-from problems.counter_rng import ScaleTable, random_bytes, random_scales
+from problems.counter_rng import ScaleTable, random_words, words_to_bytes
 from reference.formats import BLOCK_SIZE, FP4
 from reference.layouts import to_permuted
 
@@ -78,19 +78,45 @@ def target_device(device: torch.device | str | None) -> torch.device:
     return torch.device(device)
 
 
-def random_operand(
-    seed: int, name: str, rows: int, k: int, batches: int, dist: ScaleDistribution, device: torch.device
-) -> Operand:
-    """A (rows, K, L) NVFP4 operand in the contest's K-major layout, with its scales.
+@dataclass(frozen=True)
+class OperandSpec:
+    """One NVFP4 operand to draw: its stream name (scales: "sf" + name) and its shape."""
 
-    Its bytes come from stream ``name`` and its scales from stream ``"sf" + name`` of ``seed``.
+    name: str
+    rows: int
+    k: int
+    batches: int
+
+    def __post_init__(self) -> None:
+        if self.k % BLOCK_SIZE:
+            raise ValueError(f"K={self.k} must be a multiple of {BLOCK_SIZE}")
+
+    @property
+    def data_shape(self) -> tuple[int, int, int]:
+        return (self.batches, self.rows, self.k // 2)
+
+    @property
+    def scale_shape(self) -> tuple[int, int, int]:
+        return (self.batches, self.rows, self.k // BLOCK_SIZE)
+
+
+def random_operands(
+    seed: int, specs: list[OperandSpec], dist: ScaleDistribution, device: torch.device
+) -> list[Operand]:
+    """(rows, K, L) NVFP4 operands in the contest's K-major layout, with their scales.
+
+    Operand ``name``'s bytes are stream ``name`` of ``seed`` and its scales stream ``"sf" + name``
+    (one word each): an operand's bits depend only on the seed, its name and its own shape.
     """
-    if k % BLOCK_SIZE:
-        raise ValueError(f"K={k} must be a multiple of {BLOCK_SIZE}")
-    data = random_bytes(seed, name, (batches, rows, k // 2), device).permute(1, 2, 0).view(FP4)
-    scales = random_scales(seed, f"sf{name}", (batches, rows, k // BLOCK_SIZE), dist.table, device)
-    scales = scales.permute(1, 2, 0)
-    return Operand(data=data, scales=scales, permuted=to_permuted(scales))
+    streams = [(spec.name, -(-math.prod(spec.data_shape) // 4)) for spec in specs]
+    streams += [(f"sf{spec.name}", math.prod(spec.scale_shape)) for spec in specs]
+    words = random_words(seed, streams, device)
+    operands = []
+    for spec, data_words, scale_words in zip(specs, words[: len(specs)], words[len(specs) :]):
+        data = words_to_bytes(data_words, spec.data_shape).permute(1, 2, 0).view(FP4)
+        scales = dist.table.scales(scale_words, spec.scale_shape).permute(1, 2, 0)
+        operands.append(Operand(data=data, scales=scales, permuted=to_permuted(scales)))
+    return operands
 
 
 def poisoned_output(shape: tuple[int, ...], batches: int, device: torch.device) -> torch.Tensor:
@@ -132,8 +158,10 @@ def compare_tensor(got: Any, expected: torch.Tensor, tolerance: Tolerance, name:
         return False, f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if got.dtype != expected.dtype:
         return False, f"{name}: dtype {got.dtype}, expected {expected.dtype}"
-    got64 = got.detach().to("cpu", torch.float64)
-    exp64 = expected.detach().to("cpu", torch.float64)
+    # Compared where the expected output lives (the GPU for the parent's GPU check): float64
+    # elementwise math, then one count read back; no copy of the whole output to the host.
+    exp64 = expected.detach().to(torch.float64)
+    got64 = got.detach().to(exp64.device, torch.float64)
     error = (got64 - exp64).abs()
     allowed = tolerance.atol + tolerance.rtol * exp64.abs()
     both_nan = got64.isnan() & exp64.isnan()

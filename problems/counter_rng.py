@@ -20,9 +20,12 @@ integer inverse-CDF table (:class:`ScaleTable`).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import hashlib
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -64,22 +67,72 @@ def stream_keys(seed: int, name: str) -> tuple[int, int]:
     return key & WORD_MASK, key >> 32
 
 
-def random_words(seed: int, name: str, count: int, device: torch.device | str) -> torch.Tensor:
-    """Words 0..count-1 of a stream: int64 tensor of values in [0, 2^32) on ``device``."""
-    if count > MAX_WORDS:
-        raise ValueError(f"a stream holds at most {MAX_WORDS} 32-bit words, {count} were asked for")
-    k0, k1 = stream_keys(seed, name)
-    x = torch.arange(count, dtype=torch.int64, device=device).bitwise_xor_(k0)
-    return mix32(mix32(x).bitwise_xor_(k1))
+CPU_CHUNK_WORDS = 1 << 14
+"""On the CPU a stream is hashed in pieces of this many words: every pass stays in cache, and
+each operation stays below torch's parallel grain size (32768), which only costs time here."""
 
 
-def random_bytes(seed: int, name: str, shape: tuple[int, ...], device: torch.device | str) -> torch.Tensor:
-    """Uniform bytes (uint8, ``shape``): the little-endian bytes of the stream's words in order."""
+def hash_words(counters: torch.Tensor, k0: int | torch.Tensor, k1: int | torch.Tensor) -> torch.Tensor:
+    """mix32(mix32(counter ^ k0) ^ k1), in place on ``counters``; keys are scalars or per word."""
+    return mix32(mix32(counters.bitwise_xor_(k0)).bitwise_xor_(k1))
+
+
+def _words_on_cpu(seed: int, streams: Sequence[tuple[str, int]]) -> list[torch.Tensor]:
+    """One stream at a time, in cache-sized pieces, with the stream's keys as scalars."""
+    out = []
+    for name, count in streams:
+        k0, k1 = stream_keys(seed, name)
+        words = torch.empty(count, dtype=torch.int64)
+        for start in range(0, count, CPU_CHUNK_WORDS):
+            stop = min(start + CPU_CHUNK_WORDS, count)
+            words[start:stop] = hash_words(torch.arange(start, stop, dtype=torch.int64), k0, k1)
+        out.append(words)
+    return out
+
+
+def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
+    """All streams in one pass over one buffer, each word's keys gathered from a per-stream table.
+
+    A few dozen kernel launches whatever the number of streams (a grouped GEMM has 4 per group).
+    The table is a few dozen bytes from the host, pinned and copied asynchronously, so drawing
+    inputs never waits for work already queued on the GPU.
+    """
+    counts = [count for _, count in streams]
+    starts = list(itertools.accumulate(counts, initial=0))[:-1]
+    keys = [stream_keys(seed, name) for name, _ in streams]
+    host = torch.tensor([starts, *zip(*keys)], dtype=torch.int64)  # rows: start, k0, k1
+    table = host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host.to(device)
+    total = sum(counts)
+    stream_of_word = torch.repeat_interleave(_device_counts(tuple(counts), device), output_size=total)
+    start, k0, k1 = (row.index_select(0, stream_of_word) for row in table.unbind(0))
+    words = hash_words(torch.arange(total, dtype=torch.int64, device=device).sub_(start), k0, k1)
+    return [piece.clone() for piece in words.split(counts)] if len(counts) > 1 else [words]
+
+
+def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:
+    """Words 0..count-1 of each named stream: int64 tensors of values in [0, 2^32) on ``device``.
+
+    Stream ``name``'s words depend on the seed, the name and the word's index only, not on the
+    other streams or their sizes. The CPU and other devices evaluate the same ``hash_words``
+    in the order each runs fastest (see the two helpers); the integer results are the same.
+    """
+    device = torch.device(device)
+    counts = [count for _, count in streams]
+    if any(count > MAX_WORDS for count in counts):
+        raise ValueError(f"a stream holds at most {MAX_WORDS} 32-bit words, {max(counts)} were asked for")
+    if device.type == "cpu":
+        return _words_on_cpu(seed, streams)
+    return _words_batched(seed, streams, device)
+
+
+def words_to_bytes(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """Uniform bytes (uint8, ``shape``, own storage): the little-endian bytes of ``words`` in order."""
     count = math.prod(shape)
-    words = random_words(seed, name, -(-count // 4), device)
+    if words.numel() * 4 < count:
+        raise ValueError(f"{words.numel()} words hold {words.numel() * 4} bytes, {count} were asked for")
     # Into int32's range without overflow (x - 2^32 when x >= 2^31), then reinterpret: CPU and
     # CUDA are both little-endian, so byte 4i + j is bits 8j..8j+7 of word i on either.
-    signed = words.sub_((words >> 31) << 32).to(torch.int32)
+    signed = (words - ((words >> 31) << 32)).to(torch.int32)
     return signed.view(torch.uint8)[:count].reshape(shape)
 
 
@@ -115,14 +168,49 @@ class ScaleTable:
         return cls(float(log2_min), float(log2_max), tuple(thresholds))
 
     def codes(self, words: torch.Tensor) -> torch.Tensor:
-        """e4m3 codes (uint8) of int64 words in [0, 2^32)."""
-        table = torch.tensor(self.thresholds, dtype=torch.int64, device=words.device)
-        return torch.searchsorted(table, words, right=True).add_(1).to(torch.uint8)
+        """e4m3 codes (uint8) of int64 words in [0, 2^32): 1 + (number of thresholds <= word).
+
+        Counted through a lookup on the word's top ``BUCKET_BITS`` bits (the count up to the
+        bucket's start) plus one comparison per threshold inside the bucket: gathers and integer
+        compares, exact on every device and far faster than a binary search.
+        """
+        below, inside = _device_buckets(self.thresholds, words.device)
+        bucket = words >> (32 - BUCKET_BITS)
+        codes = below.index_select(0, bucket)
+        for column in inside:
+            codes += words >= column.index_select(0, bucket)
+        return codes
+
+    def scales(self, words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        """e4m3 scales of ``shape`` from one word each (own storage)."""
+        return self.codes(words).reshape(shape).view(E4M3)
 
 
-def random_scales(
-    seed: int, name: str, shape: tuple[int, ...], table: ScaleTable, device: torch.device | str
-) -> torch.Tensor:
-    """e4m3 scales of ``shape`` from one word each, distributed as ``table`` says."""
-    words = random_words(seed, name, math.prod(shape), device)
-    return table.codes(words).reshape(shape).view(E4M3)
+BUCKET_BITS = 12
+"""ScaleTable.codes looks words up in 2^12 buckets of 2^20 words each."""
+
+
+@functools.lru_cache(maxsize=64)
+def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Per bucket: 1 + thresholds at or below its first word (uint8), and the thresholds inside it.
+
+    ``inside`` has one int64 row per threshold a bucket can hold (padded with 2^32, which no
+    word reaches); built on the host once per device.
+    """
+    width = 1 << (32 - BUCKET_BITS)
+    below, inside = [], []
+    for bucket in range(1 << BUCKET_BITS):
+        start = bucket * width
+        first_inside = bisect.bisect_right(thresholds, start)
+        below.append(1 + first_inside)
+        inside.append(list(thresholds[first_inside : bisect.bisect_left(thresholds, start + width)]))
+    depth = max(1, *(len(row) for row in inside))
+    padded = [row + [WORD_RANGE] * (depth - len(row)) for row in inside]
+    columns = torch.tensor(padded, dtype=torch.int64).T.contiguous()
+    return torch.tensor(below, dtype=torch.uint8, device=device), list(columns.to(device).unbind(0))
+
+
+@functools.lru_cache(maxsize=256)
+def _device_counts(counts: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """Stream sizes on ``device``, copied there once per shape, not on every call."""
+    return torch.tensor(counts, dtype=torch.int64, device=device)

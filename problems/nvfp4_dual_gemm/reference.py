@@ -13,9 +13,8 @@ DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
 
 def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
     target = bs.target_device(device)
-    a = bs.random_operand(seed, "a", m, k, l, DISTRIBUTION, target)
-    b1 = bs.random_operand(seed, "b1", n, k, l, DISTRIBUTION, target)
-    b2 = bs.random_operand(seed, "b2", n, k, l, DISTRIBUTION, target)
+    specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b1", n, k, l), bs.OperandSpec("b2", n, k, l)]
+    a, b1, b2 = bs.random_operands(seed, specs, DISTRIBUTION, target)
     c = bs.poisoned_output((m, n), l, target)
     return (a.data, b1.data, b2.data, a.scales, b1.scales, b2.scales, a.permuted, b1.permuted, b2.permuted, c)
 

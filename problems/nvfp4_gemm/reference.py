@@ -13,8 +13,7 @@ DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
 
 def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
     target = bs.target_device(device)
-    a = bs.random_operand(seed, "a", m, k, l, DISTRIBUTION, target)
-    b = bs.random_operand(seed, "b", n, k, l, DISTRIBUTION, target)
+    a, b = bs.random_operands(seed, [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", n, k, l)], DISTRIBUTION, target)
     c = bs.poisoned_output((m, n), l, target)
     return (a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c)
 

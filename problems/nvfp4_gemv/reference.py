@@ -16,8 +16,8 @@ VECTOR_PAD_ROWS = 128
 
 def generate_input(m: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
     target = bs.target_device(device)
-    a = bs.random_operand(seed, "a", m, k, l, DISTRIBUTION, target)
-    b = bs.random_operand(seed, "b", VECTOR_PAD_ROWS, k, l, DISTRIBUTION, target)
+    specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", VECTOR_PAD_ROWS, k, l)]
+    a, b = bs.random_operands(seed, specs, DISTRIBUTION, target)
     c = bs.poisoned_output((m, 1), l, target)
     return (a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c)
 

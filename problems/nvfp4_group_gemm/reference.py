@@ -15,14 +15,16 @@ def generate_input(m: list[int], n: list[int], k: list[int], g: int, seed: int, 
     if not len(m) == len(n) == len(k) == g:
         raise ValueError(f"g={g} groups need g values of m, n and k; got {len(m)}, {len(n)}, {len(k)}")
     target = bs.target_device(device)
-    abc, scales, permuted, sizes = [], [], [], []
+    specs = []
     for group, (rows_a, rows_b, depth) in enumerate(zip(m, n, k)):
-        a = bs.random_operand(seed, f"a[{group}]", rows_a, depth, 1, DISTRIBUTION, target)
-        b = bs.random_operand(seed, f"b[{group}]", rows_b, depth, 1, DISTRIBUTION, target)
-        abc.append((a.data, b.data, bs.poisoned_output((rows_a, rows_b), 1, target)))
-        scales.append((a.scales, b.scales))
-        permuted.append((a.permuted, b.permuted))
-        sizes.append((int(rows_a), int(rows_b), int(depth), 1))
+        specs += [bs.OperandSpec(f"a[{group}]", rows_a, depth, 1), bs.OperandSpec(f"b[{group}]", rows_b, depth, 1)]
+    drawn = bs.random_operands(seed, specs, DISTRIBUTION, target)
+    pairs = list(zip(drawn[0::2], drawn[1::2]))
+    outputs = [bs.poisoned_output((rows_a, rows_b), 1, target) for rows_a, rows_b in zip(m, n)]
+    abc = [(a.data, b.data, c) for (a, b), c in zip(pairs, outputs)]
+    scales = [(a.scales, b.scales) for a, b in pairs]
+    permuted = [(a.permuted, b.permuted) for a, b in pairs]
+    sizes = [(int(rows_a), int(rows_b), int(depth), 1) for rows_a, rows_b, depth in zip(m, n, k)]
     return (abc, scales, permuted, sizes)
 
 

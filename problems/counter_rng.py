@@ -67,14 +67,21 @@ def stream_keys(seed: int, name: str) -> tuple[int, int]:
     return key & WORD_MASK, key >> 32
 
 
-CPU_CHUNK_WORDS = 1 << 14
-"""On the CPU a stream is hashed in pieces of this many words: every pass stays in cache, and
-each operation stays below torch's parallel grain size (32768), which only costs time here."""
+CPU_CHUNK_WORDS = 1 << 13
+"""On the CPU a stream is hashed in pieces of this many words: every pass stays in cache, each
+temporary stays below the allocator's mmap threshold (128 KiB), and each operation below torch's
+parallel grain size (32768 elements), which only costs time on pieces this small."""
 
 
 def hash_words(counters: torch.Tensor, k0: int | torch.Tensor, k1: int | torch.Tensor) -> torch.Tensor:
-    """mix32(mix32(counter ^ k0) ^ k1), in place on ``counters``; keys are scalars or per word."""
-    return mix32(mix32(counters.bitwise_xor_(k0)).bitwise_xor_(k1))
+    """The stream's 32-bit words as int32 bit patterns: mix32(mix32(counter ^ k0) ^ k1).
+
+    ``counters`` (int64) is overwritten; keys are scalars or one per word. The last step maps
+    [0, 2^32) onto int32's range without overflow ((x ^ 2^31) - 2^31 is x - 2^32 when x >= 2^31,
+    else x): the int32 holds exactly the word's 32 bits.
+    """
+    words = mix32(mix32(counters.bitwise_xor_(k0)).bitwise_xor_(k1))
+    return words.bitwise_xor_(1 << 31).sub_(1 << 31).to(torch.int32)
 
 
 def _words_on_cpu(seed: int, streams: Sequence[tuple[str, int]]) -> list[torch.Tensor]:
@@ -82,7 +89,7 @@ def _words_on_cpu(seed: int, streams: Sequence[tuple[str, int]]) -> list[torch.T
     out = []
     for name, count in streams:
         k0, k1 = stream_keys(seed, name)
-        words = torch.empty(count, dtype=torch.int64)
+        words = torch.empty(count, dtype=torch.int32)
         for start in range(0, count, CPU_CHUNK_WORDS):
             stop = min(start + CPU_CHUNK_WORDS, count)
             words[start:stop] = hash_words(torch.arange(start, stop, dtype=torch.int64), k0, k1)
@@ -110,30 +117,32 @@ def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.
 
 
 def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:
-    """Words 0..count-1 of each named stream: int64 tensors of values in [0, 2^32) on ``device``.
+    """Words 0..count-1 of each named stream: int32 tensors (one word's bits each) on ``device``.
 
     Stream ``name``'s words depend on the seed, the name and the word's index only, not on the
-    other streams or their sizes. The CPU and other devices evaluate the same ``hash_words``
-    in the order each runs fastest (see the two helpers); the integer results are the same.
+    other streams or their sizes. Both helpers evaluate the same ``hash_words``, in the order
+    that runs fastest: batched on GPUs and for small draws, stream by stream in cache-sized
+    pieces for large draws on the CPU; the integers are the same (tests compare the two).
     """
     device = torch.device(device)
     counts = [count for _, count in streams]
     if any(count > MAX_WORDS for count in counts):
         raise ValueError(f"a stream holds at most {MAX_WORDS} 32-bit words, {max(counts)} were asked for")
-    if device.type == "cpu":
+    if device.type == "cpu" and sum(counts) > CPU_CHUNK_WORDS:
         return _words_on_cpu(seed, streams)
     return _words_batched(seed, streams, device)
 
 
 def words_to_bytes(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-    """Uniform bytes (uint8, ``shape``, own storage): the little-endian bytes of ``words`` in order."""
+    """Uniform bytes (uint8, ``shape``): the little-endian bytes of the int32 ``words`` in order.
+
+    A view of the words' storage: CPU and CUDA are both little-endian, so byte 4i + j is bits
+    8j..8j+7 of word i on either.
+    """
     count = math.prod(shape)
     if words.numel() * 4 < count:
         raise ValueError(f"{words.numel()} words hold {words.numel() * 4} bytes, {count} were asked for")
-    # Into int32's range without overflow (x - 2^32 when x >= 2^31), then reinterpret: CPU and
-    # CUDA are both little-endian, so byte 4i + j is bits 8j..8j+7 of word i on either.
-    signed = (words - ((words >> 31) << 32)).to(torch.int32)
-    return signed.view(torch.uint8)[:count].reshape(shape)
+    return words.view(torch.uint8)[:count].reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -168,17 +177,18 @@ class ScaleTable:
         return cls(float(log2_min), float(log2_max), tuple(thresholds))
 
     def codes(self, words: torch.Tensor) -> torch.Tensor:
-        """e4m3 codes (uint8) of int64 words in [0, 2^32): 1 + (number of thresholds <= word).
+        """e4m3 codes (uint8) of int32 words (bits of r): 1 + (number of thresholds <= r).
 
-        Counted through a lookup on the word's top ``BUCKET_BITS`` bits (the count up to the
-        bucket's start) plus one comparison per threshold inside the bucket: gathers and integer
-        compares, exact on every device and far faster than a binary search.
+        Counted through a lookup on r's top ``BUCKET_BITS`` bits (the count up to the bucket's
+        start) plus one comparison of r's low bits per threshold inside the bucket: gathers and
+        integer compares, exact on every device and far faster than a binary search.
         """
         below, inside = _device_buckets(self.thresholds, words.device)
-        bucket = words >> (32 - BUCKET_BITS)
+        bucket = (words >> (32 - BUCKET_BITS)).bitwise_and_((1 << BUCKET_BITS) - 1)
+        low = words & ((1 << (32 - BUCKET_BITS)) - 1)
         codes = below.index_select(0, bucket)
         for column in inside:
-            codes += words >= column.index_select(0, bucket)
+            codes += low >= column.index_select(0, bucket)
         return codes
 
     def scales(self, words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
@@ -192,10 +202,9 @@ BUCKET_BITS = 12
 
 @functools.lru_cache(maxsize=64)
 def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """Per bucket: 1 + thresholds at or below its first word (uint8), and the thresholds inside it.
-
-    ``inside`` has one int64 row per threshold a bucket can hold (padded with 2^32, which no
-    word reaches); built on the host once per device.
+    """Per bucket: 1 + thresholds at or below its first word (uint8), and the low bits of the
+    thresholds strictly inside it (int32; one row per threshold a bucket can hold, padded with
+    2^(32 - BUCKET_BITS), which no low part reaches). Built on the host once per device.
     """
     width = 1 << (32 - BUCKET_BITS)
     below, inside = [], []
@@ -203,10 +212,11 @@ def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[
         start = bucket * width
         first_inside = bisect.bisect_right(thresholds, start)
         below.append(1 + first_inside)
-        inside.append(list(thresholds[first_inside : bisect.bisect_left(thresholds, start + width)]))
+        within = thresholds[first_inside : bisect.bisect_left(thresholds, start + width)]
+        inside.append([t - start for t in within])
     depth = max(1, *(len(row) for row in inside))
-    padded = [row + [WORD_RANGE] * (depth - len(row)) for row in inside]
-    columns = torch.tensor(padded, dtype=torch.int64).T.contiguous()
+    padded = [row + [width] * (depth - len(row)) for row in inside]
+    columns = torch.tensor(padded, dtype=torch.int32).T.contiguous()
     return torch.tensor(below, dtype=torch.uint8, device=device), list(columns.to(device).unbind(0))
 
 

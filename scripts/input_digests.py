@@ -85,9 +85,10 @@ def timing_rows(device: str, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
-def check_device(device: str, out_dir: Path, repeats: int) -> int:
-    stored_lines = differences(read_stored(), current_digests("cpu"))
-    device_lines = differences(read_stored(), current_digests(device))
+def check_device(device: str, out_dir: Path, repeats: int, digests: Path) -> int:
+    stored = read_stored(digests)
+    stored_lines = differences(stored, current_digests("cpu"))
+    device_lines = differences(stored, current_digests(device))
     identity = identity_rows(device)
     timing = timing_rows(device, repeats)
     mismatches = stored_lines + device_lines + [
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cuda: check GPU against CPU and time generation")
     parser.add_argument("--out", type=Path, help="directory for the device report (required with --device cuda)")
     parser.add_argument("--repeats", type=int, default=20, help="timed generate_input calls per benchmark case")
+    parser.add_argument("--digests", type=Path, default=DIGESTS_PATH, help="the stored digests file")
     args = parser.parse_args(argv)
     if args.device != "cpu":
         if args.write or args.out is None:
@@ -124,14 +126,19 @@ def main(argv: list[str] | None = None) -> int:
         if not torch.cuda.is_available():
             print(f"no GPU visible for --device {args.device}; run this on the GPU machine", file=sys.stderr)
             return 2
-        return check_device(args.device, args.out, args.repeats)
+        return check_device(args.device, args.out, args.repeats, args.digests)
     current = current_digests("cpu")
     if args.write:
-        write_stored(current)
-        print(f"wrote digests of {len(current)} cpu_tests cases to {DIGESTS_PATH}")
+        write_stored(current, args.digests)
+        print(f"wrote digests of {len(current)} cpu_tests cases to {args.digests}")
         return 0
-    lines = differences(read_stored(), current)
-    print("\n".join(lines) if lines else f"all {len(current)} cpu_tests cases match {DIGESTS_PATH.name}")
+    if not args.digests.is_file():
+        print(f"no stored digests at {args.digests}; create them with --write", file=sys.stderr)
+        return 2
+    lines = differences(read_stored(args.digests), current)
+    print("\n".join(lines) if lines else f"all {len(current)} cpu_tests cases match {args.digests}")
+    if lines:
+        print("inputs changed: if on purpose, rerun with --write and commit the file", file=sys.stderr)
     return 1 if lines else 0
 
 

@@ -3,6 +3,7 @@
   python scripts/input_digests.py                 compare the CPU inputs of every cpu_tests case
                                                   with tests/data/input_digests.json
   python scripts/input_digests.py --write         regenerate that file (after cpu_tests change)
+  python scripts/input_digests.py --time          also time generate_input per cpu_tests case
   python scripts/input_digests.py --device cuda --out DIR
       on a GPU: for every cpu_tests and contest test case, under the case's seed and a 63-bit
       call seed, the GPU's inputs must equal the CPU's tensor by tensor (and the cpu_tests ones
@@ -31,6 +32,7 @@ from harness.seeds import call_seed
 from harness.task import list_problems, load_task
 from problems.input_digests import (
     DIGESTS_PATH,
+    cpu_test_cases,
     current_digests,
     differences,
     generate,
@@ -64,25 +66,31 @@ def identity_rows(device: str) -> list[dict[str, Any]]:
     return rows
 
 
-def timing_rows(device: str, repeats: int) -> list[dict[str, Any]]:
-    """Median wall time of generate_input on ``device`` per benchmark case (synchronized)."""
+def timing_rows(device: str, repeats: int, cases: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Median wall time of generate_input on ``device`` per case, each call with a fresh seed."""
+    synchronize = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     rows = []
-    for problem in list_problems():
-        for case in load_task(problem).benchmarks:
-            times_ms = []
-            for index in range(repeats + 2):  # two warm-up calls (allocator, kernels' first launch)
-                seeded = {**case, "seed": call_seed(case["seed"], index, CALL_SEED_SECRET)}
-                torch.cuda.synchronize()
-                started = time.perf_counter()
-                data = generate(problem, seeded, device)
-                torch.cuda.synchronize()
-                times_ms.append((time.perf_counter() - started) * 1e3)
-                del data
-            measured = times_ms[2:]
-            rows.append({"problem": problem, "case": case, "median_ms": statistics.median(measured),
-                         "min_ms": min(measured), "max_ms": max(measured), "calls": len(measured)})
+    for problem, case in cases:
+        times_ms = []
+        for index in range(repeats + 2):  # two warm-up calls (allocator, kernels' first launch)
+            seeded = {**case, "seed": call_seed(case["seed"], index, CALL_SEED_SECRET)}
+            synchronize()
+            started = time.perf_counter()
+            data = generate(problem, seeded, device)
+            synchronize()
+            times_ms.append((time.perf_counter() - started) * 1e3)
+            del data
+        measured = times_ms[2:]
+        rows.append({"problem": problem, "case": case, "median_ms": statistics.median(measured),
+                     "min_ms": min(measured), "max_ms": max(measured), "calls": len(measured)})
+        if device.startswith("cuda"):
             torch.cuda.empty_cache()
     return rows
+
+
+def timing_lines(device: str, rows: list[dict[str, Any]]) -> list[str]:
+    return [f"generate_input on {device}: median {r['median_ms']:8.3f} ms (min {r['min_ms']:.3f}, max "
+            f"{r['max_ms']:.3f}, {r['calls']} calls)  {case_text(r['problem'], r['case'])}" for r in rows]
 
 
 def check_device(device: str, out_dir: Path, repeats: int, digests: Path) -> int:
@@ -90,7 +98,8 @@ def check_device(device: str, out_dir: Path, repeats: int, digests: Path) -> int
     stored_lines = differences(stored, current_digests("cpu"))
     device_lines = differences(stored, current_digests(device))
     identity = identity_rows(device)
-    timing = timing_rows(device, repeats)
+    benchmarks = [(problem, case) for problem in list_problems() for case in load_task(problem).benchmarks]
+    timing = timing_rows(device, repeats, benchmarks)
     mismatches = stored_lines + device_lines + [
         f"{case_text(r['problem'], r['case'])}: {', '.join(r['differ'])} differ between cpu and {device}"
         for r in identity if not r["identical"]
@@ -100,8 +109,7 @@ def check_device(device: str, out_dir: Path, repeats: int, digests: Path) -> int
               f"  ({r['tensors']} tensors)" for r in identity]
     lines += [f"stored digests, cpu_tests on cpu: {'match' if not stored_lines else 'MISMATCH'}",
               f"stored digests, cpu_tests on {device}: {'match' if not device_lines else 'MISMATCH'}"]
-    lines += [f"generate_input on {device}: median {r['median_ms']:8.3f} ms (min {r['min_ms']:.3f}, max "
-              f"{r['max_ms']:.3f}, {r['calls']} calls)  {case_text(r['problem'], r['case'])}" for r in timing]
+    lines += timing_lines(device, timing)
     lines += mismatches or ["all inputs identical"]
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "identity": identity,
@@ -118,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cuda: check GPU against CPU and time generation")
     parser.add_argument("--out", type=Path, help="directory for the device report (required with --device cuda)")
     parser.add_argument("--repeats", type=int, default=20, help="timed generate_input calls per benchmark case")
+    parser.add_argument("--time", action="store_true", help="on the CPU: also time generate_input per cpu_tests case")
     parser.add_argument("--digests", type=Path, default=DIGESTS_PATH, help="the stored digests file")
     args = parser.parse_args(argv)
     if args.device != "cpu":
@@ -135,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.digests.is_file():
         print(f"no stored digests at {args.digests}; create them with --write", file=sys.stderr)
         return 2
+    if args.time:
+        print("\n".join(timing_lines("cpu", timing_rows("cpu", args.repeats, cpu_test_cases()))))
     lines = differences(read_stored(args.digests), current)
     print("\n".join(lines) if lines else f"all {len(current)} cpu_tests cases match {args.digests}")
     if lines:

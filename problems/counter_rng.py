@@ -67,10 +67,11 @@ def stream_keys(seed: int, name: str) -> tuple[int, int]:
     return key & WORD_MASK, key >> 32
 
 
-CPU_CHUNK_WORDS = 1 << 13
-"""On the CPU a stream is hashed in pieces of this many words: every pass stays in cache, each
-temporary stays below the allocator's mmap threshold (128 KiB), and each operation below torch's
-parallel grain size (32768 elements), which only costs time on pieces this small."""
+CPU_CHUNK_WORDS = 1 << 14
+"""On the CPU a large draw is hashed in pieces of this many words: every pass stays in cache
+(128 KiB of int64), and each operation stays below torch's parallel grain size (32768
+elements), where threads would only add synchronization (measured on one core: about 1.3x
+faster than 8192 or 32768 on a 2432 x 4608 x 2 GEMV draw)."""
 
 
 def hash_words(counters: torch.Tensor, k0: int | torch.Tensor, k1: int | torch.Tensor) -> torch.Tensor:

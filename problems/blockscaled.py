@@ -3,13 +3,15 @@
 A problem's ``reference.py`` composes these pieces; everything that differs between problems
 (shapes, tolerance, value distribution) is data in its ``task.yml``.
 
-Inputs are a pure function of (case, seed): drawn on the CPU from an explicit
-``torch.Generator`` and only then copied to the target device, so a CPU check and a GPU check
-see the same bits.
+Inputs are a pure function of (case, seed), generated directly on the target device by the
+counter-based generator of ``problems/counter_rng.py``: the CPU and CUDA produce the same bits,
+and each operand's data and scales come from their own named stream, so one operand's shape
+never shifts another's bits.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,11 +21,9 @@ from typing import Any
 import torch
 import yaml
 
-from reference.formats import BLOCK_SIZE, FP4, encode_e4m3
+from problems.counter_rng import ScaleTable, random_words, words_to_bytes
+from reference.formats import BLOCK_SIZE, FP4
 from reference.layouts import to_permuted
-
-# Largest fp32 value whose int64 bits are drawn: randint's upper bound is exclusive.
-_INT64_LIMIT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class ScaleDistribution:
 
     log2_min: float
     log2_max: float
+
+    @functools.cached_property
+    def table(self) -> ScaleTable:
+        """The integer inverse CDF that samples this distribution identically on every device."""
+        return ScaleTable.build(self.log2_min, self.log2_max)
 
 
 @dataclass(frozen=True)
@@ -66,37 +71,57 @@ def numerics(problem_file: str | Path) -> tuple[ScaleDistribution, Tolerance]:
     return ScaleDistribution(*map(float, scales)), Tolerance(float(tolerance["rtol"]), float(tolerance["atol"]))
 
 
-def generator(seed: int) -> torch.Generator:
-    return torch.Generator(device="cpu").manual_seed(int(seed))
+def target_device(device: torch.device | str | None) -> torch.device:
+    """``device``, or CUDA when one is visible and none was named."""
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
 
 
-def random_bytes(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
-    """Uniform random bytes: every e2m1 code, in both nibbles, equally likely.
+@dataclass(frozen=True)
+class OperandSpec:
+    """One NVFP4 operand to draw: its stream name (scales: "sf" + name) and its shape."""
 
-    Drawn as int64 words and reinterpreted, several times faster than byte-wise randint.
+    name: str
+    rows: int
+    k: int
+    batches: int
+
+    def __post_init__(self) -> None:
+        if self.k % BLOCK_SIZE:
+            raise ValueError(f"K={self.k} must be a multiple of {BLOCK_SIZE}")
+
+    @property
+    def data_shape(self) -> tuple[int, int, int]:
+        return (self.batches, self.rows, self.k // 2)
+
+    @property
+    def scale_shape(self) -> tuple[int, int, int]:
+        return (self.batches, self.rows, self.k // BLOCK_SIZE)
+
+
+def random_operands(
+    seed: int, specs: list[OperandSpec], dist: ScaleDistribution, device: torch.device
+) -> list[Operand]:
+    """(rows, K, L) NVFP4 operands in the contest's K-major layout, with their scales.
+
+    Operand ``name``'s bytes are stream ``name`` of ``seed`` and its scales stream ``"sf" + name``
+    (one word each): an operand's bits depend only on the seed, its name and its own shape.
     """
-    count = math.prod(shape)
-    words = torch.randint(-_INT64_LIMIT, _INT64_LIMIT, (-(-count // 8),), dtype=torch.int64, generator=gen)
-    return words.view(torch.uint8)[:count].reshape(shape)
+    streams = [(spec.name, -(-math.prod(spec.data_shape) // 4)) for spec in specs]
+    streams += [(f"sf{spec.name}", math.prod(spec.scale_shape)) for spec in specs]
+    words = random_words(seed, streams, device)
+    operands = []
+    for spec, data_words, scale_words in zip(specs, words[: len(specs)], words[len(specs) :]):
+        data = words_to_bytes(data_words, spec.data_shape).permute(1, 2, 0).view(FP4)
+        scales = dist.table.scales(scale_words, spec.scale_shape).permute(1, 2, 0)
+        operands.append(Operand(data=data, scales=scales, permuted=to_permuted(scales)))
+    return operands
 
 
-def random_scales(gen: torch.Generator, shape: tuple[int, ...], dist: ScaleDistribution) -> torch.Tensor:
-    exponents = torch.empty(shape, dtype=torch.float32).uniform_(dist.log2_min, dist.log2_max, generator=gen)
-    return encode_e4m3(torch.exp2(exponents))
-
-
-def random_operand(gen: torch.Generator, rows: int, k: int, batches: int, dist: ScaleDistribution) -> Operand:
-    """A (rows, K, L) NVFP4 operand in the contest's K-major layout, with its scales."""
-    if k % BLOCK_SIZE:
-        raise ValueError(f"K={k} must be a multiple of {BLOCK_SIZE}")
-    data = random_bytes(gen, (batches, rows, k // 2)).permute(1, 2, 0).view(FP4)
-    scales = random_scales(gen, (batches, rows, k // BLOCK_SIZE), dist).permute(1, 2, 0)
-    return Operand(data=data, scales=scales, permuted=to_permuted(scales))
-
-
-def poisoned_output(shape: tuple[int, ...], batches: int) -> torch.Tensor:
+def poisoned_output(shape: tuple[int, ...], batches: int, device: torch.device) -> torch.Tensor:
     """The pre-allocated (*shape, L) fp16 output, filled with NaN so unwritten elements show."""
-    return torch.full((batches, *shape), float("nan"), dtype=torch.float16).permute(1, 2, 0)
+    return torch.full((batches, *shape), float("nan"), dtype=torch.float16, device=device).permute(1, 2, 0)
 
 
 def _to_device_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -111,9 +136,7 @@ def _to_device_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def to_device(tree: Any, device: torch.device | str | None) -> Any:
     """Move every tensor of a nested tuple/list structure to ``device`` (default: cuda if any)."""
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
+    device = target_device(device)
     if isinstance(tree, torch.Tensor):
         return _to_device_tensor(tree, device)
     if isinstance(tree, (tuple, list)):
@@ -135,8 +158,10 @@ def compare_tensor(got: Any, expected: torch.Tensor, tolerance: Tolerance, name:
         return False, f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if got.dtype != expected.dtype:
         return False, f"{name}: dtype {got.dtype}, expected {expected.dtype}"
-    got64 = got.detach().to("cpu", torch.float64)
-    exp64 = expected.detach().to("cpu", torch.float64)
+    # Compared where the expected output lives (the GPU for the parent's GPU check): float64
+    # elementwise math, then one count read back; no copy of the whole output to the host.
+    exp64 = expected.detach().to(torch.float64)
+    got64 = got.detach().to(exp64.device, torch.float64)
     error = (got64 - exp64).abs()
     allowed = tolerance.atol + tolerance.rtol * exp64.abs()
     both_nan = got64.isnan() & exp64.isnan()

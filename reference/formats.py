@@ -13,6 +13,8 @@ Every function works on ``uint8`` views: CPU builds of torch implement few opera
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 BLOCK_SIZE = 16
@@ -58,10 +60,15 @@ def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:
     return pairs[..., 0] | (pairs[..., 1] << 4)
 
 
+@functools.lru_cache(maxsize=16)
+def _e2m1_table(device: torch.device) -> torch.Tensor:
+    """The 16 code values on ``device``, copied there once (a host copy per call would wait on the GPU)."""
+    return torch.tensor(E2M1_VALUES, dtype=torch.float32, device=device)
+
+
 def decode_e2m1(codes: torch.Tensor) -> torch.Tensor:
     """Value (float32) of each 4-bit code, by table lookup."""
-    table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=codes.device)
-    return table[codes.long()]
+    return _e2m1_table(codes.device)[codes.long()]
 
 
 def encode_e2m1(values: torch.Tensor) -> torch.Tensor:

@@ -19,6 +19,7 @@ import oracle
 import pytest
 import torch
 import yaml
+from torch.utils._python_dispatch import TorchDispatchMode
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ("nvfp4_gemv", "nvfp4_gemm", "nvfp4_dual_gemm", "nvfp4_group_gemm")
@@ -196,6 +197,45 @@ def test_value_distribution(name, case):
     assert set(range(int(log2_min), int(log2_max))) <= filled, "every binade of the range"
     if log2_min < -6:
         assert any(oracle.e4m3_is_subnormal(b) for b in scale_bytes), "e4m3 subnormal scales"
+
+
+class CpuTensorLog(TorchDispatchMode):
+    """Records the size of every tensor an operation produces on the CPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        produced = out if isinstance(out, (list, tuple)) else [out]
+        self.sizes += [t.numel() for t in produced if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
+        return out
+
+
+@pytest.mark.parametrize(("name", "case"), CASES)
+def test_inputs_are_generated_on_the_target_device(name, case):
+    """No host draw and copy: on another device (meta here) the CPU only builds the key table."""
+    problem(name).generate_input(**case, device="meta")  # builds the cached scale lookup once
+    log = CpuTensorLog()
+    with log:
+        data = problem(name).generate_input(**{**case, "seed": case["seed"] + 1}, device="meta")
+    assert all(t.device.type == "meta" for t in tensors_of(data))
+    streams = 2 * sum(len(ops) for ops, _ in operands(name, data))
+    assert log.sizes and max(log.sizes) <= 3 * streams, log.sizes  # (start, k0, k1) per stream
+
+
+def test_an_operands_bits_ignore_the_other_operands_shapes():
+    narrow = problem("nvfp4_gemm").generate_input(m=40, n=24, k=64, l=1, seed=3)
+    wide = problem("nvfp4_gemm").generate_input(m=40, n=136, k=64, l=1, seed=3)
+    for index in (0, 2, 4):  # a, sfa, sfa_permuted
+        assert torch.equal(bits(narrow[index]), bits(wide[index]))
+    group = problem("nvfp4_group_gemm").generate_input(m=[40, 8], n=[24, 16], k=[64, 32], g=2, seed=3)
+    other = problem("nvfp4_group_gemm").generate_input(m=[40, 72], n=[24, 8], k=[64, 96], g=2, seed=3)
+    for first, second in zip(tensors_of(group[:3]), tensors_of(other[:3])):
+        if first.shape == second.shape:  # group 0's tensors (c aside, all of group 1 changed shape)
+            assert torch.equal(bits(first), bits(second))
+    assert torch.equal(bits(group[0][0][0]), bits(other[0][0][0]))
 
 
 # --- reference against the oracle -------------------------------------------------------------

@@ -12,15 +12,11 @@ DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
 
 
 def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
-    gen = bs.generator(seed)
-    a = bs.random_operand(gen, m, k, l, DISTRIBUTION)
-    b1 = bs.random_operand(gen, n, k, l, DISTRIBUTION)
-    b2 = bs.random_operand(gen, n, k, l, DISTRIBUTION)
-    c = bs.poisoned_output((m, n), l)
-    return bs.to_device(
-        (a.data, b1.data, b2.data, a.scales, b1.scales, b2.scales, a.permuted, b1.permuted, b2.permuted, c),
-        device,
-    )
+    target = bs.target_device(device)
+    specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b1", n, k, l), bs.OperandSpec("b2", n, k, l)]
+    a, b1, b2 = bs.random_operands(seed, specs, DISTRIBUTION, target)
+    c = bs.poisoned_output((m, n), l, target)
+    return (a.data, b1.data, b2.data, a.scales, b1.scales, b2.scales, a.permuted, b1.permuted, b2.permuted, c)
 
 
 def ref_kernel(data: tuple) -> torch.Tensor:

@@ -12,11 +12,10 @@ DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
 
 
 def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
-    gen = bs.generator(seed)
-    a = bs.random_operand(gen, m, k, l, DISTRIBUTION)
-    b = bs.random_operand(gen, n, k, l, DISTRIBUTION)
-    c = bs.poisoned_output((m, n), l)
-    return bs.to_device((a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c), device)
+    target = bs.target_device(device)
+    a, b = bs.random_operands(seed, [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", n, k, l)], DISTRIBUTION, target)
+    c = bs.poisoned_output((m, n), l, target)
+    return (a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c)
 
 
 def ref_kernel(data: tuple) -> torch.Tensor:

@@ -15,11 +15,11 @@ VECTOR_PAD_ROWS = 128
 
 
 def generate_input(m: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
-    gen = bs.generator(seed)
-    a = bs.random_operand(gen, m, k, l, DISTRIBUTION)
-    b = bs.random_operand(gen, VECTOR_PAD_ROWS, k, l, DISTRIBUTION)
-    c = bs.poisoned_output((m, 1), l)
-    return bs.to_device((a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c), device)
+    target = bs.target_device(device)
+    specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", VECTOR_PAD_ROWS, k, l)]
+    a, b = bs.random_operands(seed, specs, DISTRIBUTION, target)
+    c = bs.poisoned_output((m, 1), l, target)
+    return (a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c)
 
 
 def ref_kernel(data: tuple) -> torch.Tensor:

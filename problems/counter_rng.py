@@ -1,0 +1,227 @@
+"""A counter-based random generator that gives the same bits on the CPU and on CUDA.
+
+Word ``i`` of stream ``name`` under seed ``S`` is a pure function of (S, name, i):
+
+    k0, k1 = the two 32-bit halves of blake2b("S:name", 8 bytes), little-endian (on the host)
+    word_i = mix32(mix32(i ^ k0) ^ k1)
+
+``mix32`` is Chris Wellons' "lowbias32" integer hash (xorshift 16, multiply 0x7feb352d,
+xorshift 15, multiply 0x846ca68b, xorshift 16), a bijection of 32-bit integers. It is computed
+on int64 tensors holding values in [0, 2^32): shifts, xor and ``& 0xFFFFFFFF`` are exact, and
+each multiply uses the constant's two's-complement twin below 2^31 in magnitude (c - 2^32 when
+c >= 2^31, the same value mod 2^32), so no product leaves int64's range. No float operation
+touches the bits, so every device that implements int64 arithmetic exactly (CPU and CUDA torch
+do) produces identical words, and the words are generated where they are used: no host draw
+and copy.
+
+Bytes are the words' little-endian bytes in order; scales come from one word each through an
+integer inverse-CDF table (:class:`ScaleTable`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import hashlib
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from reference.formats import E4M3, decode_e4m3
+
+WORD_MASK = 0xFFFFFFFF
+WORD_RANGE = 1 << 32
+MAX_WORDS = WORD_RANGE
+"""Counters are 32-bit: one stream holds at most 2^32 words (16 GiB)."""
+
+_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
+_SHIFTS = (16, 15, 16)
+
+
+def _int64_twin(constant: int) -> int:
+    """The value congruent to ``constant`` mod 2^32 with magnitude below 2^31."""
+    return constant - WORD_RANGE if constant >= 1 << 31 else constant
+
+
+def _mul32(x: torch.Tensor, constant: int) -> torch.Tensor:
+    """(x * constant) mod 2^32, in place, for x in [0, 2^32): |product| < 2^63, so exact."""
+    return x.mul_(_int64_twin(constant)).bitwise_and_(WORD_MASK)
+
+
+def mix32(x: torch.Tensor) -> torch.Tensor:
+    """lowbias32 on an int64 tensor of 32-bit values, in place (returns ``x``)."""
+    x.bitwise_xor_(x >> _SHIFTS[0])
+    _mul32(x, _MULTIPLIERS[0])
+    x.bitwise_xor_(x >> _SHIFTS[1])
+    _mul32(x, _MULTIPLIERS[1])
+    return x.bitwise_xor_(x >> _SHIFTS[2])
+
+
+def stream_keys(seed: int, name: str) -> tuple[int, int]:
+    """The two 32-bit keys of stream ``name`` under ``seed``: host-side, exact, device-free."""
+    digest = hashlib.blake2b(f"{int(seed)}:{name}".encode(), digest_size=8).digest()
+    key = int.from_bytes(digest, "little")
+    return key & WORD_MASK, key >> 32
+
+
+CPU_CHUNK_WORDS = 1 << 14
+"""On the CPU a large draw is hashed in pieces of this many words: every pass stays in cache
+(128 KiB of int64), and each operation stays below torch's parallel grain size (32768
+elements), where threads would only add synchronization (measured on one core: about 1.3x
+faster than 8192 or 32768 on a 2432 x 4608 x 2 GEMV draw)."""
+
+
+def hash_words(counters: torch.Tensor, k0: int | torch.Tensor, k1: int | torch.Tensor) -> torch.Tensor:
+    """The stream's 32-bit words as int32 bit patterns: mix32(mix32(counter ^ k0) ^ k1).
+
+    ``counters`` (int64) is overwritten; keys are scalars or one per word. The last step maps
+    [0, 2^32) onto int32's range without overflow ((x ^ 2^31) - 2^31 is x - 2^32 when x >= 2^31,
+    else x): the int32 holds exactly the word's 32 bits.
+    """
+    words = mix32(mix32(counters.bitwise_xor_(k0)).bitwise_xor_(k1))
+    return words.bitwise_xor_(1 << 31).sub_(1 << 31).to(torch.int32)
+
+
+def _words_on_cpu(seed: int, streams: Sequence[tuple[str, int]]) -> list[torch.Tensor]:
+    """One stream at a time, in cache-sized pieces, with the stream's keys as scalars."""
+    out = []
+    for name, count in streams:
+        k0, k1 = stream_keys(seed, name)
+        words = torch.empty(count, dtype=torch.int32)
+        for start in range(0, count, CPU_CHUNK_WORDS):
+            stop = min(start + CPU_CHUNK_WORDS, count)
+            words[start:stop] = hash_words(torch.arange(start, stop, dtype=torch.int64), k0, k1)
+        out.append(words)
+    return out
+
+
+def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
+    """All streams in one pass over one buffer, each word's keys gathered from a per-stream table.
+
+    A few dozen kernel launches whatever the number of streams (a grouped GEMM has 4 per group).
+    The table is a few dozen bytes from the host, pinned and copied asynchronously, so drawing
+    inputs never waits for work already queued on the GPU.
+    """
+    counts = [count for _, count in streams]
+    starts = list(itertools.accumulate(counts, initial=0))[:-1]
+    keys = [stream_keys(seed, name) for name, _ in streams]
+    host = torch.tensor([starts, *zip(*keys)], dtype=torch.int64)  # rows: start, k0, k1
+    table = host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host.to(device)
+    total = sum(counts)
+    stream_of_word = torch.repeat_interleave(_device_counts(tuple(counts), device), output_size=total)
+    start, k0, k1 = (row.index_select(0, stream_of_word) for row in table.unbind(0))
+    words = hash_words(torch.arange(total, dtype=torch.int64, device=device).sub_(start), k0, k1)
+    return [piece.clone() for piece in words.split(counts)] if len(counts) > 1 else [words]
+
+
+def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:
+    """Words 0..count-1 of each named stream: int32 tensors (one word's bits each) on ``device``.
+
+    Stream ``name``'s words depend on the seed, the name and the word's index only, not on the
+    other streams or their sizes. Both helpers evaluate the same ``hash_words``, in the order
+    that runs fastest: batched on GPUs and for small draws, stream by stream in cache-sized
+    pieces for large draws on the CPU; the integers are the same (tests compare the two).
+    """
+    device = torch.device(device)
+    counts = [count for _, count in streams]
+    if any(count > MAX_WORDS for count in counts):
+        raise ValueError(f"a stream holds at most {MAX_WORDS} 32-bit words, {max(counts)} were asked for")
+    if device.type == "cpu" and sum(counts) > CPU_CHUNK_WORDS:
+        return _words_on_cpu(seed, streams)
+    return _words_batched(seed, streams, device)
+
+
+def words_to_bytes(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """Uniform bytes (uint8, ``shape``): the little-endian bytes of the int32 ``words`` in order.
+
+    A view of the words' storage: CPU and CUDA are both little-endian, so byte 4i + j is bits
+    8j..8j+7 of word i on either.
+    """
+    count = math.prod(shape)
+    if words.numel() * 4 < count:
+        raise ValueError(f"{words.numel()} words hold {words.numel() * 4} bytes, {count} were asked for")
+    return words.view(torch.uint8)[:count].reshape(shape)
+
+
+@dataclass(frozen=True)
+class ScaleTable:
+    """Integer inverse CDF of e4m3(2**u), u uniform on [log2_min, log2_max].
+
+    Word r (uniform on [0, 2^32)) stands for u_r = log2_min + (log2_max - log2_min) * (r + 1/2) / 2^32,
+    and the scale is the e4m3 value nearest 2**u_r (an exact midpoint, which no r hits for the
+    shipped ranges, would round up). ``thresholds[j]`` counts the words whose
+    2**u_r lies below the midpoint between positive e4m3 values j and j+1 (codes j+1 and j+2),
+    so the code of word r is 1 + (number of thresholds <= r): an exact integer search on any
+    device. The thresholds are computed once on the host in float64.
+    """
+
+    log2_min: float
+    log2_max: float
+    thresholds: tuple[int, ...]
+
+    @classmethod
+    def build(cls, log2_min: float, log2_max: float) -> ScaleTable:
+        if not log2_min < log2_max:
+            raise ValueError(f"scale_log2 must be an increasing [min, max] pair, got [{log2_min}, {log2_max}]")
+        values = decode_e4m3(torch.arange(1, 0x7F, dtype=torch.uint8)).double().tolist()  # codes 1..126
+        if not (values[0] <= 2.0**log2_min and 2.0**log2_max <= values[-1]):
+            raise ValueError(f"scale_log2 [{log2_min}, {log2_max}] leaves e4m3's range [2^-9, 448]")
+        span = log2_max - log2_min
+        thresholds = []
+        for low, high in itertools.pairwise(values):
+            # Count of integers r >= 0 with r + 1/2 < WORD_RANGE * (log2(mid) - log2_min) / span.
+            position = WORD_RANGE * (math.log2((low + high) / 2) - log2_min) / span
+            thresholds.append(min(max(math.ceil(position - 0.5), 0), WORD_RANGE))
+        return cls(float(log2_min), float(log2_max), tuple(thresholds))
+
+    def codes(self, words: torch.Tensor) -> torch.Tensor:
+        """e4m3 codes (uint8) of int32 words (bits of r): 1 + (number of thresholds <= r).
+
+        Counted through a lookup on r's top ``BUCKET_BITS`` bits (the count up to the bucket's
+        start) plus one comparison of r's low bits per threshold inside the bucket: gathers and
+        integer compares, exact on every device and far faster than a binary search.
+        """
+        below, inside = _device_buckets(self.thresholds, words.device)
+        bucket = (words >> (32 - BUCKET_BITS)).bitwise_and_((1 << BUCKET_BITS) - 1)
+        low = words & ((1 << (32 - BUCKET_BITS)) - 1)
+        codes = below.index_select(0, bucket)
+        for column in inside:
+            codes += low >= column.index_select(0, bucket)
+        return codes
+
+    def scales(self, words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        """e4m3 scales of ``shape`` from one word each (own storage)."""
+        return self.codes(words).reshape(shape).view(E4M3)
+
+
+BUCKET_BITS = 12
+"""ScaleTable.codes looks words up in 2^12 buckets of 2^20 words each."""
+
+
+@functools.lru_cache(maxsize=64)
+def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Per bucket: 1 + thresholds at or below its first word (uint8), and the low bits of the
+    thresholds strictly inside it (int32; one row per threshold a bucket can hold, padded with
+    2^(32 - BUCKET_BITS), which no low part reaches). Built on the host once per device.
+    """
+    width = 1 << (32 - BUCKET_BITS)
+    below, inside = [], []
+    for bucket in range(1 << BUCKET_BITS):
+        start = bucket * width
+        first_inside = bisect.bisect_right(thresholds, start)
+        below.append(1 + first_inside)
+        within = thresholds[first_inside : bisect.bisect_left(thresholds, start + width)]
+        inside.append([t - start for t in within])
+    depth = max(1, *(len(row) for row in inside))
+    padded = [row + [width] * (depth - len(row)) for row in inside]
+    columns = torch.tensor(padded, dtype=torch.int32).T.contiguous()
+    return torch.tensor(below, dtype=torch.uint8, device=device), list(columns.to(device).unbind(0))
+
+
+@functools.lru_cache(maxsize=256)
+def _device_counts(counts: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """Stream sizes on ``device``, copied there once per shape, not on every call."""
+    return torch.tensor(counts, dtype=torch.int64, device=device)

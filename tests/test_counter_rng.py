@@ -1,0 +1,176 @@
+"""The counter-based generator: its hash against a pure-Python one, its streams, its distributions.
+
+Bit identity between the CPU and CUDA is checked on a GPU by ``scripts/input_digests.py
+--device cuda``; here the same integer function is pinned down against an independent
+implementation, so the stored digests and the GPU check compare against a known function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+
+import oracle
+import pytest
+import torch
+
+from problems import counter_rng as rng
+
+MASK = 0xFFFFFFFF
+
+
+def lowbias32(x: int) -> int:
+    """Chris Wellons' lowbias32 on Python integers, written from its published definition."""
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & MASK
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & MASK
+    return x ^ (x >> 16)
+
+
+def expected_word(seed: int, name: str, index: int) -> int:
+    key = int.from_bytes(hashlib.blake2b(f"{seed}:{name}".encode(), digest_size=8).digest(), "little")
+    return lowbias32(lowbias32(index ^ (key & MASK)) ^ (key >> 32))
+
+
+def unsigned(words: torch.Tensor) -> list[int]:
+    return [w & MASK for w in words.tolist()]
+
+
+def chi_square(counts: torch.Tensor, expected: torch.Tensor) -> float:
+    return float(((counts.double() - expected) ** 2 / expected).sum())
+
+
+def chi_square_bound(bins: int) -> float:
+    """Mean plus 8 standard deviations of a chi-square with bins - 1 degrees of freedom."""
+    dof = bins - 1
+    return dof + 8 * math.sqrt(2 * dof)
+
+
+# --- the hash ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**63 - 1])
+def test_words_are_the_documented_hash(seed):
+    count = 3 * rng.CPU_CHUNK_WORDS + 5  # several CPU pieces and a ragged end
+    words = rng.random_words(seed, [("a", count)], "cpu")[0]
+    assert words.dtype == torch.int32
+    checked = [*range(200), *range(count - 200, count)]
+    got = unsigned(words[checked])
+    assert got == [expected_word(seed, "a", i) for i in checked]
+
+
+def test_batched_and_piecewise_evaluations_agree():
+    streams = [("a", 2 * rng.CPU_CHUNK_WORDS + 3), ("sfa", 17), ("b[3]", rng.CPU_CHUNK_WORDS), ("sfb[3]", 1)]
+    piecewise = rng._words_on_cpu(11, streams)
+    batched = rng._words_batched(11, streams, torch.device("cpu"))
+    assert [w.shape[0] for w in batched] == [count for _, count in streams]
+    assert all(torch.equal(x, y) for x, y in zip(piecewise, batched))
+    # Each stream owns its storage: the worker's aliasing check treats shared storage as an alias.
+    pointers = {w.untyped_storage().data_ptr() for w in batched}
+    assert len(pointers) == len(streams)
+
+
+def test_a_streams_words_ignore_the_other_streams():
+    alone = rng.random_words(5, [("a", 1000)], "cpu")[0]
+    crowded = rng.random_words(5, [("b", 3 * rng.CPU_CHUNK_WORDS), ("a", 2000), ("sfa", 9)], "cpu")[1]
+    assert torch.equal(crowded[:1000], alone)
+
+
+def test_bytes_are_the_words_little_endian():
+    words = rng.random_words(3, [("x", 4)], "cpu")[0]
+    data = rng.words_to_bytes(words, (2, 7))
+    expected = [(w >> (8 * j)) & 0xFF for w in unsigned(words) for j in range(4)][:14]
+    assert data.dtype == torch.uint8 and data.reshape(-1).tolist() == expected
+    with pytest.raises(ValueError, match="4 words hold 16 bytes, 17"):
+        rng.words_to_bytes(words, (17,))
+
+
+def test_stream_size_is_bounded_before_anything_is_allocated():
+    with pytest.raises(ValueError, match="at most 4294967296"):
+        rng.random_words(1, [("a", rng.MAX_WORDS + 1)], "cpu")
+
+
+# --- byte statistics --------------------------------------------------------------------------
+
+SAMPLE_WORDS = 1 << 18
+
+
+def sample_bytes(seed: int, name: str) -> torch.Tensor:
+    return rng.words_to_bytes(rng.random_words(seed, [(name, SAMPLE_WORDS)], "cpu")[0], (4 * SAMPLE_WORDS,))
+
+
+def test_bytes_are_uniform():
+    data = sample_bytes(1, "a").long()
+    counts = torch.bincount(data, minlength=256)
+    assert chi_square(counts, torch.full((256,), data.numel() / 256)) < chi_square_bound(256)
+
+
+def test_neighbouring_bytes_are_independent():
+    data = sample_bytes(2, "a").long()
+    pairs = (data[:-1] >> 4) * 16 + (data[1:] >> 4)  # high nibbles of neighbours
+    counts = torch.bincount(pairs, minlength=256)
+    assert chi_square(counts, torch.full((256,), pairs.numel() / 256)) < chi_square_bound(256)
+
+
+@pytest.mark.parametrize(("first", "second"), [((4, "a"), (4, "b")), ((4, "a"), (5, "a")), ((4, "a"), (4, "sfa"))])
+def test_streams_are_independent(first, second):
+    x, y = sample_bytes(*first).long(), sample_bytes(*second).long()
+    joint = torch.bincount((x >> 4) * 16 + (y >> 4), minlength=256)
+    assert chi_square(joint, torch.full((256,), x.numel() / 256)) < chi_square_bound(256)
+    assert abs(float((x == y).double().mean()) - 1 / 256) < 0.001
+
+
+def test_a_broken_hash_fails_these_statistics(monkeypatch):
+    """The statistics above can fail: a hash without its multiplies is visibly non-uniform."""
+    monkeypatch.setattr(rng, "_mul32", lambda x, constant: x)
+    data = sample_bytes(1, "a").long()
+    pairs = (data[:-1] >> 4) * 16 + (data[1:] >> 4)
+    counts = torch.bincount(pairs, minlength=256)
+    assert chi_square(counts, torch.full((256,), pairs.numel() / 256)) > chi_square_bound(256)
+
+
+# --- scales -----------------------------------------------------------------------------------
+
+RANGES = [(-8.0, 0.0), (-9.0, -1.0)]
+
+
+def definition_code(word: int, log2_min: float, log2_max: float) -> int:
+    """The scale of word r by the documented definition, through the float64 oracle."""
+    u = log2_min + (log2_max - log2_min) * (word + 0.5) / 2**32
+    return oracle.e4m3_nearest(2.0**u)
+
+
+@pytest.mark.parametrize(("log2_min", "log2_max"), RANGES)
+def test_scale_codes_follow_the_definition(log2_min, log2_max):
+    table = rng.ScaleTable.build(log2_min, log2_max)
+    edges = {t + d for t in table.thresholds for d in (-1, 0) if 0 < t < 2**32}
+    words = sorted(edges | {0, 2**32 - 1} | set(unsigned(rng.random_words(9, [("s", 2000)], "cpu")[0])))
+    signed = torch.tensor([w - 2**32 if w >= 2**31 else w for w in words], dtype=torch.int32)
+    got = table.codes(signed).tolist()
+    assert got == [definition_code(w, log2_min, log2_max) for w in words]
+
+
+@pytest.mark.parametrize(("log2_min", "log2_max"), RANGES)
+def test_scale_frequencies_match_the_table(log2_min, log2_max):
+    table = rng.ScaleTable.build(log2_min, log2_max)
+    words = rng.random_words(3, [("sfa", SAMPLE_WORDS)], "cpu")[0]
+    codes = table.codes(words).long()
+    bounds = [0, *table.thresholds, 2**32]
+    probability = torch.tensor([(hi - lo) / 2**32 for lo, hi in itertools.pairwise(bounds)], dtype=torch.float64)
+    support = probability > 0
+    counts = torch.bincount(codes - 1, minlength=len(probability))
+    assert int(counts[~support].sum()) == 0, "codes outside the distribution's support"
+    assert chi_square(counts[support], probability[support] * codes.numel()) < chi_square_bound(int(support.sum()))
+    # The support: every e4m3 value from the one nearest 2^log2_min to the one nearest 2^log2_max,
+    # subnormals included.
+    lowest, highest = oracle.e4m3_nearest(2.0**log2_min), oracle.e4m3_nearest(2.0**log2_max)
+    assert support.nonzero().flatten().add(1).tolist() == list(range(lowest, highest + 1))
+    assert oracle.e4m3_is_subnormal(lowest)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, -8.0), (-12.0, 0.0), (0.0, 10.0)])
+def test_scale_ranges_outside_e4m3_are_refused(bounds):
+    with pytest.raises(ValueError, match="scale_log2"):
+        rng.ScaleTable.build(*bounds)

@@ -4,7 +4,6 @@ Handlers are plain ``def`` functions (FastAPI runs them on its thread pool): eve
 few short statements under the store's lock and never waits for an evaluation.
 """
 
-from __future__ import annotations
 
 import datetime
 from pathlib import Path

@@ -138,7 +138,7 @@ def _handle(args: argparse.Namespace) -> int:
         problem = args.problem or file.leaderboard
         job = upload(connection, path, args.mode, problem)
         say(f"submitted {path.name} as submission {job['id']} ({job['problem']}, {job['mode']} mode) "
-            f"to {connection.server}")
+            f"to {connection.server}: queued, position {job['position']}")
         job = follow(connection, job["id"], poll_s=args.poll_s, say=say)
     except (SubmissionFileError, ClientError) as error:
         say(f"submit: error: {error}")

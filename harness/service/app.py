@@ -65,8 +65,7 @@ def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
             raise Refused(401, "missing token: send 'Authorization: Bearer <token>' "
                                "(the organizer gives one with python -m harness user add)")
         scheme, _, token = authorization.partition(" ")
-        with db.locked() as store:
-            user = authenticate(store.connection, token.strip()) if scheme.lower() == "bearer" else None
+        user = authenticate(db.connection, token.strip(), db.lock) if scheme.lower() == "bearer" else None
         if user is None:
             raise Refused(401, "token refused: check NVFP4_TOKEN or --token (ask the organizer for a new one)")
         return user
@@ -92,7 +91,7 @@ def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
         source = file.file.read(settings.max_file_bytes + 1)
         limits.check_size(len(source), settings)
         limits.check_mode(mode)
-        filename = Path(file.filename or "submission.py").name
+        filename = limits.safe_filename(file.filename)
         text = limits.check_source(source, filename)
         problem = limits.choose_problem(problem, text, problems)
         limits.check_deadline(problem, mode, settings)

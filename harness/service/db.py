@@ -40,6 +40,10 @@ class ServiceDb:
     def connection(self) -> sqlite3.Connection:
         return self.store.connection
 
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
     @contextmanager
     def locked(self) -> Iterator[Store]:
         with self._lock:

@@ -52,10 +52,14 @@ class Dispatcher:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._hand_out()
-            for job, result in self._executor.completed(timeout_s=POLL_S):
-                self._in_flight -= 1
-                self._record(int(job.key), result)
+            try:
+                self._hand_out()
+                for job, result in self._executor.completed(timeout_s=POLL_S):
+                    self._in_flight -= 1
+                    self._record(int(job.key), result)
+            except Exception:  # the one writer must outlive a failed write; the job stays in the store
+                log.exception("dispatcher: a step failed; retrying in %.1f s", POLL_S)
+                self._stop.wait(POLL_S)
 
     def _hand_out(self) -> None:
         while self._in_flight < self._parallel:

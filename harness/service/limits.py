@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import re
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -12,6 +13,7 @@ from harness.submission import DIRECTIVE
 
 MODES = ("test", "benchmark", "leaderboard")
 RANKED_MODE = "leaderboard"
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.py$")
 
 
 class Refused(Exception):
@@ -40,6 +42,12 @@ def parse_deadline(text: str) -> tuple[str, datetime.datetime]:
     except ValueError:
         raise ValueError(f"--deadline {text}: write PROBLEM=YYYY-MM-DDTHH:MM[:SS][Z]") from None
     return problem.strip(), moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def safe_filename(name: str | None) -> str:
+    """The upload's own name when it is a plain 'name.py', else 'submission.py' (it becomes a path)."""
+    name = (name or "").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+    return name if SAFE_NAME.match(name) else "submission.py"
 
 
 def check_source(source: bytes, filename: str) -> str:

@@ -14,6 +14,7 @@ import re
 import secrets
 import sqlite3
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from harness.leaderboard.store import StoreError, utc_now
@@ -48,13 +49,19 @@ def add_user(connection: sqlite3.Connection, name: str) -> str:
     return f"nvfp4_{key_id}_{secret}"
 
 
-def authenticate(connection: sqlite3.Connection, token: str) -> User | None:
-    """The token's user, or None for a malformed, unknown or wrong token."""
+def authenticate(connection: sqlite3.Connection, token: str,
+                 lock: AbstractContextManager[object] | None = None) -> User | None:
+    """The token's user, or None for a malformed, unknown or wrong token.
+
+    ``lock`` guards only the look-up: the deliberately slow hash runs outside it.
+    """
     match = TOKEN.match(token)
     if not match:
         return None
     key_id, secret = match.groups()
-    row = connection.execute("SELECT id, name, salt, token_hash FROM users WHERE key_id = ?", (key_id,)).fetchone()
+    with lock or nullcontext():
+        row = connection.execute("SELECT id, name, salt, token_hash FROM users WHERE key_id = ?",
+                                 (key_id,)).fetchone()
     if row is None:
         return None
     user_id, name, salt, expected = row

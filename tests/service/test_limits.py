@@ -7,7 +7,15 @@ import datetime
 import pytest
 import requests
 
-from harness.service.limits import Limits, Refused, check_deadline, check_source, choose_problem, parse_deadline
+from harness.service.limits import (
+    Limits,
+    Refused,
+    check_deadline,
+    check_source,
+    choose_problem,
+    parse_deadline,
+    safe_filename,
+)
 
 from .conftest import add_user, bearer, wait_done
 
@@ -71,3 +79,11 @@ def test_a_live_service_enforces_the_per_user_quotas(service_factory):
     wait_done(server, sam, 3)
     hourly = submit(rita)
     assert hourly.status_code == 429 and "3 submissions in the last hour, the limit is 3" in hourly.json()["error"]
+
+
+def test_an_upload_name_becomes_a_plain_file_name():
+    assert safe_filename("gemv_v2.py") == "gemv_v2.py"
+    assert safe_filename("../../etc/passwd.py") == "passwd.py"
+    assert safe_filename("C:\\work\\k.py") == "k.py"
+    for odd in ("..", "", None, ".hidden.py", "kernel.cu", "a b.py"):
+        assert safe_filename(odd) == "submission.py"

@@ -13,6 +13,7 @@ import jinja2
 from fastapi import Depends, FastAPI, File, Form, Header, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException
 
 from harness import __version__
 from harness.leaderboard import render
@@ -43,6 +44,12 @@ def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
     @app.exception_handler(Refused)
     def refused(request: Request, error: Refused) -> JSONResponse:
         return JSONResponse({"error": str(error)}, status_code=error.status_code)
+
+    @app.exception_handler(HTTPException)
+    def http_error(request: Request, error: HTTPException) -> JSONResponse:
+        """Unknown routes and methods answer in the same one-line form."""
+        return JSONResponse({"error": f"{request.method} {request.url.path}: {error.detail}"},
+                            status_code=error.status_code)
 
     @app.exception_handler(RequestValidationError)
     def malformed(request: Request, error: RequestValidationError) -> JSONResponse:

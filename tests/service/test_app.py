@@ -156,6 +156,8 @@ def test_an_unknown_leaderboard_is_404(service):
     answer = requests.get(f"{server.url}/leaderboards/nvfp4_conv", headers=bearer(tokens["ada"]), timeout=10)
     assert answer.status_code == 404 and "unknown problem 'nvfp4_conv'" in answer.json()["error"]
     assert requests.get(f"{server.url}/leaderboards/nvfp4_gemv", timeout=10).status_code == 401
+    missing = requests.get(f"{server.url}/nowhere", timeout=10)
+    assert missing.status_code == 404 and missing.json() == {"error": "GET /nowhere: Not Found"}
 
 
 @pytest.mark.skipif(CHROMIUM is None and not IN_CI, reason="no chromium here (CI installs it)")

@@ -28,7 +28,11 @@ python3 -m harness serve --port $PORT --db "$DB" --device "${DEVICE:-cuda}" --se
   --max-unfinished 100 --per-hour 1000 > "$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null' EXIT
-for _ in $(seq 120); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null && break; sleep 1; done
+get() {  # URL [TOKEN]: the body, with requests (curl may be missing on the GPU machine)
+  python3 -c "import sys, requests; h = {'Authorization': 'Bearer ' + sys.argv[2]} if len(sys.argv) > 2 else {}; \
+r = requests.get(sys.argv[1], headers=h, timeout=10); print(r.text); sys.exit(not r.ok)" "$@"
+}
+for _ in $(seq 120); do get "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; sleep 1; done
 
 for file in ${EVAL_FILES:-submissions/*/*.py}; do
   name=$(basename "$(dirname "$file")")__$(basename "$file" .py)
@@ -40,9 +44,9 @@ for file in ${EVAL_FILES:-submissions/*/*.py}; do
     --json "$OUT/service/$name.json" > "$OUT/service/$name.txt" 2>&1
   echo "   submit exit $?"
 done
-curl -s "http://127.0.0.1:$PORT/" > "$OUT/index.html"
+get "http://127.0.0.1:$PORT/" > "$OUT/index.html"
 for p in nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm; do
-  curl -s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/leaderboards/$p" > "$OUT/leaderboard_$p.json"
+  get "http://127.0.0.1:$PORT/leaderboards/$p" "$TOKEN" > "$OUT/leaderboard_$p.json"
 done
 kill $SERVER; wait $SERVER 2>/dev/null
 if grep -rqF "$(cat "$WORK/secret")" "$OUT"; then echo "SECRET SEED FOUND UNDER $OUT" | tee "$OUT/SECRET_LEAK"; fi

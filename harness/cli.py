@@ -13,7 +13,8 @@ from typing import NoReturn
 
 from harness.results import ExitCode
 
-COMMAND_MODULES = ("harness.evaluate", "harness.sol", "harness.calibrate", "harness.leaderboard.cli")
+COMMAND_MODULES = ("harness.evaluate", "harness.sol", "harness.calibrate", "harness.leaderboard.cli",
+                   "harness.service.serve", "harness.service.client", "harness.service.users")
 
 
 class _Parser(argparse.ArgumentParser):

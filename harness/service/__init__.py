@@ -1,0 +1,1 @@
+"""The submission service: ``harness serve`` (HTTP API, queue, dispatcher) and ``harness submit``."""

@@ -1,0 +1,165 @@
+"""``python -m harness submit FILE``: upload to a submission service, follow it, print the report.
+
+The report and the exit code are those of ``harness eval`` (``harness.report.render``,
+``RunResult.exit_code``), so scripts treat a remote run like a local one. Anything the service
+refuses (a bad token, a limit, a bad file) or an unreachable service is one line on stderr and
+exit code 113.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from harness import report
+from harness.leaderboard.store import load_result
+from harness.results import ExitCode
+from harness.submission import SubmissionFileError, read_submission
+
+SERVER_ENV, TOKEN_ENV, CONFIG_ENV = "NVFP4_SERVER", "NVFP4_TOKEN", "NVFP4_CONFIG"
+DEFAULT_CONFIG = Path("~/.config/nvfp4-harness/client.yml")
+REQUEST_TIMEOUT_S = 30.0
+
+
+class ClientError(Exception):
+    """Why the submission could not go through; the one line the user sees."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    server: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def read_config(path: Path | None = None) -> dict[str, str]:
+    """server and token from the config file ($NVFP4_CONFIG, else ~/.config/nvfp4-harness/client.yml)."""
+    path = (path or Path(os.environ.get(CONFIG_ENV, str(DEFAULT_CONFIG)))).expanduser()
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ClientError(f"{path}: unreadable config ({error}); it holds 'server: URL' and 'token: T'") from None
+    if not isinstance(data, dict):
+        raise ClientError(f"{path}: expected 'server: URL' and 'token: T' lines")
+    return {key: str(data[key]) for key in ("server", "token") if data.get(key)}
+
+
+def resolve_connection(server: str | None, token: str | None) -> Connection:
+    """The flag, else the environment, else the config file."""
+    config = read_config()
+    server = server or os.environ.get(SERVER_ENV) or config.get("server")
+    token = token or os.environ.get(TOKEN_ENV) or config.get("token")
+    if not server:
+        raise ClientError(f"no server: pass --server URL or set ${SERVER_ENV} (or 'server:' in {DEFAULT_CONFIG})")
+    if not token:
+        raise ClientError(f"no token: pass --token T or set ${TOKEN_ENV} (or 'token:' in {DEFAULT_CONFIG}); "
+                          "the organizer gives one")
+    return Connection(server.rstrip("/"), token)
+
+
+def _answer(response: requests.Response) -> Any:
+    """The JSON body of a 2xx answer; ClientError with the service's one line otherwise."""
+    if response.ok:
+        return response.json()
+    try:
+        line = response.json().get("error") or response.text
+    except ValueError:
+        line = response.text.strip().splitlines()[0] if response.text.strip() else response.reason
+    if response.status_code == 401:
+        raise ClientError(f"the server refused the token: {line}")
+    raise ClientError(f"the server refused the submission ({response.status_code}): {line}")
+
+
+def upload(connection: Connection, path: Path, mode: str, problem: str | None) -> dict[str, Any]:
+    fields = {"mode": mode, **({"problem": problem} if problem else {})}
+    try:
+        response = requests.post(f"{connection.server}/submissions", headers=connection.headers, data=fields,
+                                 files={"file": (path.name, path.read_bytes(), "text/x-python")},
+                                 timeout=REQUEST_TIMEOUT_S)
+    except requests.RequestException as error:
+        raise ClientError(f"cannot reach {connection.server}: {error}") from None
+    return _answer(response)
+
+
+def follow(connection: Connection, job_id: int, *, poll_s: float = 1.0, unreachable_s: float = 120.0,
+           say: Any = print) -> dict[str, Any]:
+    """Poll until the job is done, saying each change of state; survives a restart of the service."""
+    last, lost_since = None, None
+    while True:
+        try:
+            job = _answer(requests.get(f"{connection.server}/submissions/{job_id}", headers=connection.headers,
+                                       timeout=REQUEST_TIMEOUT_S))
+            lost_since = None
+        except requests.RequestException as error:
+            lost_since = lost_since or time.monotonic()
+            if time.monotonic() - lost_since > unreachable_s:
+                raise ClientError(f"lost {connection.server} for {unreachable_s:.0f} s ({error}); "
+                                  f"submission {job_id} stays queued there: check it later") from None
+            if last != "unreachable":
+                say(f"submission {job_id}: the server is unreachable, retrying")
+                last = "unreachable"
+            time.sleep(poll_s)
+            continue
+        state = job["status"]
+        if state == "queued":
+            state = f"queued, position {job['position']}"
+        elif state == "running":
+            state = f"running (attempt {job['attempts']})"
+        if state != last:
+            say(f"submission {job_id}: {state}")
+            last = state
+        if job["status"] == "done":
+            return job
+        time.sleep(poll_s)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    path = Path(args.file)
+    try:
+        file = read_submission(path)
+        connection = resolve_connection(args.server, args.token)
+        problem = args.problem or file.leaderboard
+        job = upload(connection, path, args.mode, problem)
+        say(f"submitted {path.name} as submission {job['id']} ({job['problem']}, {job['mode']} mode) "
+            f"to {connection.server}: queued, position {job['position']}")
+        job = follow(connection, job["id"], poll_s=args.poll_s, say=say)
+    except (SubmissionFileError, ClientError) as error:
+        say(f"submit: error: {error}")
+        return int(ExitCode.BAD_INPUT)
+    result = load_result(job["result"])
+    result.submission_path = str(path)
+    print(report.render(result))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(job["result"], indent=2))
+    return int(result.exit_code)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("submit", help="submit a file to a submission service and wait for its report")
+    parser.add_argument("file", help="your submission .py file")
+    parser.add_argument("--mode", choices=("test", "benchmark", "leaderboard"), default="test",
+                        help="test (default), benchmark, or leaderboard (a ranked run with the secret seed)")
+    parser.add_argument("--problem", help="default: the file's '#!POPCORN leaderboard' line")
+    parser.add_argument("--server", help=f"service URL (default: ${SERVER_ENV}, then the config file)")
+    parser.add_argument("--token", help=f"your token (default: ${TOKEN_ENV}, then the config file)")
+    parser.add_argument("--json", help="also write the result JSON (as harness eval --json) to this file")
+    parser.add_argument("--poll-s", type=float, default=1.0, help="seconds between status checks (default: 1)")
+    parser.set_defaults(handler=_handle)

@@ -1,0 +1,54 @@
+"""One SQLite connection shared by the web handlers and the dispatcher, behind one lock.
+
+Why one connection and a lock: FastAPI runs handlers on a thread pool and the dispatcher has
+its own thread; SQLite serialises writers anyway, and every statement here is short, so a lock
+is simpler than a connection per thread and never sees "database is locked".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.leaderboard.store import Store, StoreError, apply_migrations
+
+
+class ServiceDb:
+    """The store and the service's tables; use ``with db.locked() as store:`` around every access."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.store = Store(connection)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | Path) -> ServiceDb:
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(str(path), check_same_thread=False)
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute("PRAGMA journal_mode = WAL")  # readers (user add) never block the service
+            apply_migrations(connection)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"{path}: cannot open the database ({error})") from None
+        return cls(connection)
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self.store.connection
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
+    @contextmanager
+    def locked(self) -> Iterator[Store]:
+        with self._lock:
+            yield self.store
+
+    def close(self) -> None:
+        with self._lock:
+            self.store.close()

@@ -1,0 +1,98 @@
+"""Users and their tokens, and ``python -m harness user add NAME --db FILE``.
+
+A token is ``nvfp4_<key id>_<secret>``. The key id is stored as is and finds the user's row; the
+secret is stored only as a salted scrypt hash and compared in constant time. The token is shown
+once, when the user is added; losing it means adding a new user name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import re
+import secrets
+import sqlite3
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+from harness.leaderboard.store import StoreError, utc_now
+from harness.results import ExitCode
+
+TOKEN = re.compile(r"^nvfp4_([0-9a-f]{16})_([A-Za-z0-9_-]{20,})$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    name: str
+
+
+def _hash(secret: str, salt: bytes) -> bytes:
+    return hashlib.scrypt(secret.encode(), salt=salt, **SCRYPT)
+
+
+def add_user(connection: sqlite3.Connection, name: str) -> str:
+    """Create a user and return their token (the only time it exists in clear)."""
+    if not NAME.match(name):
+        raise ValueError(f"user name '{name}': use letters, digits, '.', '_' or '-' (at most 64)")
+    key_id, secret, salt = secrets.token_hex(8), secrets.token_urlsafe(32), secrets.token_bytes(16)
+    try:
+        with connection:
+            connection.execute("INSERT INTO users (name, key_id, salt, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                               (name, key_id, salt, _hash(secret, salt), utc_now()))
+    except sqlite3.IntegrityError:
+        raise ValueError(f"user '{name}' exists already; pick another name") from None
+    return f"nvfp4_{key_id}_{secret}"
+
+
+def authenticate(connection: sqlite3.Connection, token: str,
+                 lock: AbstractContextManager[object] | None = None) -> User | None:
+    """The token's user, or None for a malformed, unknown or wrong token.
+
+    ``lock`` guards only the look-up: the deliberately slow hash runs outside it.
+    """
+    match = TOKEN.match(token)
+    if not match:
+        return None
+    key_id, secret = match.groups()
+    with lock or nullcontext():
+        row = connection.execute("SELECT id, name, salt, token_hash FROM users WHERE key_id = ?",
+                                 (key_id,)).fetchone()
+    if row is None:
+        return None
+    user_id, name, salt, expected = row
+    return User(user_id, name) if hmac.compare_digest(_hash(secret, salt), expected) else None
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from harness.service.db import ServiceDb
+
+    try:
+        db = ServiceDb.open(args.db)
+    except StoreError as error:
+        print(f"user: error: --db: {error}", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    try:
+        with db.locked() as store:
+            token = add_user(store.connection, args.name)
+    except ValueError as error:
+        print(f"user: error: {error}", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    finally:
+        db.close()
+    print(f"added user '{args.name}' to {args.db}; this token is shown once, keep it secret:")
+    print(f"token: {token}")
+    return int(ExitCode.PASSED)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("user", help="manage the submission service's users")
+    actions = parser.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="add a user and print their token once")
+    add.add_argument("name", help="the user's name (their name on the leaderboard)")
+    add.add_argument("--db", required=True, help="the service's SQLite database")
+    add.set_defaults(handler=_handle)

@@ -17,6 +17,7 @@ STATUS_WORDS = {
     Status.TIMEOUT: "TIMEOUT",
     Status.BAD_INPUT: "BAD INPUT",
     Status.NOT_RUN: "not run",
+    Status.HARNESS_FAULT: "HARNESS FAULT",
 }
 
 

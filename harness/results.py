@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 112  # an output was wrong, or the submission broke a rule of the harness
     BAD_INPUT = 113  # a malformed task.yml, case, submission file or command line
     TIMEOUT = 114  # a stage ran past its limit; the worker's process group was killed
+    HARNESS_FAULT = 115  # the harness's own measurement was inconsistent twice; nothing is blamed on the submission
 
 
 class Status(str, enum.Enum):
@@ -33,6 +34,7 @@ class Status(str, enum.Enum):
     TIMEOUT = "timeout"
     BAD_INPUT = "bad_input"
     NOT_RUN = "not_run"  # left out on purpose (say why in the reason), e.g. too large for the CPU
+    HARNESS_FAULT = "harness_fault"  # the harness could not measure consistently; not the submission's fault
 
     @property
     def exit_code(self) -> ExitCode:
@@ -47,6 +49,7 @@ _EXIT_CODES = {
     Status.CRASHED: ExitCode.CRASHED,
     Status.CUDA_ERROR: ExitCode.CUDA_FAILURE,
     Status.TIMEOUT: ExitCode.TIMEOUT,
+    Status.HARNESS_FAULT: ExitCode.HARNESS_FAULT,
     Status.BAD_INPUT: ExitCode.BAD_INPUT,
 }
 
@@ -60,6 +63,7 @@ SEVERITY = (
     Status.CUDA_ERROR,
     Status.TIMEOUT,
     Status.BAD_INPUT,
+    Status.HARNESS_FAULT,
 )
 
 

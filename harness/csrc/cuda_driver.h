@@ -1,0 +1,35 @@
+/* The few CUDA driver API entry points the sealed timer uses, resolved from libcuda.so.1 at run
+ * time: no CUDA headers or toolkit are needed to build the extension. */
+#ifndef NVFP4_CUDA_DRIVER_H
+#define NVFP4_CUDA_DRIVER_H
+#include <stddef.h>
+
+typedef int CUresult;
+typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction;
+typedef unsigned long long CUdeviceptr;
+#define CU_EVENT_DEFAULT 0
+#define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
+
+typedef struct {
+    CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*CtxSetLimit)(int, size_t);
+    CUresult (*CtxResetPersistingL2Cache)(void);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemAllocHost)(void **, size_t);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cuda_driver;
+#endif

@@ -1,0 +1,117 @@
+"""Linux confinement of the worker, each step best effort and reported (docs/security.md).
+
+Two halves. ``before_exec`` runs in the forked child before the worker's interpreter starts
+(still as the evaluator's user): a fresh network namespace when the kernel permits it, then, when
+that user is root, a switch to an unprivileged uid. ``in_worker`` runs first thing in the worker,
+before the submission exists: no new privileges, not dumpable (no ptrace or /proc/<pid>/mem by
+others), and a Landlock rule set that allows writes only in its temporary directory and the
+device nodes. What took effect travels to the parent in the worker's 'ready' message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import stat
+from pathlib import Path
+
+UNPRIVILEGED_UID = 65534  # nobody
+CLONE_NEWNET = 0x40000000
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_RULE_PATH_BENEATH = 1
+# Write-type accesses of Landlock ABI 1: write/truncate a file, remove, make anything.
+LANDLOCK_WRITES = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (
+    1 << 11) | (1 << 12)
+WRITABLE_SYSTEM_PATHS = ("/dev", "/proc")  # CUDA opens /dev/nvidia* read-write
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether an unprivileged uid can reach ``path``: every parent searchable, the file readable."""
+    path = path.resolve()
+    for parent in path.parents:
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(path).st_mode & stat.S_IROTH)
+
+
+def before_exec(drop_to_uid: int | None) -> None:
+    """In the child before exec: a private network namespace, then the unprivileged uid.
+
+    Results are written to fd-free places only (the child cannot report yet); ``in_worker``
+    observes them afterwards (no interface but loopback, the uid it runs as).
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        if _libc().unshare(CLONE_NEWNET) != 0:
+            pass
+    if drop_to_uid is not None:
+        os.setgroups([])
+        os.setresgid(drop_to_uid, drop_to_uid, drop_to_uid)
+        os.setresuid(drop_to_uid, drop_to_uid, drop_to_uid)
+
+
+def _network_isolated() -> bool:
+    """True when the only network interface is loopback (a fresh network namespace)."""
+    try:
+        return set(os.listdir("/sys/class/net")) <= {"lo"}
+    except OSError:
+        return False
+
+
+def _landlock(writable: list[str]) -> str:
+    libc = _libc()
+    attr = _RulesetAttr(LANDLOCK_WRITES)
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if ruleset < 0:
+        return f"off (kernel refused: errno {ctypes.get_errno()})"
+    try:
+        for path in writable:
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    rule = _PathBeneath(LANDLOCK_WRITES, fd)
+                    libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+                finally:
+                    os.close(fd)
+        if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+            return f"off (restrict_self failed: errno {ctypes.get_errno()})"
+    finally:
+        os.close(ruleset)
+    return "on: writes only in " + ", ".join(writable)
+
+
+def _yama_scope() -> str:
+    try:
+        return Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
+    except OSError:
+        return "absent"
+
+
+def in_worker(workdir: str) -> dict[str, str]:
+    """Apply what the worker can to itself, before the submission exists; report every step."""
+    report: dict[str, str] = {}
+    if not os.uname().sysname == "Linux":
+        return {"sandbox": "off (not Linux)"}
+    libc = _libc()
+    report["no_new_privs"] = "on" if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else "off"
+    report["ptrace"] = ("blocked (not dumpable" if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 else "open (") + (
+        f", yama ptrace_scope {_yama_scope()})")
+    report["network"] = "off (private namespace, loopback only)" if _network_isolated() else "reachable"
+    report["uid"] = f"{os.getuid()}" + (" (root: not dropped)" if os.getuid() == 0 else "")
+    report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS])
+    return report

@@ -57,8 +57,7 @@ def before_exec(drop_to_uid: int | None) -> None:
     observes them afterwards (no interface but loopback, the uid it runs as).
     """
     with contextlib.suppress(OSError, AttributeError):
-        if _libc().unshare(CLONE_NEWNET) != 0:
-            pass
+        _libc().unshare(CLONE_NEWNET)  # refused without CAP_SYS_ADMIN: in_worker reports it
     if drop_to_uid is not None:
         os.setgroups([])
         os.setresgid(drop_to_uid, drop_to_uid, drop_to_uid)
@@ -105,7 +104,7 @@ def _yama_scope() -> str:
 def in_worker(workdir: str) -> dict[str, str]:
     """Apply what the worker can to itself, before the submission exists; report every step."""
     report: dict[str, str] = {}
-    if not os.uname().sysname == "Linux":
+    if os.uname().sysname != "Linux":
         return {"sandbox": "off (not Linux)"}
     libc = _libc()
     report["no_new_privs"] = "on" if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else "off"

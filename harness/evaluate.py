@@ -219,6 +219,7 @@ class Evaluation:
                     return results
                 self.timer_method = ready["timer"]
                 self.progress(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
+                self.progress("sandbox: " + "; ".join(f"{k} {v}" for k, v in dict(ready.get("sandbox") or {}).items()))
                 while pending:
                     kind, case = pending.pop(0)
                     position = len(results) + 1

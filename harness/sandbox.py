@@ -25,7 +25,7 @@ LANDLOCK_RULE_PATH_BENEATH = 1
 # Write-type accesses of Landlock ABI 1: write/truncate a file, remove, make anything.
 LANDLOCK_WRITES = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (
     1 << 11) | (1 << 12)
-WRITABLE_SYSTEM_PATHS = ("/dev", "/proc")  # CUDA opens /dev/nvidia* read-write
+WRITABLE_SYSTEM_PATHS = ("/dev",)  # CUDA opens /dev/nvidia* read-write; not /proc: no /proc/self/mem writes
 
 
 class _RulesetAttr(ctypes.Structure):

@@ -295,12 +295,12 @@ def evaluate_submission(
         result.status, result.reason = Status.BAD_INPUT, str(error)
         return result
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and mode == "leaderboard" and not timing.sealed_available():
+        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {timing.SEALED_MISSING}"
+        return result
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
-        return result
-    if device == "cuda" and mode == "leaderboard" and not timing.sealed_available():
-        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {timing.SEALED_MISSING}"
         return result
     result.device = _device_info(device, gpu_index(visible_devices))
     cases, notes = select_cases(task, mode, device)

@@ -94,3 +94,14 @@ def test_cli_bad_input_exit_code(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert run.returncode == ExitCode.BAD_INPUT
     assert "syntax error" in run.stdout and "Traceback" not in run.stdout + run.stderr
+
+
+def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeypatch):
+    from harness import timing
+
+    monkeypatch.setattr(timing, "_sealed", None)
+    result = evaluate_submission("nvfp4_gemv", Path("submissions/nvfp4_gemv/torch_reference.py"), "leaderboard",
+                                 "cuda", secret_seed=1)
+    assert result.status == Status.BAD_INPUT
+    assert "ranked mode refused" in result.reason and "pip install -e ." in result.reason
+    assert "\n" not in result.reason

@@ -32,7 +32,7 @@ def core():
 
 def _received(answer):
     """What the parent gets: header and tensors, through the real wire format."""
-    _, time_us, host_us, unfinished, structure, views, mac, _ = answer
+    _, time_us, _host_us, unfinished, _structure, views, mac, _ = answer
     parts = [(protocol.storage_entry(str(d), s, st, o, p), p) for d, s, st, o, p in views]
     read_fd, write_fd = os.pipe()
     protocol.send(write_fd, {"op": "output", "time_us": time_us, "unfinished": unfinished, "mac": mac.hex()},

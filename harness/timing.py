@@ -246,6 +246,7 @@ class SealedTimer:
 
     def __init__(self, key_fd: int, device: torch.device) -> None:
         if device.type == "cuda":
+            torch.zeros(1, device=device)  # makes torch's primary context current for the driver API
             stream = torch.cuda.current_stream(device).cuda_stream
             l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
             self.overhead_us, self.spread_us = _sealed.init(key_fd, stream, l2_bytes, _sealed_hooks())

@@ -56,12 +56,21 @@ def before_exec(drop_to_uid: int | None) -> None:
     Results are written to fd-free places only (the child cannot report yet); ``in_worker``
     observes them afterwards (no interface but loopback, the uid it runs as).
     """
-    with contextlib.suppress(OSError, AttributeError):
-        _libc().unshare(CLONE_NEWNET)  # refused without CAP_SYS_ADMIN: in_worker reports it
+    private_network()
     if drop_to_uid is not None:
-        os.setgroups([])
-        os.setresgid(drop_to_uid, drop_to_uid, drop_to_uid)
-        os.setresuid(drop_to_uid, drop_to_uid, drop_to_uid)
+        drop_privileges(drop_to_uid)
+
+
+def private_network() -> None:
+    """A fresh network namespace (loopback only); refused without CAP_SYS_ADMIN: in_worker reports it."""
+    with contextlib.suppress(OSError, AttributeError):
+        _libc().unshare(CLONE_NEWNET)
+
+
+def drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
 
 
 def _network_isolated() -> bool:

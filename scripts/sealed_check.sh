@@ -5,6 +5,7 @@
 # GEMV (run this first on a fresh machine). timing: scripts/timing_validation.py through the core.
 # adversarial: every row of tests/adversarial on the GPU (cpu rows on cuda), twins compared.
 set -u
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 steps=${*:-build b2b timing adversarial}

@@ -103,7 +103,7 @@ def keep_evaluator_private() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def _child_setup(device: str, drop_to_uid: int | None) -> None:
+def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str]) -> None:
     """In the forked child: cap host memory, then confine (harness.sandbox.before_exec)."""
     import resource
 
@@ -111,7 +111,7 @@ def _child_setup(device: str, drop_to_uid: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
     else:
         resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
-    sandbox.before_exec(drop_to_uid)
+    sandbox.before_exec(drop_to_uid, steps)
 
 
 def _unprivileged_uid(submission: Path) -> int | None:
@@ -138,7 +138,8 @@ class WorkerSession:
         keep_evaluator_private()
         self._workdir = tempfile.TemporaryDirectory(prefix="nvfp4-worker-")
         self.log_path = Path(self._workdir.name) / "submission-output.log"
-        drop_to_uid = _unprivileged_uid(self.submission)
+        steps = sandbox.chosen_steps()
+        drop_to_uid = _unprivileged_uid(self.submission) if "uid" in steps else None
         if drop_to_uid is not None:
             os.chown(self._workdir.name, drop_to_uid, drop_to_uid)
         commands_r, self._commands_w = os.pipe()
@@ -151,7 +152,7 @@ class WorkerSession:
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w), str(key_r)],
+                [sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w), str(key_r), ",".join(steps)],
                 pass_fds=(commands_r, results_w, key_r),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -159,7 +160,7 @@ class WorkerSession:
                 cwd=self._workdir.name,
                 env=env,
                 start_new_session=True,
-                preexec_fn=lambda: _child_setup(self.device, drop_to_uid),
+                preexec_fn=lambda: _child_setup(self.device, drop_to_uid, steps),
             )
         for fd in (commands_r, results_w, key_r):
             os.close(fd)

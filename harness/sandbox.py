@@ -17,6 +17,15 @@ import stat
 from pathlib import Path
 
 UNPRIVILEGED_UID = 65534  # nobody
+STEPS = ("netns", "uid", "no_new_privs", "not_dumpable", "landlock")
+STEPS_ENV = "NVFP4_SANDBOX"
+"""Comma-separated subset of STEPS to apply (default: all); read by the parent, which passes the
+choice to the worker, for hosts where one of them stops CUDA (scripts/sandbox_probe.py finds out)."""
+
+
+def chosen_steps() -> frozenset[str]:
+    raw = os.environ.get(STEPS_ENV)
+    return frozenset(STEPS if raw is None else (s.strip() for s in raw.split(",") if s.strip() in STEPS))
 CLONE_NEWNET = 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
@@ -50,14 +59,15 @@ def readable_by_others(path: Path) -> bool:
     return bool(os.stat(path).st_mode & stat.S_IROTH)
 
 
-def before_exec(drop_to_uid: int | None) -> None:
+def before_exec(drop_to_uid: int | None, steps: frozenset[str]) -> None:
     """In the child before exec: a private network namespace, then the unprivileged uid.
 
     Results are written to fd-free places only (the child cannot report yet); ``in_worker``
     observes them afterwards (no interface but loopback, the uid it runs as).
     """
-    private_network()
-    if drop_to_uid is not None:
+    if "netns" in steps:
+        private_network()
+    if drop_to_uid is not None and "uid" in steps:
         drop_privileges(drop_to_uid)
 
 
@@ -110,16 +120,20 @@ def _yama_scope() -> str:
         return "absent"
 
 
-def in_worker(workdir: str) -> dict[str, str]:
+def in_worker(workdir: str, steps: frozenset[str]) -> dict[str, str]:
     """Apply what the worker can to itself, before the submission exists; report every step."""
-    report: dict[str, str] = {}
     if os.uname().sysname != "Linux":
         return {"sandbox": "off (not Linux)"}
     libc = _libc()
-    report["no_new_privs"] = "on" if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else "off"
-    report["ptrace"] = ("blocked (not dumpable" if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 else "open (") + (
-        f", yama ptrace_scope {_yama_scope()})")
+    skipped = "off (not chosen: " + STEPS_ENV + ")"
+    report = {"no_new_privs": skipped, "ptrace": skipped, "writes": skipped}
+    if "no_new_privs" in steps:
+        report["no_new_privs"] = "on" if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else "off"
+    if "not_dumpable" in steps:
+        report["ptrace"] = "blocked (not dumpable" if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 else "open ("
+        report["ptrace"] += f", yama ptrace_scope {_yama_scope()})"
     report["network"] = "off (private namespace, loopback only)" if _network_isolated() else "reachable"
     report["uid"] = f"{os.getuid()}" + (" (root: not dropped)" if os.getuid() == 0 else "")
-    report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS])
+    if "landlock" in steps:
+        report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS])
     return report

@@ -271,7 +271,7 @@ class Worker:
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
     # Confined before any submission code exists; the report travels in the 'ready' message.
-    worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()))
+    worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

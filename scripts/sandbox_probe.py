@@ -3,7 +3,7 @@
 Each protection alone, then all together, in a fresh child process that afterwards initializes
 CUDA and runs one kernel. Prints one line per variant and writes them as JSON.
 
-Usage: python scripts/sandbox_probe.py OUT.json
+Usage: python scripts/sandbox_probe.py OUT.json   (last line: NVFP4_SANDBOX=<steps that work here>)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 x = torch.ones(4, device="cuda")
 print("cuda ok", float((x * 2).sum()), "uid", os.getuid(), "net", sorted(os.listdir("/sys/class/net")))
 """
-STEPS = ("netns", "uid", "no_new_privs", "not_dumpable", "landlock")
+STEPS = sandbox.STEPS
 
 
 def run(steps: tuple[str, ...], workdir: str) -> dict:
@@ -65,6 +65,8 @@ def main(out_path: str) -> int:
             print(f"{','.join(steps) or 'none':55s} {'OK' if result['ok'] else 'FAIL'}  {' | '.join(result['tail'])}",
                   flush=True)
     Path(out_path).write_text(json.dumps(results, indent=2))
+    usable = STEPS if results[-1]["ok"] else [r["steps"][0] for r in results[1:-1] if r["ok"]]
+    print(f"{sandbox.STEPS_ENV}={','.join(usable)}")
     return 0
 
 

@@ -84,11 +84,15 @@ def drop_privileges(uid: int) -> None:
 
 
 def _network_isolated() -> bool:
-    """True when the only network interface is loopback (a fresh network namespace)."""
+    """True when this process's network namespace has no interface but loopback.
+
+    /proc/self/net/dev follows the reader's namespace (/sys/class/net follows sysfs's mount).
+    """
     try:
-        return set(os.listdir("/sys/class/net")) <= {"lo"}
+        lines = Path("/proc/self/net/dev").read_text().splitlines()[2:]
     except OSError:
         return False
+    return {line.split(":")[0].strip() for line in lines} <= {"lo"}
 
 
 def _landlock(writable: list[str]) -> str:

@@ -116,6 +116,30 @@ def copy_check(timer: CudaTimer | timing.SealedTimer, bandwidth_bytes_per_s: flo
     }
 
 
+def sleep_sweep(timer: CudaTimer | timing.SealedTimer) -> dict:
+    """The small kernel and a call that launches nothing, at several queued sleeps.
+
+    If a time falls as the sleep grows, the sleep ran out before the host launched the call and
+    host latency is inside the measurement (the sleep is too short, or it is not where it should be).
+    """
+    elements = 768 * 1024
+    pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
+    kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
+    idle = torch.zeros(1, device="cuda")
+    rows = {}
+    for sleep_us in (20.0, 100.0, 1000.0):
+        samples = {"small": [], "nothing": []}
+        for index in range(60):
+            for name, kernel in (("small", kernels[index % POOL]), ("nothing", lambda: idle)):
+                if isinstance(timer, timing.SealedTimer):
+                    samples[name].append(timer.time_call(kernel, next(_call_index), 0, sleep_us)[1])
+                else:
+                    _, elapsed_us, _ = timer.time_call(kernel, sleep_us)
+                    samples[name].append(elapsed_us())
+        rows[f"sleep_{sleep_us:g}_us"] = {name: statistics.median(v) for name, v in samples.items()}
+    return rows
+
+
 def main(out_path: str) -> int:
     timer = sealed_timer() if timing.sealed_available() else CudaTimer(torch.device("cuda"))
     ceilings = measure("cuda")
@@ -124,9 +148,15 @@ def main(out_path: str) -> int:
         "timer": timer.method,
         "small_kernel": small_kernel_check(timer),
         "large_copy": copy_check(timer, ceilings["copy_bytes_per_s"]),
+        "sleep_sweep": sleep_sweep(timer),
     }
+    if isinstance(timer, timing.SealedTimer):  # the Python timer on the same kernels, for comparison
+        python_timer = CudaTimer(torch.device("cuda"))
+        results["python_timer"] = {"method": python_timer.method, "small_kernel": small_kernel_check(python_timer),
+                                   "sleep_sweep": sleep_sweep(python_timer)}
     with open(out_path, "w") as handle:
         json.dump(results, handle, indent=2)
+    print(json.dumps({"sleep_sweep": results["sleep_sweep"], "python_timer": results.get("python_timer")}))
     for name in ("small_kernel", "large_copy"):
         row = results[name]
         print(f"{name}: harness {row['harness_us']:.2f} us, ratio {row['ratio']:.3f} ({row['goal']}): "

@@ -34,7 +34,9 @@ LANDLOCK_RULE_PATH_BENEATH = 1
 # Write-type accesses of Landlock ABI 1: write/truncate a file, remove, make anything.
 LANDLOCK_WRITES = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (
     1 << 11) | (1 << 12)
-WRITABLE_SYSTEM_PATHS = ("/dev",)  # CUDA opens /dev/nvidia* read-write; not /proc: no /proc/self/mem writes
+WRITABLE_SYSTEM_PATHS = ("/dev", "/proc")
+"""CUDA opens /dev/nvidia* read-write, and fails (error 304) without writes under /proc (probed on an
+H100, 2026-11-23): so /proc/self/mem stays writable (docs/security.md)."""
 
 
 class _RulesetAttr(ctypes.Structure):

@@ -5,10 +5,12 @@
 #include <stddef.h>
 
 typedef int CUresult;
-typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction;
+typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction, *CUgraph, *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 #define CU_EVENT_DEFAULT 0
 #define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
 
 typedef struct {
     CUresult (*CtxGetCurrent)(CUcontext *);
@@ -31,5 +33,12 @@ typedef struct {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void **, void **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 } cuda_driver;
 #endif

@@ -28,9 +28,10 @@ setup(
     ext_modules=[
         Extension(
             "harness._sealed",
-            sources=["harness/csrc/sealed.c", "harness/csrc/sha256.c"],
-            depends=["harness/csrc/sha256.h", "harness/csrc/cuda_driver.h"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall"],
+            sources=["harness/csrc/sealed.c", "harness/csrc/sealed_outputs.c", "harness/csrc/cuda_driver.c",
+                     "harness/csrc/sha256.c"],
+            depends=["harness/csrc/sha256.h", "harness/csrc/cuda_driver.h", "harness/csrc/sealed_outputs.h"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
             libraries=["dl"],
             optional=True,
         )

@@ -41,4 +41,10 @@ typedef struct {
     CUresult (*GraphExecDestroy)(CUgraphExec);
     CUresult (*GraphDestroy)(CUgraph);
 } cuda_driver;
+
+extern cuda_driver cu;  /* filled by load_driver; hidden in the extension (-fvisibility=hidden) */
+int load_driver(void);  /* 0, or -1 with a Python exception set */
+int cuda_failed(CUresult status, const char *what);  /* 0 for success, else 1 with an exception set */
+#define CU(call, what) do { if (cuda_failed((call), (what))) return NULL; } while (0)
+#define CUI(call, what) do { if (cuda_failed((call), (what))) return -1; } while (0)
 #endif

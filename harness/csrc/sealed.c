@@ -32,7 +32,6 @@ static uint8_t key[KEY_BYTES];
 static int keyed, busy;
 static long long last_index = -1;
 static PyObject *kernel, *hooks;  /* hooks: callables captured before the submission is imported */
-static cuda_driver cu;
 static int on_gpu;
 static CUcontext context;
 static CUstream stream;
@@ -52,58 +51,6 @@ static const char PTX[] =
     "ld.param.u64 %n, [ns];\nmov.u64 %t0, %globaltimer;\nWAIT:\nmov.u64 %t1, %globaltimer;\n"
     "sub.u64 %d, %t1, %t0;\nsetp.lt.u64 %p, %d, %n;\n@%p bra WAIT;\nret;\n}\n"
     ".visible .entry empty()\n{\nret;\n}\n";
-
-static int cuda_failed(CUresult status, const char *what) {
-    if (status == 0) return 0;
-    const char *text = "unknown";
-    if (cu.GetErrorString) cu.GetErrorString(status, &text);
-    PyErr_Format(PyExc_RuntimeError, "CUDA driver: %s failed (%d: %s)", what, status, text);
-    return 1;
-}
-#define CU(call, what) do { if (cuda_failed((call), (what))) return NULL; } while (0)
-#define CUI(call, what) do { if (cuda_failed((call), (what))) return -1; } while (0)
-
-static int load_driver(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) { PyErr_Format(PyExc_RuntimeError, "cannot load libcuda.so.1: %s", dlerror()); return -1; }
-    struct { void **slot; const char *names[2]; } table[] = {
-        {(void **)&cu.CtxGetCurrent, {"cuCtxGetCurrent", NULL}},
-        {(void **)&cu.CtxSetCurrent, {"cuCtxSetCurrent", NULL}},
-        {(void **)&cu.CtxSynchronize, {"cuCtxSynchronize", NULL}},
-        {(void **)&cu.CtxSetLimit, {"cuCtxSetLimit", NULL}},
-        {(void **)&cu.CtxResetPersistingL2Cache, {"cuCtxResetPersistingL2Cache", NULL}},
-        {(void **)&cu.StreamSynchronize, {"cuStreamSynchronize", NULL}},
-        {(void **)&cu.MemAlloc, {"cuMemAlloc_v2", NULL}},
-        {(void **)&cu.MemAllocHost, {"cuMemAllocHost_v2", NULL}},
-        {(void **)&cu.MemFreeHost, {"cuMemFreeHost", NULL}},
-        {(void **)&cu.MemsetD8Async, {"cuMemsetD8Async", NULL}},
-        {(void **)&cu.MemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2", NULL}},
-        {(void **)&cu.EventCreate, {"cuEventCreate", NULL}},
-        {(void **)&cu.EventRecord, {"cuEventRecord", NULL}},
-        {(void **)&cu.EventSynchronize, {"cuEventSynchronize", NULL}},
-        {(void **)&cu.EventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
-        {(void **)&cu.ModuleLoadData, {"cuModuleLoadData", NULL}},
-        {(void **)&cu.ModuleGetFunction, {"cuModuleGetFunction", NULL}},
-        {(void **)&cu.LaunchKernel, {"cuLaunchKernel", NULL}},
-        {(void **)&cu.GetErrorString, {"cuGetErrorString", NULL}},
-        {(void **)&cu.StreamCreate, {"cuStreamCreate", NULL}},
-        {(void **)&cu.StreamBeginCapture, {"cuStreamBeginCapture_v2", "cuStreamBeginCapture"}},
-        {(void **)&cu.StreamEndCapture, {"cuStreamEndCapture", NULL}},
-        {(void **)&cu.GraphInstantiate, {"cuGraphInstantiateWithFlags", NULL}},
-        {(void **)&cu.GraphLaunch, {"cuGraphLaunch", NULL}},
-        {(void **)&cu.GraphExecDestroy, {"cuGraphExecDestroy", NULL}},
-        {(void **)&cu.GraphDestroy, {"cuGraphDestroy", NULL}},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        for (int j = 0; j < 2 && table[i].names[j] && !*table[i].slot; j++)
-            *table[i].slot = dlsym(lib, table[i].names[j]);
-        if (!*table[i].slot) {
-            PyErr_Format(PyExc_RuntimeError, "libcuda.so.1 has no %s", table[i].names[0]);
-            return -1;
-        }
-    }
-    return 0;
-}
 
 static double now_us(void) {
     struct timespec t;
@@ -265,71 +212,7 @@ static PyObject *sealed_bind(PyObject *self, PyObject *args) {
 
 
 /* ---- one timed call ------------------------------------------------------------------------- */
-typedef struct {
-    PyObject *dtype, *shape, *stride;
-    long long offset;
-    unsigned long long pointer, nbytes;
-} output_view;
-
-static PyObject *hook_call(const char *name, PyObject *arg) {
-    PyObject *function = PyDict_GetItemString(hooks, name);
-    if (!function) { PyErr_Format(PyExc_RuntimeError, "sealed timer hook %s missing", name); return NULL; }
-    return arg ? PyObject_CallOneArg(function, arg) : PyObject_CallNoArgs(function);
-}
-
-static long long hook_long(const char *name, PyObject *arg) {
-    PyObject *value = hook_call(name, arg);
-    if (!value) return -1;
-    long long result = PyLong_AsLongLong(value);
-    Py_DECREF(value);
-    return result;
-}
-
-/* 1 when a torch function or dispatch mode other than an unmodified default-device context is
- * active: such a mode would run the submission's code while this file reads the outputs. */
-static int foreign_mode_active(void) {
-    long long functions = hook_long("function_stack_len", NULL), dispatch = hook_long("dispatch_stack_len", NULL);
-    if (functions < 0 || dispatch < 0) return -1;
-    if (dispatch) return 1;
-    PyObject *allowed = PyDict_GetItemString(hooks, "device_context"), *allowed_tf = PyDict_GetItemString(hooks, "device_context_tf");
-    for (long long i = 0; i < functions; i++) {
-        PyObject *index = PyLong_FromLongLong(i), *mode = index ? hook_call("function_stack_at", index) : NULL;
-        Py_XDECREF(index);
-        if (!mode) return -1;
-        PyObject *tf = (PyObject *)Py_TYPE(mode) == allowed ? PyObject_GetAttrString(allowed, "__torch_function__") : NULL;
-        int foreign = tf != allowed_tf;
-        Py_XDECREF(tf);
-        Py_DECREF(mode);
-        PyErr_Clear();
-        if (foreign) return 1;
-    }
-    return 0;
-}
-
-static int describe_output(PyObject *tensor, output_view *view) {
-    PyObject *dtype_descriptor = PyDict_GetItemString(hooks, "dtype"), *storage = NULL, *size = NULL;
-    long long pointer, nbytes, is_cuda;
-    view->dtype = Py_TYPE(dtype_descriptor)->tp_descr_get(dtype_descriptor, tensor, (PyObject *)Py_TYPE(tensor));
-    if (!view->dtype) return -1;
-    Py_SETREF(view->dtype, PyObject_Str(view->dtype));
-    if (!view->dtype || !(storage = hook_call("untyped_storage", tensor))) return -1;
-    pointer = hook_long("storage_data_ptr", storage);
-    nbytes = hook_long("storage_nbytes", storage);
-    Py_DECREF(storage);
-    is_cuda = hook_long("is_cuda", tensor);
-    view->offset = hook_long("storage_offset", tensor);
-    if (PyErr_Occurred() || !(size = hook_call("size", tensor))) return -1;
-    view->shape = PySequence_Tuple(size);
-    Py_DECREF(size);
-    if (!view->shape || !(view->stride = hook_call("stride", tensor))) return -1;
-    if (is_cuda != on_gpu) {
-        PyErr_SetString(PyExc_ValueError, on_gpu ? "an output tensor is not on the GPU" : "an output tensor is not on the CPU");
-        return -1;
-    }
-    view->pointer = (unsigned long long)pointer;
-    view->nbytes = (unsigned long long)nbytes;
-    return 0;
-}
+#include "sealed_outputs.h"
 
 static int reserve_host(size_t bytes) {
     if (bytes <= host_capacity) return 0;
@@ -370,30 +253,6 @@ static int copy_outputs(output_view *views, int count, size_t total, int *unfini
     return 0;
 }
 
-static void digest_outputs(output_view *views, int count, uint8_t out[32]) {
-    sha256_ctx ctx;
-    size_t at = 0;
-    sha256_init(&ctx);
-    for (int i = 0; i < count; i++) {
-        const char *dtype = PyUnicode_AsUTF8(views[i].dtype);
-        long long header[2] = {views[i].offset, (long long)views[i].nbytes};
-        sha256_update(&ctx, dtype, strlen(dtype) + 1);
-        for (int axis = 0; axis < 2; axis++) {
-            PyObject *dims = axis ? views[i].stride : views[i].shape;
-            long long ndim = PyTuple_GET_SIZE(dims);
-            sha256_update(&ctx, &ndim, 8);
-            for (long long d = 0; d < ndim; d++) {
-                long long value = PyLong_AsLongLong(PyTuple_GET_ITEM(dims, d));
-                sha256_update(&ctx, &value, 8);
-            }
-        }
-        sha256_update(&ctx, header, sizeof header);
-        sha256_update(&ctx, host_copy[0] + at, views[i].nbytes);
-        at += views[i].nbytes;
-    }
-    sha256_final(&ctx, out);
-}
-
 static int start_timing(double sleep_us) {
     CUI(cu.CtxSetCurrent(context), "cuCtxSetCurrent");
     CUI(cu.StreamSynchronize(stream), "synchronize before the call");
@@ -422,12 +281,12 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     PyObject *tensor_type = PyDict_GetItemString(hooks, "tensor_type");
     int well_formed = count <= MAX_OUTPUTS;
     for (int i = 0; i < count && well_formed; i++) well_formed = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(items, i)) == tensor_type;
-    if (!well_formed || (modes = foreign_mode_active()) != 0) {
+    if (!well_formed || (modes = foreign_mode_active(hooks)) != 0) {
         answer = PyErr_Occurred() ? NULL : Py_BuildValue("(sO)", well_formed ? "modes" : "bad_output", result);
         goto done;
     }
     for (int i = 0; i < count; i++) {
-        if (describe_output(PyTuple_GET_ITEM(items, i), &views[i])) goto done;
+        if (describe_output(hooks, on_gpu, PyTuple_GET_ITEM(items, i), &views[i])) goto done;
         total += views[i].nbytes;
     }
     if (total > MAX_OUTPUT_BYTES) { PyErr_SetString(PyExc_ValueError, "outputs larger than 2 GiB"); goto done; }
@@ -435,7 +294,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     if (on_gpu && cuda_failed(cu.EventElapsedTime(&ms, start_event, end_event), "cuEventElapsedTime")) goto done;
     double time_us = on_gpu ? ms * 1e3 - overhead_us : host_us;
     uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 32];
-    digest_outputs(views, count, digest);
+    digest_outputs(views, count, host_copy[0], digest);
     memcpy(message, "call:", 5);
     memcpy(message + 5, &index, 8); memcpy(message + 13, &seed, 8); memcpy(message + 21, &time_us, 8);
     memcpy(message + 29, &overhead_us, 8); message[37] = (uint8_t)unfinished; memcpy(message + 38, digest, 32);

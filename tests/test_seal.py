@@ -115,3 +115,15 @@ def test_a_view_outside_its_storage_is_a_protocol_error():
     entry = {"dtype": "float32", "shape": [4], "stride": [1], "offset": 2, "nbytes": 16}
     with pytest.raises(protocol.ProtocolError):
         protocol.tensor_from_wire(entry, bytes(16))
+
+
+def test_without_the_core_the_worker_falls_back_to_the_python_timer_and_never_reads_the_key(monkeypatch):
+    from harness.worker import Worker
+
+    monkeypatch.setattr(timing, "_sealed", None)
+    _, read_fd = seal.new_key_pipe()
+    worker = Worker(-1, -1, read_fd)
+    worker.device = torch.device("cpu")
+    assert isinstance(worker._make_timer(), timing.CpuTimer)
+    with pytest.raises(OSError):
+        os.fstat(read_fd)  # closed unread

@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{index}/{len(plan)}] {verdict:8s} {device:4s} {row.file}: expected {row.status} "
               f"{row.reason!r}, got {got.status}: {got.reason[:300]} ({got.elapsed_s:.1f} s)", flush=True)
     for row in rows:  # twins run before the rows that name them only by luck of order: check at the end
+        if row.known_hole and row.file in observed["cuda"] and row.twin in observed["cuda"]:
+            print(f"KNOWN HOLE cuda {row.file}: {observed['cuda'][row.file].geomean_us} us against its twin's "
+                  f"{observed['cuda'][row.twin].geomean_us} us (docs/security.md)", flush=True)
         gap = faster_than_twin(row, observed["cuda"])
         if gap:
             failures += 1

@@ -105,3 +105,40 @@ def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeyp
     assert result.status == Status.BAD_INPUT
     assert "ranked mode refused" in result.reason and "pip install -e ." in result.reason
     assert "\n" not in result.reason
+
+
+class _RecheckingSession:
+    """A worker stand-in: right answers at a fixed time, and a scripted overhead recheck."""
+
+    def __init__(self, reference, drifts):
+        self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
+
+    def call(self, case, sleep_us, stage, timeout_s):
+        from harness.runner import CallOutput
+
+        data = self.reference.generate_input(**case, device="cpu")
+        return CallOutput(time_us=5.0, host_us=1.0, output=self.reference.ref_kernel(data), unfinished=False)
+
+    def recheck_overhead(self, timeout_s):
+        self.timed_loops += 1
+        return self.drifts.pop(0)
+
+
+@pytest.mark.parametrize(("drifts", "status", "loops"), [
+    ([(2.5, 2.6, 0.1)], Status.PASSED, 1),
+    ([(2.5, 4.0, 0.1), (4.0, 4.1, 0.1)], Status.PASSED, 2),  # moved once: measured again, then steady
+    ([(2.5, 4.0, 0.1), (4.0, 6.0, 0.1)], Status.HARNESS_FAULT, 2),  # moved twice: the harness's fault
+])
+def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(drifts, status, loops):
+    from harness.evaluate import Evaluation
+
+    task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
+    evaluation = Evaluation(task, Path("unused.py"), "benchmark", "cpu", None, None, lambda line: None)
+    session = _RecheckingSession(evaluation.reference, drifts)
+    try:
+        outcome = evaluation.run_benchmark(session, dict(task.cpu_tests[0]))
+    finally:
+        evaluation.close()
+    assert outcome.status == status and session.timed_loops == loops
+    if status == Status.HARNESS_FAULT:
+        assert "nothing is blamed on the submission" in outcome.reason

@@ -26,12 +26,12 @@ from typing import Any
 
 import torch
 
-from harness import __version__, hardware, report, sanitize, seeds, timing
+from harness import __version__, hardware, report, sanitize, seal, seeds, timing
 from harness.progress import Progress, as_progress, for_stream
 from harness.results import CaseResult, ExitCode, RunResult, Status, worst
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
 from harness.score import geometric_mean
-from harness.sol import UnknownDeviceError, speed_of_light, work
+from harness.sol import UnknownDeviceError, breakdown, work
 from harness.submission import SubmissionFileError, read_submission
 from harness.task import Task, TaskError, load_task, shape_text
 from problems.blockscaled import to_device
@@ -41,7 +41,6 @@ CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
 reference and the Triton interpreter would take minutes."""
 
-PLAUSIBLE_FRACTION_OF_SOL = 0.5
 """A time under half the speed of light is physically impossible: the timing was forged."""
 
 WARMUP_CALLS = 3
@@ -139,9 +138,10 @@ class Evaluation:
             )
         return self.reference.check_implementation(to_device(inputs.result(), self.check_device), result.output)
 
-    def sol_us(self, case: dict[str, Any]) -> float | None:
+    def sol_us(self, case: dict[str, Any], convention: str | None = None) -> float | None:
+        """Speed of light in us (the contest convention unless named; 'datasheet' is the physical ceiling)."""
         try:
-            return speed_of_light(self.task.directory.name, case, self.device_name) * 1e6
+            return breakdown(self.task.directory.name, case, self.device_name, convention).seconds * 1e6
         except UnknownDeviceError:
             return None
 
@@ -177,31 +177,46 @@ class Evaluation:
             host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
-        samples: list[float] = []
-        loop_start = time.perf_counter()
-        index = WARMUP_CALLS
-        while not self.rule.done(samples, time.perf_counter() - loop_start):
-            if time.perf_counter() - started > limit["benchmark"]:
-                break
-            result = self._checked_call(session, case, index, sleep_us, "a timed call", limit["benchmark"])
-            samples.append(result.time_us)
-            index += 1
+        samples, index = self._timed_loop(session, case, WARMUP_CALLS, sleep_us, started)
+        drift = session.recheck_overhead(limit["warmup"])
+        if drift and seal.overhead_moved(*drift)[0]:
+            self.progress.note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
+                               f"(spread {drift[2]:.2f} us); measuring this case again")
+            samples, index = self._timed_loop(session, case, index, sleep_us, time.perf_counter())
+            drift = session.recheck_overhead(limit["warmup"])
+            if drift and seal.overhead_moved(*drift)[0]:
+                return CaseResult("benchmark", case, Status.HARNESS_FAULT,
+                                  f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
+                                  "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")
         stats = timing.summarize(samples, self.timer_method)
         profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
             self.mode == "profile") else None
-        sol_us = self.sol_us(case)
         outcome = CaseResult("benchmark", case, Status.PASSED, f"{stats.runs} timed calls, every output checked",
                              timing=stats, warmup_s=warmup_s, profile=profile)
+        sol_us, ceiling_us = self.sol_us(case), self.sol_us(case, "datasheet")
         if sol_us:
             outcome.sol_us = sol_us
             outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf
-            if self.device == "cuda" and stats.median_us < PLAUSIBLE_FRACTION_OF_SOL * sol_us:
-                outcome.status = Status.REJECTED
-                outcome.reason = (
-                    f"median {stats.median_us:.2f} us is under half the speed of light ({sol_us:.2f} us): "
-                    "the timing cannot be real"
-                )
+        if self.device == "cuda" and ceiling_us and stats.median_us < ceiling_us:
+            outcome.status = Status.REJECTED
+            outcome.reason = (f"median {stats.median_us:.2f} us is faster than the device's datasheet peaks allow "
+                              f"({ceiling_us:.2f} us), with the harness's own measurement rechecked: the timing "
+                              "cannot be real")
         return outcome
+
+    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
+                    started: float) -> tuple[list[float], int]:
+        """Timed calls until the stopping rule says enough: (times in us, the next call index)."""
+        samples: list[float] = []
+        loop_start = time.perf_counter()
+        while not self.rule.done(samples, time.perf_counter() - loop_start):
+            if time.perf_counter() - started > self.task.timeouts_s["benchmark"]:
+                break
+            result = self._checked_call(session, case, index, sleep_us, "a timed call",
+                                        self.task.timeouts_s["benchmark"])
+            samples.append(result.time_us)
+            index += 1
+        return samples, index
 
     # -- the run ------------------------------------------------------------------------
     def judged_failure(self, kind: str, case: dict[str, Any], failure: WorkerFailure) -> CaseResult:
@@ -256,6 +271,8 @@ class Evaluation:
                 self.timer_method = ready["timer"]
                 if not announced:
                     self.progress.note(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
+                    sandbox = dict(ready.get("sandbox") or {})
+                    self.progress.note("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
                     announced = True
                 while pending:
                     kind, case = pending.pop(0)
@@ -353,6 +370,9 @@ def evaluate_submission(
         return result
     except sanitize.SanitizerMissing as error:
         result.status, result.reason = Status.UNSUPPORTED, str(error)
+        return result
+    if device == "cuda" and mode == "leaderboard" and not timing.sealed_available():
+        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {timing.SEALED_MISSING}"
         return result
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR

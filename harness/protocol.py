@@ -66,11 +66,34 @@ def tensor_to_wire(tensor: torch.Tensor) -> tuple[dict[str, Any], bytes]:
     return {"dtype": name, "shape": list(host.shape), "nbytes": len(payload)}, payload
 
 
+def storage_entry(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
+                  payload: bytes) -> dict[str, Any]:
+    """Header entry of an output sent as its whole storage plus a view (the sealed timer's copy)."""
+    return {"dtype": dtype.removeprefix("torch."), "shape": list(shape), "stride": list(stride), "offset": offset,
+            "nbytes": len(payload)}
+
+
+def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes) -> torch.Tensor:
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if len(payload) % itemsize:
+        raise ProtocolError(f"a {len(payload)}-byte storage cannot hold {entry['dtype']} elements")
+    shape, stride = [int(s) for s in entry["shape"]], [int(s) for s in entry["stride"]]
+    if len(shape) != len(stride) or any(s < 0 for s in shape + stride) or int(entry["offset"]) < 0:
+        raise ProtocolError("a storage entry with a bad shape, stride or offset")
+    storage = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
+    try:
+        return storage.view(dtype).as_strided(shape, stride, int(entry["offset"]))
+    except RuntimeError as error:
+        raise ProtocolError(f"a view outside its storage ({str(error).splitlines()[0]})") from None
+
+
 def tensor_from_wire(entry: dict[str, Any], payload: bytes) -> torch.Tensor | str:
     """Rebuild a tensor, or return a description of why it cannot be one of ours."""
     dtype = WIRE_DTYPES.get(entry.get("dtype", ""))
     if dtype is None:
         return f"tensor of unsupported dtype {entry.get('dtype')!r}"
+    if "stride" in entry:
+        return _view_of_storage(entry, dtype, payload)
     shape = [int(s) for s in entry["shape"]]
     count = 1
     for size in shape:
@@ -84,15 +107,14 @@ def tensor_from_wire(entry: dict[str, Any], payload: bytes) -> torch.Tensor | st
     return raw.view(dtype).reshape(shape)
 
 
-def send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
-    payloads = []
+def send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
+         parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
+    """Send a header and tensors, or ready-made (entry, payload) ``parts`` (see storage_entry)."""
     if tensors:
-        entries = []
-        for tensor in tensors:
-            entry, payload = tensor_to_wire(tensor)
-            entries.append(entry)
-            payloads.append(payload)
-        header = {**header, "tensors": entries}
+        parts = [tensor_to_wire(tensor) for tensor in tensors]
+    payloads = [payload for _, payload in parts or []]
+    if parts:
+        header = {**header, "tensors": [entry for entry, _ in parts]}
     encoded = json.dumps(header).encode()
     _write_all(fd, struct.pack("<I", len(encoded)) + encoded)
     for payload in payloads:

@@ -18,6 +18,7 @@ STATUS_WORDS = {
     Status.BAD_INPUT: "BAD INPUT",
     Status.UNSUPPORTED: "UNSUPPORTED",
     Status.NOT_RUN: "not run",
+    Status.HARNESS_FAULT: "HARNESS FAULT",
 }
 
 

@@ -21,6 +21,7 @@ class ExitCode(enum.IntEnum):
     BAD_INPUT = 113  # a malformed task.yml, case, submission file or command line
     TIMEOUT = 114  # a stage ran past its limit; the worker's process group was killed
     UNSUPPORTED = 115  # this machine lacks what the submission needs (a Blackwell GPU, any GPU, CuTe DSL)
+    HARNESS_FAULT = 116  # the harness's own measurement was inconsistent twice; nothing is blamed on the submission
 
 
 class Status(str, enum.Enum):
@@ -35,6 +36,7 @@ class Status(str, enum.Enum):
     BAD_INPUT = "bad_input"
     UNSUPPORTED = "unsupported"  # needs hardware or software this machine lacks; the reason says what
     NOT_RUN = "not_run"  # left out on purpose (say why in the reason), e.g. too large for the CPU
+    HARNESS_FAULT = "harness_fault"  # the harness could not measure consistently; not the submission's fault
 
     @property
     def exit_code(self) -> ExitCode:
@@ -49,6 +51,7 @@ _EXIT_CODES = {
     Status.CRASHED: ExitCode.CRASHED,
     Status.CUDA_ERROR: ExitCode.CUDA_FAILURE,
     Status.TIMEOUT: ExitCode.TIMEOUT,
+    Status.HARNESS_FAULT: ExitCode.HARNESS_FAULT,
     Status.BAD_INPUT: ExitCode.BAD_INPUT,
     Status.UNSUPPORTED: ExitCode.UNSUPPORTED,
 }
@@ -64,6 +67,7 @@ SEVERITY = (
     Status.CUDA_ERROR,
     Status.TIMEOUT,
     Status.BAD_INPUT,
+    Status.HARNESS_FAULT,
 )
 
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import protocol
+import torch
+
+from harness import protocol, sandbox, seal, timing
 from harness.results import Status
 from harness.task import Task
 
@@ -47,10 +49,13 @@ class WorkerFailure(Exception):
 
 @dataclass
 class CallOutput:
+    """One call's result; ``sealed`` when its MAC was verified against the parent's key."""
+
     time_us: float
     host_us: float
     output: Any  # a tensor, a list of tensors, or a string saying why it is neither
     unfinished: bool
+    sealed: bool = False
 
 
 def worker_environment(device: str, visible_devices: str | None) -> dict[str, str]:
@@ -98,16 +103,23 @@ def keep_evaluator_private() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def _limit_cpu_memory() -> None:
+def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str]) -> None:
+    """In the forked child: cap host memory, then confine (harness.sandbox.before_exec)."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
+    if device == "cpu":
+        resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
+    else:
+        resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
+    sandbox.before_exec(drop_to_uid, steps)
 
 
-def _limit_gpu_host_memory() -> None:
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
+def _unprivileged_uid(submission: Path) -> int | None:
+    """The uid the worker drops to: only when the evaluator is root and that uid can read the code."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    needed = [Path(sys.executable), REPO_ROOT / "harness" / "worker.py", submission, Path(torch.__file__)]
+    return sandbox.UNPRIVILEGED_UID if all(sandbox.readable_by_others(p) for p in needed) else None
 
 
 class WorkerSession:
@@ -121,27 +133,40 @@ class WorkerSession:
         self.visible_devices = visible_devices
         self.command_prefix = list(command_prefix or [])  # a wrapper of the worker, e.g. compute-sanitizer
         self._messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
+        self.sealed = False
+        self.overhead_us: float | None = None
 
     def __enter__(self) -> WorkerSession:
         keep_evaluator_private()
         self._workdir = tempfile.TemporaryDirectory(prefix="nvfp4-worker-")
         self.log_path = Path(self._workdir.name) / "submission-output.log"
+        steps = sandbox.chosen_steps()
+        drop_to_uid = _unprivileged_uid(self.submission) if "uid" in steps else None
+        if drop_to_uid is not None:
+            os.chown(self._workdir.name, drop_to_uid, drop_to_uid)
         commands_r, self._commands_w = os.pipe()
         self._results_r, results_w = os.pipe()
+        # The key reaches the worker's compiled core through a pipe it closes before the import.
+        self._key, key_r = seal.new_key_pipe()
+        self._next_index = 0
+        env = worker_environment(self.device, self.visible_devices)
+        env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
+                   TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w)],
-                pass_fds=(commands_r, results_w),
+                [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
+                 str(key_r), ",".join(steps)],
+                pass_fds=(commands_r, results_w, key_r),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self._workdir.name,
-                env=worker_environment(self.device, self.visible_devices),
+                env=env,
                 start_new_session=True,
-                preexec_fn=_limit_cpu_memory if self.device == "cpu" else _limit_gpu_host_memory,
+                preexec_fn=lambda: _child_setup(self.device, drop_to_uid, steps),
             )
-        os.close(commands_r)
-        os.close(results_w)
+        for fd in (commands_r, results_w, key_r):
+            os.close(fd)
         threading.Thread(target=self._read_results, daemon=True).start()
         return self
 
@@ -207,6 +232,7 @@ class WorkerSession:
                 "cuda_error": Status.CUDA_ERROR,
                 "rejected": Status.REJECTED,
                 "failed": Status.FAILED,
+                "harness_fault": Status.HARNESS_FAULT,
             }.get(str(header.get("kind")), Status.CRASHED)
             raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})")
         if header["op"] != op:
@@ -237,6 +263,13 @@ class WorkerSession:
             },
         )
         header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
+        # The parent, not the worker, decides whether results must be sealed: a worker that says it
+        # is not (a downgrade) while this install has the core is lying.
+        self.sealed = timing.sealed_available()
+        if self.sealed and (header.get("sealed") is not True or not isinstance(header.get("overhead_us"), float)):
+            self._kill()
+            raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
+        self.overhead_us = header.get("overhead_us")
         return header
 
     def _request(self, header: dict[str, Any]) -> None:
@@ -257,8 +290,12 @@ class WorkerSession:
         return [t for t in header.get("placements", []) if isinstance(t, dict)]
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float) -> CallOutput:
-        self._request({"op": "call", "case": case, "sleep_us": sleep_us})
+        index, self._next_index = self._next_index, self._next_index + 1
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index})
         header, tensors = self._expect("output", stage, timeout_s)
+        if self.sealed:
+            self._verify(lambda: seal.verify_call(self._key, index, int(case["seed"]), self.overhead_us, header,
+                                                  tensors))
         bad = [t for t in tensors if isinstance(t, str)]
         if bad:
             output: Any = f"custom_kernel returned a {bad[0]}"
@@ -271,4 +308,31 @@ class WorkerSession:
             host_us=float(header["host_us"]),
             output=output,
             unfinished=bool(header.get("unfinished")),
+            sealed=self.sealed,
         )
+
+    def _verify(self, check: Any) -> Any:
+        try:
+            return check()
+        except (seal.SealBroken, KeyError, TypeError, ValueError) as error:
+            self._kill()
+            raise WorkerFailure(Status.REJECTED, f"{error}; the worker was stopped") from None
+
+    def recheck_overhead(self, timeout_s: float) -> tuple[float, float, float] | None:
+        """Ask the core to measure its event overhead again: (in use, fresh, spread), MAC-checked.
+
+        None when results are not sealed (no core). When the fresh value moved and is itself
+        consistent the core adopts it, and so does the parent for the calls that follow.
+        """
+        if not self.sealed:
+            return None
+        nonce = os.urandom(seal.NONCE_BYTES)
+        self._request({"op": "recheck", "nonce": nonce.hex()})
+        header, _ = self._expect("recheck", "the event-overhead recheck", timeout_s)
+        values = self._verify(lambda: seal.verify_recheck(self._key, nonce, header))
+        if values[0] != self.overhead_us:
+            self._kill()
+            raise WorkerFailure(Status.REJECTED, "the timing core's overhead changed without the harness asking")
+        if seal.overhead_moved(*values)[1]:
+            self.overhead_us = values[1]
+        return values

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.utils._device import DeviceContext
 
-from harness import contest_modules, protocol, timing
+from harness import contest_modules, protocol, sandbox, timing
 from harness.integrity import IntegrityGuard
 
 
@@ -131,13 +131,15 @@ def _bytes_of(t: torch.Tensor) -> torch.Tensor:
 
 
 class Worker:
-    def __init__(self, commands_fd: int, results_fd: int) -> None:
+    def __init__(self, commands_fd: int, results_fd: int, key_fd: int) -> None:
         self.commands_fd = commands_fd
         self.results_fd = results_fd
         self.prepared: Any = None  # sanitize mode: the next call's inputs, drawn by a 'prepare' request
+        self.key_fd = key_fd
 
-    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
-        protocol.send(self.results_fd, header, tensors)
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
+             parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
+        protocol.send(self.results_fd, header, tensors, parts)
 
     def start(self, request: dict[str, Any]) -> None:
         self.device = torch.device(request["device"])
@@ -147,19 +149,34 @@ class Worker:
             torch.cuda.set_device(self.device)
         self.reference = importlib.import_module(request["reference_module"])
         contest_modules.install(self.reference, Path(request["task_py"]))
-        self.timer = timing.CudaTimer(self.device) if self.device.type == "cuda" else timing.CpuTimer()
+        self.timer = self._make_timer()
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timing, protocol))
         submission_path = Path(request["submission"])
         sys.path.insert(0, str(submission_path.parent))
         start = timing._perf_counter()
-        module = contest_modules.load_module("submission", submission_path)
-        kernel = getattr(module, "custom_kernel", None)
+        if isinstance(self.timer, timing.SealedTimer):  # the core imports it and keeps custom_kernel
+            self.timer.bind(lambda path: contest_modules.load_module("submission", path), submission_path)
+        else:
+            contest_modules.load_module("submission", submission_path)
+        kernel = getattr(sys.modules["submission"], "custom_kernel", None)
         if not callable(kernel):
             raise SubmissionError("bad_input", f"{submission_path.name} defines no custom_kernel(data) function")
         self.kernel = kernel
         self._check_integrity("at import")
+        sealed = isinstance(self.timer, timing.SealedTimer)
         self.send({"op": "ready", "import_s": timing._perf_counter() - start, "timer": self.timer.method,
-                   "persisting_l2_reset": self.timer.persisting_l2_reset})
+                   "persisting_l2_reset": self.timer.persisting_l2_reset, "sealed": sealed,
+                   "overhead_us": self.timer.overhead_us if sealed else None, "sandbox": self.sandbox})
+
+    def _make_timer(self) -> timing.SealedTimer | timing.CudaTimer | timing.CpuTimer:
+        """The compiled core when built (it reads the key and closes its pipe), else a Python timer."""
+        if timing.sealed_available():
+            try:
+                return timing.SealedTimer(self.key_fd, self.device)
+            except RuntimeError as error:
+                raise SubmissionError("harness_fault", f"the timing core could not start: {error}") from None
+        os.close(self.key_fd)  # never read: the key does not enter this process
+        return timing.CudaTimer(self.device) if self.device.type == "cuda" else timing.CpuTimer()
 
     def _check_integrity(self, when: str) -> None:
         changed = self.guard.violations()
@@ -202,6 +219,39 @@ class Worker:
         if request.get("profile"):
             self.send_profile(data)
             return
+        if isinstance(self.timer, timing.SealedTimer):
+            header, parts, outputs = self._sealed_call(request, data)
+            snapshot = None
+        else:
+            header, snapshot, outputs = self._python_call(request, data)
+            parts = None
+        self._check_integrity("during a call")
+        for out in outputs:
+            if any(_shares_memory(out, t) for t in operands):
+                raise SubmissionError("rejected", "custom_kernel returned one of its input tensors as output")
+        if any(not torch.equal(before, _bytes_of(t)) for before, t in zip(pristine, operands)):
+            raise SubmissionError("rejected", "custom_kernel modified its input tensors")
+        self.send(header, snapshot, parts)
+
+    def _sealed_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
+        """The compiled core times the call and copies the outputs; this only forwards its answer."""
+        answer = self.timer.time_call(data, int(request["index"]), int(request["case"]["seed"]), request["sleep_us"])
+        if answer[0] == "bad_output":
+            _output_tensors(answer[1])  # raises the reason
+            raise SubmissionError("failed", "custom_kernel returned something other than a tensor or list of tensors")
+        if answer[0] == "modes":
+            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(_active_modes()) or 'torch mode'} "
+                                  "active; it would run inside the harness after the timer stopped; exit every "
+                                  "mode before returning")
+        _, time_us, host_us, unfinished, structure, views, mac, result = answer
+        parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
+                 for dtype, shape, stride, offset, payload in views]
+        header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
+                  "unfinished": unfinished, "mac": mac.hex()}
+        return header, parts, _output_tensors(result)[1]
+
+    def _python_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
+        """Unsealed timing (no compiled core): CPU runs and unranked GPU runs only."""
         result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request["sleep_us"])
         modes = _active_modes()
         if modes:
@@ -211,17 +261,16 @@ class Worker:
         # Queued right behind the end event: what the caller could read when the call returned.
         snapshot = [t.detach().clone() for t in outputs]
         time_us = elapsed_us()
-        self._check_integrity("during a call")
-        for out in outputs:
-            if any(_shares_memory(out, t) for t in operands):
-                raise SubmissionError("rejected", "custom_kernel returned one of its input tensors as output")
-        if any(not torch.equal(before, _bytes_of(t)) for before, t in zip(pristine, operands)):
-            raise SubmissionError("rejected", "custom_kernel modified its input tensors")
         unfinished = any(not torch.equal(_bytes_of(s), _bytes_of(t)) for s, t in zip(snapshot, outputs))
-        self.send(
-            {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure, "unfinished": unfinished},
-            snapshot,
-        )
+        header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
+                  "unfinished": unfinished}
+        return header, snapshot, outputs
+
+    def recheck(self, request: dict[str, Any]) -> None:
+        """Measure the event overhead again (the parent compares it with the one in use)."""
+        overhead_us, fresh_us, spread_us, mac = self.timer.recheck(bytes.fromhex(request["nonce"]))
+        self.send({"op": "recheck", "overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us,
+                   "mac": mac.hex()})
 
     def send_profile(self, data: Any) -> None:
         """One call under torch.profiler; the parent shows its per-kernel table."""
@@ -245,12 +294,16 @@ class Worker:
                 self.prepare(header)
             elif header["op"] == "call":
                 self.call(header)
+            elif header["op"] == "recheck":
+                self.recheck(header)
             else:
                 return
 
 
 def main(argv: list[str]) -> int:
-    worker = Worker(int(argv[0]), int(argv[1]))
+    worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
+    # Confined before any submission code exists; the report travels in the 'ready' message.
+    worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

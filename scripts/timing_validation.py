@@ -6,17 +6,25 @@
 2. A large device-to-device copy: the timer's median against bytes moved / the copy bandwidth
    that ``harness.calibrate`` measured. Goal: within 2%.
 
+Both checks time through the compiled core (harness._sealed) when it is built, as ranked runs
+do: the core is bound to a "kernel" that runs the thunk it is given. Without it, through the
+Python CudaTimer.
+
 Usage: python scripts/timing_validation.py OUT.json
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import statistics
 import sys
+import types
 
 import torch
 
+from harness import timing
 from harness.calibrate import measure
 from harness.timing import MIN_QUEUED_SLEEP_US, CudaTimer
 
@@ -47,15 +55,32 @@ def graph_per_call_us(kernels: list, replays: int = 10) -> float:
     return statistics.median(times)
 
 
-def timer_median_us(timer: CudaTimer, kernels: list, calls: int = 200) -> float:
+_call_index = itertools.count()
+
+
+def sealed_timer() -> timing.SealedTimer:
+    """The compiled core with a throwaway key, bound to a kernel that calls the thunk it is given."""
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, os.urandom(32))
+    os.close(write_fd)
+    timer = timing.SealedTimer(read_fd, torch.device("cuda"))
+    timer.bind(lambda _: types.SimpleNamespace(custom_kernel=lambda thunk: thunk()), None)
+    return timer
+
+
+def timer_median_us(timer: CudaTimer | timing.SealedTimer, kernels: list, calls: int = 200) -> float:
     samples = []
     for index in range(calls):
-        _, elapsed_us, _ = timer.time_call(kernels[index % len(kernels)], MIN_QUEUED_SLEEP_US)
-        samples.append(elapsed_us())
+        kernel = kernels[index % len(kernels)]
+        if isinstance(timer, timing.SealedTimer):
+            samples.append(timer.time_call(kernel, next(_call_index), 0, MIN_QUEUED_SLEEP_US)[1])
+        else:
+            _, elapsed_us, _ = timer.time_call(kernel, MIN_QUEUED_SLEEP_US)
+            samples.append(elapsed_us())
     return statistics.median(samples)
 
 
-def small_kernel_check(timer: CudaTimer) -> dict:
+def small_kernel_check(timer: CudaTimer | timing.SealedTimer) -> dict:
     elements = 768 * 1024  # 3 MiB of fp32 read, 3 MiB written: about 4 us on an H100
     pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
     kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
@@ -73,11 +98,12 @@ def small_kernel_check(timer: CudaTimer) -> dict:
     }
 
 
-def copy_check(timer: CudaTimer, bandwidth_bytes_per_s: float) -> dict:
+def copy_check(timer: CudaTimer | timing.SealedTimer, bandwidth_bytes_per_s: float) -> dict:
     size = 1 << 30
     src, dst = torch.empty(size, dtype=torch.uint8, device="cuda"), torch.empty(size, dtype=torch.uint8, device="cuda")
     src.random_()
-    timed_us = timer_median_us(timer, [lambda: dst.copy_(src)], calls=20)
+    flag = torch.zeros(1, device="cuda")  # the output the core copies back: not the 1 GiB buffer
+    timed_us = timer_median_us(timer, [lambda: (dst.copy_(src), flag)[1]], calls=20)
     expected_us = 2 * size / bandwidth_bytes_per_s * 1e6
     return {
         "kernel": "1 GiB device-to-device copy (2 GiB moved)",
@@ -90,16 +116,47 @@ def copy_check(timer: CudaTimer, bandwidth_bytes_per_s: float) -> dict:
     }
 
 
+def sleep_sweep(timer: CudaTimer | timing.SealedTimer) -> dict:
+    """The small kernel and a call that launches nothing, at several queued sleeps.
+
+    If a time falls as the sleep grows, the sleep ran out before the host launched the call and
+    host latency is inside the measurement (the sleep is too short, or it is not where it should be).
+    """
+    elements = 768 * 1024
+    pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
+    kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
+    idle = torch.zeros(1, device="cuda")
+    rows = {}
+    for sleep_us in (20.0, 100.0, 1000.0):
+        samples = {"small": [], "nothing": []}
+        for index in range(60):
+            for name, kernel in (("small", kernels[index % POOL]), ("nothing", lambda: idle)):
+                if isinstance(timer, timing.SealedTimer):
+                    samples[name].append(timer.time_call(kernel, next(_call_index), 0, sleep_us)[1])
+                else:
+                    _, elapsed_us, _ = timer.time_call(kernel, sleep_us)
+                    samples[name].append(elapsed_us())
+        rows[f"sleep_{sleep_us:g}_us"] = {name: statistics.median(v) for name, v in samples.items()}
+    return rows
+
+
 def main(out_path: str) -> int:
-    timer = CudaTimer(torch.device("cuda"))
+    timer = sealed_timer() if timing.sealed_available() else CudaTimer(torch.device("cuda"))
     ceilings = measure("cuda")
     results = {
         "device": torch.cuda.get_device_name(),
+        "timer": timer.method,
         "small_kernel": small_kernel_check(timer),
         "large_copy": copy_check(timer, ceilings["copy_bytes_per_s"]),
+        "sleep_sweep": sleep_sweep(timer),
     }
+    if isinstance(timer, timing.SealedTimer):  # the Python timer on the same kernels, for comparison
+        python_timer = CudaTimer(torch.device("cuda"))
+        results["python_timer"] = {"method": python_timer.method, "small_kernel": small_kernel_check(python_timer),
+                                   "sleep_sweep": sleep_sweep(python_timer)}
     with open(out_path, "w") as handle:
         json.dump(results, handle, indent=2)
+    print(json.dumps({"sleep_sweep": results["sleep_sweep"], "python_timer": results.get("python_timer")}))
     for name in ("small_kernel", "large_copy"):
         row = results[name]
         print(f"{name}: harness {row['harness_us']:.2f} us, ratio {row['ratio']:.3f} ({row['goal']}): "

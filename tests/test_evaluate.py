@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from harness.evaluate import evaluate_submission, select_cases
+from harness.progress import as_progress
 from harness.results import ExitCode, Status
 from harness.task import list_problems, load_task
 
@@ -118,3 +119,52 @@ def test_a_fresh_worker_after_a_crash_is_not_announced_again(tmp_path):
     result = evaluate_submission(None, path, "test", "cpu", progress=lines.append)
     assert [c.status for c in result.cases[:2]] == [Status.CRASHED, Status.CRASHED]
     assert sum(line.startswith("imported in") for line in lines) == 1
+
+
+def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeypatch):
+    from harness import timing
+
+    monkeypatch.setattr(timing, "_sealed", None)
+    result = evaluate_submission("nvfp4_gemv", Path("submissions/nvfp4_gemv/torch_reference.py"), "leaderboard",
+                                 "cuda", secret_seed=1)
+    assert result.status == Status.BAD_INPUT
+    assert "ranked mode refused" in result.reason and "pip install -e ." in result.reason
+    assert "\n" not in result.reason
+
+
+class _RecheckingSession:
+    """A worker stand-in: right answers at a fixed time, and a scripted overhead recheck."""
+
+    def __init__(self, reference, drifts):
+        self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
+
+    def call(self, case, sleep_us, stage, timeout_s):
+        from harness.runner import CallOutput
+
+        data = self.reference.generate_input(**case, device="cpu")
+        return CallOutput(time_us=5.0, host_us=1.0, output=self.reference.ref_kernel(data), unfinished=False)
+
+    def recheck_overhead(self, timeout_s):
+        self.timed_loops += 1
+        return self.drifts.pop(0)
+
+
+@pytest.mark.parametrize(("drifts", "status", "loops"), [
+    ([(2.5, 2.6, 0.1)], Status.PASSED, 1),
+    ([(2.5, 4.0, 0.1), (4.0, 4.1, 0.1)], Status.PASSED, 2),  # moved once: measured again, then steady
+    ([(2.5, 4.0, 0.1), (4.0, 6.0, 0.1)], Status.HARNESS_FAULT, 2),  # moved twice: the harness's fault
+])
+def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(drifts, status, loops):
+    from harness.evaluate import Evaluation
+
+    task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
+    evaluation = Evaluation(task, Path("unused.py"), "benchmark", "cpu", None, None, as_progress(None),
+                            {"type": "cpu"})
+    session = _RecheckingSession(evaluation.reference, drifts)
+    try:
+        outcome = evaluation.run_benchmark(session, dict(task.cpu_tests[0]))
+    finally:
+        evaluation.close()
+    assert outcome.status == status and session.timed_loops == loops
+    if status == Status.HARNESS_FAULT:
+        assert "nothing is blamed on the submission" in outcome.reason

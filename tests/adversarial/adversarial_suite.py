@@ -53,6 +53,8 @@ class Row:
     secret_via: str = "argument"
     unprivileged: bool = False
     timeouts_s: dict[str, float] | None = None
+    twin: str | None = None  # an honest file timed alike: this row may not come out more than 3% faster
+    known_hole: bool = False  # the attack is expected to work (docs/security.md); reported, not a failure
 
     @property
     def path(self) -> Path:
@@ -64,6 +66,7 @@ class Observed:
     status: str
     reason: str
     elapsed_s: float
+    geomean_us: float | None = None
 
     @property
     def skipped(self) -> bool:
@@ -176,7 +179,21 @@ def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
         started = time.perf_counter()
         result = evaluate_submission(str(problem_dir), row.path, row.mode, device, secret_seed=row.secret,
                                      timeout_scale=timeout_scale)
-        return Observed(result.status.value, result.reason, time.perf_counter() - started)
+        return Observed(result.status.value, result.reason, time.perf_counter() - started, result.geomean_us)
+
+
+TWIN_TOLERANCE = 0.03
+"""A passed attack row may be at most this much faster than its honest twin (timing noise)."""
+
+
+def faster_than_twin(row: Row, observed: dict[str, Observed]) -> str | None:
+    """Why a passed row's time gives the attack away (faster than its honest twin), or None."""
+    got, twin = observed.get(row.file), observed.get(row.twin or "")
+    if row.known_hole or not row.twin or got is None or twin is None or got.status != "passed" or not twin.geomean_us:
+        return None
+    if got.geomean_us is None or got.geomean_us < (1 - TWIN_TOLERANCE) * twin.geomean_us:
+        return f"{got.geomean_us} us against its honest twin's {twin.geomean_us:.2f} us"
+    return None
 
 
 def _cell(text: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from adversarial_suite import Observed, as_json, load_rows, markdown_table, run_row
+from adversarial_suite import Observed, as_json, faster_than_twin, load_rows, markdown_table, run_row
 
 
 def device_info() -> dict:
@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         failures += verdict == "MISMATCH"
         print(f"[{index}/{len(plan)}] {verdict:8s} {device:4s} {row.file}: expected {row.status} "
               f"{row.reason!r}, got {got.status}: {got.reason[:300]} ({got.elapsed_s:.1f} s)", flush=True)
+    for row in rows:  # twins run before the rows that name them only by luck of order: check at the end
+        if row.known_hole and row.file in observed["cuda"] and row.twin in observed["cuda"]:
+            print(f"KNOWN HOLE cuda {row.file}: {observed['cuda'][row.file].geomean_us} us against its twin's "
+                  f"{observed['cuda'][row.twin].geomean_us} us (docs/security.md)", flush=True)
+        gap = faster_than_twin(row, observed["cuda"])
+        if gap:
+            failures += 1
+            print(f"MISMATCH cuda {row.file}: passed but faster: {gap}", flush=True)
     for device in ("cuda", "cpu"):
         ran = [row for row in rows if row.file in observed[device]]
         if ran:

@@ -1,0 +1,50 @@
+/* The few CUDA driver API entry points the sealed timer uses, resolved from libcuda.so.1 at run
+ * time: no CUDA headers or toolkit are needed to build the extension. */
+#ifndef NVFP4_CUDA_DRIVER_H
+#define NVFP4_CUDA_DRIVER_H
+#include <stddef.h>
+
+typedef int CUresult;
+typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction, *CUgraph, *CUgraphExec;
+typedef unsigned long long CUdeviceptr;
+#define CU_EVENT_DEFAULT 0
+#define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+
+typedef struct {
+    CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*CtxSetLimit)(int, size_t);
+    CUresult (*CtxResetPersistingL2Cache)(void);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemAllocHost)(void **, size_t);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
+} cuda_driver;
+
+extern cuda_driver cu;  /* filled by load_driver; hidden in the extension (-fvisibility=hidden) */
+int load_driver(void);  /* 0, or -1 with a Python exception set */
+int cuda_failed(CUresult status, const char *what);  /* 0 for success, else 1 with an exception set */
+#define CU(call, what) do { if (cuda_failed((call), (what))) return NULL; } while (0)
+#define CUI(call, what) do { if (cuda_failed((call), (what))) return -1; } while (0)
+#endif

@@ -1,0 +1,386 @@
+/* harness._sealed: the timed loop and the result MAC, out of reach of the submission's Python.
+ *
+ * Everything that decides a time lives in this file's static memory: the per-run key (read from
+ * a pipe the parent wrote, then closed), the L2 flush buffer, the events, the sleep kernel, the
+ * measured event overhead and the submission's bound custom_kernel. Python receives only
+ * finished results: (time, output bytes, MAC over call index, seed, time, overhead, unfinished
+ * flag and output digest). See docs/security.md for what this does and does not stop. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_driver.h"
+#include "sha256.h"
+
+#define KEY_BYTES 32
+#define OVERHEAD_ROUNDS 5
+#define OVERHEAD_SAMPLES 21
+#define OVERHEAD_MAX_US 8.0
+#define OVERHEAD_SPREAD_MAX_US 0.5
+#define MAX_OUTPUT_BYTES (1ULL << 31)
+#define MAX_OUTPUTS 64
+#define GRAPH_KERNELS 100
+#define MIN_CALL_SLEEP_US 100.0
+/* A timed call's queued sleep is at least this long: on an H100 a ~4 us kernel read 8.16 us behind
+ * a 20 us sleep and 5.02 us behind 100 us or 1000 us (host launch latency leaked in; 2026-11-23). */
+
+static uint8_t key[KEY_BYTES];
+static int keyed, busy;
+static long long last_index = -1;
+static PyObject *kernel, *hooks;  /* hooks: callables captured before the submission is imported */
+static int on_gpu;
+static CUcontext context;
+static CUstream stream;
+static CUdeviceptr flush_buffer;
+static size_t flush_bytes;
+static CUevent start_event, end_event;
+static CUfunction sleep_kernel, empty_kernel;
+static double overhead_us, overhead_spread_us;
+static int overhead_from_graph;  /* 1: graph replay is the reference; 0: fell back to kernel pairs */
+static CUstream capture_stream;
+static uint8_t *host_copy[2];
+static size_t host_capacity;
+
+static const char PTX[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry sleep_ns(.param .u64 ns)\n{\n.reg .u64 %n, %t0, %t1, %d;\n.reg .pred %p;\n"
+    "ld.param.u64 %n, [ns];\nmov.u64 %t0, %globaltimer;\nWAIT:\nmov.u64 %t1, %globaltimer;\n"
+    "sub.u64 %d, %t1, %t0;\nsetp.lt.u64 %p, %d, %n;\n@%p bra WAIT;\nret;\n}\n"
+    ".visible .entry empty()\n{\nret;\n}\n";
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int queue_sleep(double sleep_us) {
+    unsigned long long ns = (unsigned long long)(sleep_us * 1e3);
+    void *params[] = {&ns};
+    CUI(cu.LaunchKernel(sleep_kernel, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL), "sleep kernel launch");
+    return 0;
+}
+
+/* Event time (us) of `kernels` back-to-back empty kernels behind a queued sleep. */
+static double empty_kernels_us(int kernels) {
+    float ms = -1.0f;
+    if (cu.StreamSynchronize(stream) || queue_sleep(20.0)) return -1.0;
+    cu.EventRecord(start_event, stream);
+    for (int i = 0; i < kernels; i++) cu.LaunchKernel(empty_kernel, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL);
+    cu.EventRecord(end_event, stream);
+    if (cu.EventSynchronize(end_event) || cu.EventElapsedTime(&ms, start_event, end_event)) return -1.0;
+    return ms * 1e3;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int count) {
+    qsort(values, count, sizeof *values, compare_doubles);
+    return values[count / 2];
+}
+
+/* Per-kernel time (us) of GRAPH_KERNELS empty kernels replayed as one CUDA graph, behind a sleep:
+ * what a kernel costs inside a stream of work. -1 when graphs are not available here. */
+static double graph_empty_kernel_us(void) {
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    float ms = -1.0f;
+    double result = -1.0;
+    if (!capture_stream && cu.StreamCreate(&capture_stream, CU_STREAM_NON_BLOCKING)) return -1.0;
+    if (cu.StreamBeginCapture(capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED)) return -1.0;
+    for (int i = 0; i < GRAPH_KERNELS; i++) cu.LaunchKernel(empty_kernel, 1, 1, 1, 1, 1, 1, 0, capture_stream, NULL, NULL);
+    if (cu.StreamEndCapture(capture_stream, &graph) || !graph) return -1.0;
+    if (!cu.GraphInstantiate(&exec, graph, 0) && !cu.GraphLaunch(exec, stream) && !cu.StreamSynchronize(stream) &&
+        !queue_sleep(20.0) && !cu.EventRecord(start_event, stream) && !cu.GraphLaunch(exec, stream) &&
+        !cu.EventRecord(end_event, stream) && !cu.EventSynchronize(end_event) &&
+        !cu.EventElapsedTime(&ms, start_event, end_event))
+        result = ms * 1e3 / GRAPH_KERNELS;
+    if (exec) cu.GraphExecDestroy(exec);
+    cu.GraphDestroy(graph);
+    return result;
+}
+
+/* The fixed cost an event pair adds to one kernel: the event time of one empty kernel minus that
+ * kernel's per-call time in a replayed graph (the reference scripts/timing_validation.py checks
+ * against). Where graphs fail, the marginal cost of a second kernel in the stream stands in for
+ * the graph time (it reads about 1.1 us less overhead on an H100). OVERHEAD_ROUNDS rounds; returns
+ * the median round, *spread is max - min. */
+static double measure_overhead(double *spread) {
+    double rounds[OVERHEAD_ROUNDS], one[OVERHEAD_SAMPLES], two[OVERHEAD_SAMPLES];
+    for (int r = 0; r < OVERHEAD_ROUNDS; r++) {
+        for (int s = 0; s < OVERHEAD_SAMPLES; s++) {
+            one[s] = empty_kernels_us(1);
+            two[s] = overhead_from_graph ? 0.0 : empty_kernels_us(2);
+            if (one[s] < 0 || two[s] < 0) return -1.0;
+        }
+        double single = median(one, OVERHEAD_SAMPLES), in_stream;
+        if (overhead_from_graph) {
+            double graph[3];
+            for (int g = 0; g < 3; g++) graph[g] = graph_empty_kernel_us();
+            in_stream = median(graph, 3);
+        } else {
+            in_stream = median(two, OVERHEAD_SAMPLES) - single;
+        }
+        if (in_stream < 0) return -1.0;
+        rounds[r] = single - in_stream;
+    }
+    qsort(rounds, OVERHEAD_ROUNDS, sizeof *rounds, compare_doubles);
+    *spread = rounds[OVERHEAD_ROUNDS - 1] - rounds[0];
+    return rounds[OVERHEAD_ROUNDS / 2];
+}
+
+static int overhead_consistent(double value, double spread) {
+    return value >= 0.0 && value <= OVERHEAD_MAX_US && spread <= OVERHEAD_SPREAD_MAX_US;
+}
+
+static int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
+    CUmodule module;
+    if (load_driver()) return -1;
+    stream = (CUstream)(uintptr_t)stream_handle;
+    CUI(cu.CtxGetCurrent(&context), "cuCtxGetCurrent");
+    if (!context) { PyErr_SetString(PyExc_RuntimeError, "no current CUDA context (initialize torch.cuda first)"); return -1; }
+    flush_bytes = 2 * l2_bytes > (1u << 20) ? 2 * l2_bytes : (1u << 20);
+    CUI(cu.MemAlloc(&flush_buffer, flush_bytes), "flush buffer allocation");
+    CUI(cu.EventCreate(&start_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    CUI(cu.EventCreate(&end_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    CUI(cu.ModuleLoadData(&module, PTX), "loading the sleep kernel (PTX JIT)");
+    CUI(cu.ModuleGetFunction(&sleep_kernel, module, "sleep_ns"), "cuModuleGetFunction");
+    CUI(cu.ModuleGetFunction(&empty_kernel, module, "empty"), "cuModuleGetFunction");
+    overhead_from_graph = graph_empty_kernel_us() > 0.0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        overhead_us = measure_overhead(&overhead_spread_us);
+        if (overhead_us < -0.5) return cuda_failed(1, "overhead measurement") ? -1 : -1;
+        if (overhead_consistent(overhead_us, overhead_spread_us)) return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError, "harness fault: event overhead %.2f us, spread %.2f us over %d rounds, "
+                 "three times (bounds %.1f us, spread %.1f us)", overhead_us, overhead_spread_us, OVERHEAD_ROUNDS,
+                 OVERHEAD_MAX_US, OVERHEAD_SPREAD_MAX_US);
+    return -1;
+}
+
+/* init(key_fd, stream_handle or None, l2_bytes, hooks): once per process, before the import. */
+static PyObject *sealed_init(PyObject *self, PyObject *args) {
+    int fd;
+    PyObject *stream_handle, *hook_dict;
+    unsigned long long l2_bytes;
+    if (!PyArg_ParseTuple(args, "iOKO!", &fd, &stream_handle, &l2_bytes, &PyDict_Type, &hook_dict)) return NULL;
+    if (keyed) { PyErr_SetString(PyExc_RuntimeError, "the sealed timer is already initialized"); return NULL; }
+    size_t got = 0;
+    while (got < KEY_BYTES) {
+        ssize_t n = read(fd, key + got, KEY_BYTES - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (got != KEY_BYTES) { PyErr_SetString(PyExc_RuntimeError, "the key pipe held no 32-byte key"); return NULL; }
+    keyed = 1;
+    hooks = PyDict_Copy(hook_dict);
+    if (!hooks) return NULL;
+    if (stream_handle != Py_None) {
+        unsigned long long handle = PyLong_AsUnsignedLongLong(stream_handle);
+        if (PyErr_Occurred() || init_gpu(handle, l2_bytes)) return NULL;
+        on_gpu = 1;
+    }
+    return Py_BuildValue("(ddO)", overhead_us, overhead_spread_us, overhead_from_graph ? Py_True : Py_False);
+}
+
+/* bind(loader, path): loader(path) imports the submission; its custom_kernel is the only function
+ * time_call will ever call. Once per process: a second bind (the submission's own) is refused. */
+static PyObject *sealed_bind(PyObject *self, PyObject *args) {
+    PyObject *loader, *path;
+    if (!PyArg_ParseTuple(args, "OO", &loader, &path)) return NULL;
+    if (!keyed || kernel || busy) { PyErr_SetString(PyExc_RuntimeError, "bind: not initialized or already bound"); return NULL; }
+    busy = 1;
+    PyObject *module = PyObject_CallOneArg(loader, path);
+    busy = 0;
+    if (!module) return NULL;
+    PyObject *found = PyObject_GetAttrString(module, "custom_kernel");
+    Py_DECREF(module);
+    if (!found) { PyErr_Clear(); Py_RETURN_FALSE; }
+    if (!PyCallable_Check(found)) { Py_DECREF(found); Py_RETURN_FALSE; }
+    kernel = found;
+    Py_RETURN_TRUE;
+}
+
+
+/* ---- one timed call ------------------------------------------------------------------------- */
+#include "sealed_outputs.h"
+
+static int reserve_host(size_t bytes) {
+    if (bytes <= host_capacity) return 0;
+    for (int i = 0; i < 2; i++) {
+        if (on_gpu) {
+            if (host_copy[i]) cu.MemFreeHost(host_copy[i]);
+            host_copy[i] = NULL;
+            CUI(cu.MemAllocHost((void **)&host_copy[i], bytes), "pinned host allocation");
+        } else {
+            free(host_copy[i]);
+            if (!(host_copy[i] = malloc(bytes))) { PyErr_NoMemory(); return -1; }
+        }
+    }
+    host_capacity = bytes;
+    return 0;
+}
+
+/* Queue the copies of every output right behind the end event, then (all streams finished) copy
+ * again: a difference is work the submission left running after it returned. */
+static int copy_outputs(output_view *views, int count, size_t total, int *unfinished) {
+    size_t at = 0;
+    if (reserve_host(total ? total : 1)) return -1;
+    for (int pass = 0; pass < (on_gpu ? 2 : 1); pass++) {
+        at = 0;
+        for (int i = 0; i < count; i++) {
+            if (on_gpu && views[i].nbytes)
+                CUI(cu.MemcpyDtoHAsync(host_copy[pass] + at, views[i].pointer, views[i].nbytes, stream), "output copy");
+            else if (views[i].nbytes)
+                memcpy(host_copy[pass] + at, (const void *)(uintptr_t)views[i].pointer, views[i].nbytes);
+            at += views[i].nbytes;
+        }
+        if (on_gpu) {
+            CUI(cu.StreamSynchronize(stream), "synchronize after the output copy");
+            CUI(cu.CtxSynchronize(), "synchronize every stream");
+        }
+    }
+    *unfinished = on_gpu && memcmp(host_copy[0], host_copy[1], total) != 0;
+    return 0;
+}
+
+static int start_timing(double sleep_us) {
+    CUI(cu.CtxSetCurrent(context), "cuCtxSetCurrent");
+    CUI(cu.StreamSynchronize(stream), "synchronize before the call");
+    cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);  /* best effort: not every device has it */
+    cu.CtxResetPersistingL2Cache();
+    CUI(cu.MemsetD8Async(flush_buffer, 0, flush_bytes, stream), "L2 flush");
+    if (queue_sleep(sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US)) return -1;
+    CUI(cu.EventRecord(start_event, stream), "start event");
+    return 0;
+}
+
+static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_us) {
+    output_view views[MAX_OUTPUTS] = {{0}};
+    PyObject *items, *structure, *outputs = NULL, *answer = NULL;
+    int count, unfinished = 0, modes;
+    size_t total = 0;
+    float ms = 0.0f;
+    if (PyList_CheckExact(result) || PyTuple_CheckExact(result)) {
+        items = PySequence_Tuple(result);
+        structure = PyUnicode_FromString("list");
+    } else {
+        items = PyTuple_Pack(1, result);
+        structure = PyUnicode_FromString("tensor");
+    }
+    count = (int)PyTuple_GET_SIZE(items);
+    PyObject *tensor_type = PyDict_GetItemString(hooks, "tensor_type");
+    int well_formed = count <= MAX_OUTPUTS;
+    for (int i = 0; i < count && well_formed; i++) well_formed = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(items, i)) == tensor_type;
+    if (!well_formed || (modes = foreign_mode_active(hooks)) != 0) {
+        answer = PyErr_Occurred() ? NULL : Py_BuildValue("(sO)", well_formed ? "modes" : "bad_output", result);
+        goto done;
+    }
+    for (int i = 0; i < count; i++) {
+        if (describe_output(hooks, on_gpu, PyTuple_GET_ITEM(items, i), &views[i])) goto done;
+        total += views[i].nbytes;
+    }
+    if (total > MAX_OUTPUT_BYTES) { PyErr_SetString(PyExc_ValueError, "outputs larger than 2 GiB"); goto done; }
+    if (copy_outputs(views, count, total, &unfinished)) goto done;
+    if (on_gpu && cuda_failed(cu.EventElapsedTime(&ms, start_event, end_event), "cuEventElapsedTime")) goto done;
+    double time_us = on_gpu ? ms * 1e3 - overhead_us : host_us;
+    uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 32];
+    digest_outputs(views, count, host_copy[0], digest);
+    memcpy(message, "call:", 5);
+    memcpy(message + 5, &index, 8); memcpy(message + 13, &seed, 8); memcpy(message + 21, &time_us, 8);
+    memcpy(message + 29, &overhead_us, 8); message[37] = (uint8_t)unfinished; memcpy(message + 38, digest, 32);
+    hmac_sha256(key, KEY_BYTES, message, sizeof message, mac);
+    if (!(outputs = PyList_New(count))) goto done;
+    size_t at = 0;
+    for (int i = 0; i < count; i++) {
+        PyObject *entry = Py_BuildValue("(OOOLy#)", views[i].dtype, views[i].shape, views[i].stride, views[i].offset,
+                                        (const char *)host_copy[0] + at, (Py_ssize_t)views[i].nbytes);
+        if (!entry) goto done;
+        PyList_SET_ITEM(outputs, i, entry);
+        at += views[i].nbytes;
+    }
+    answer = Py_BuildValue("(sddOOOy#O)", "ok", time_us, host_us, unfinished ? Py_True : Py_False, structure, outputs,
+                           (const char *)mac, (Py_ssize_t)32, result);
+done:
+    for (int i = 0; i < count && i < MAX_OUTPUTS; i++) {
+        Py_XDECREF(views[i].dtype); Py_XDECREF(views[i].shape); Py_XDECREF(views[i].stride);
+    }
+    Py_XDECREF(outputs); Py_DECREF(items); Py_DECREF(structure);
+    return answer;
+}
+
+/* time_call(data, index, seed, sleep_us): flush, sleep, start event, custom_kernel(data), end
+ * event, output copies, MAC. Indexes only grow, and calls do not nest (no MAC for a replay). */
+static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
+    PyObject *data, *result, *answer;
+    long long index;
+    unsigned long long seed;
+    double sleep_us, host_us;
+    if (!PyArg_ParseTuple(args, "OLKd", &data, &index, &seed, &sleep_us)) return NULL;
+    if (!kernel) { PyErr_SetString(PyExc_RuntimeError, "time_call: no custom_kernel is bound"); return NULL; }
+    if (busy) { PyErr_SetString(PyExc_RuntimeError, "time_call: a timed call is already running"); return NULL; }
+    if (index <= last_index) { PyErr_Format(PyExc_RuntimeError, "time_call: call %lld was already timed", index); return NULL; }
+    last_index = index;
+    busy = 1;
+    if (on_gpu && start_timing(sleep_us)) { busy = 0; return NULL; }
+    double host_start = now_us();
+    result = PyObject_CallOneArg(kernel, data);
+    host_us = now_us() - host_start;
+    if (on_gpu && cuda_failed(cu.EventRecord(end_event, stream), "end event")) { busy = 0; Py_XDECREF(result); return NULL; }
+    if (!result) { busy = 0; return NULL; }
+    answer = seal_call(index, seed, result, host_us);
+    busy = 0;
+    Py_DECREF(result);
+    return answer;
+}
+
+/* recheck(nonce): measure the event overhead again; MAC over (nonce, overhead in use, new, spread).
+ * Called by the worker when the parent asks, after each timed case (the end-of-run check). */
+static PyObject *sealed_recheck(PyObject *self, PyObject *args) {
+    const char *nonce;
+    Py_ssize_t nonce_size;
+    double fresh = overhead_us, spread = 0.0;
+    uint8_t message[8 + 16 + 24], mac[32];
+    if (!PyArg_ParseTuple(args, "y#", &nonce, &nonce_size)) return NULL;
+    if (!keyed || busy || nonce_size != 16) { PyErr_SetString(PyExc_RuntimeError, "recheck: not now"); return NULL; }
+    if (on_gpu && (fresh = measure_overhead(&spread)) < -0.5) return cuda_failed(1, "overhead recheck") ? NULL : NULL;
+    memcpy(message, "recheck:", 8); memcpy(message + 8, nonce, 16);
+    memcpy(message + 24, &overhead_us, 8); memcpy(message + 32, &fresh, 8); memcpy(message + 40, &spread, 8);
+    hmac_sha256(key, KEY_BYTES, message, sizeof message, mac);
+    double in_use = overhead_us;
+    /* A consistent fresh measurement that moved replaces the old one; the parent applies the same rule. */
+    if (overhead_consistent(fresh, spread) && (fresh - in_use > OVERHEAD_SPREAD_MAX_US || in_use - fresh > OVERHEAD_SPREAD_MAX_US))
+        overhead_us = fresh;
+    return Py_BuildValue("(dddy#)", in_use, fresh, spread, (const char *)mac, (Py_ssize_t)32);
+}
+
+static PyObject *sealed_hmac(PyObject *self, PyObject *args) {
+    const char *test_key, *message;
+    Py_ssize_t key_size, size;
+    uint8_t mac[32];
+    if (!PyArg_ParseTuple(args, "y#y#", &test_key, &key_size, &message, &size)) return NULL;
+    hmac_sha256((const uint8_t *)test_key, (size_t)key_size, message, (size_t)size, mac);
+    return PyBytes_FromStringAndSize((const char *)mac, 32);
+}
+
+static PyMethodDef methods[] = {
+    {"init", sealed_init, METH_VARARGS, "Read the run key from a pipe fd, then set up the CUDA timer."},
+    {"bind", sealed_bind, METH_VARARGS, "Import the submission through a loader and bind its custom_kernel."},
+    {"time_call", sealed_time_call, METH_VARARGS, "Time one call of the bound kernel; returns a sealed result."},
+    {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
+    {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_sealed", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__sealed(void) { return PyModule_Create(&module_def); }

@@ -1,0 +1,145 @@
+"""Linux confinement of the worker, each step best effort and reported (docs/security.md).
+
+Two halves. ``before_exec`` runs in the forked child before the worker's interpreter starts
+(still as the evaluator's user): a fresh network namespace when the kernel permits it, then, when
+that user is root, a switch to an unprivileged uid. ``in_worker`` runs first thing in the worker,
+before the submission exists: no new privileges, not dumpable (no ptrace or /proc/<pid>/mem by
+others), and a Landlock rule set that allows writes only in its temporary directory and the
+device nodes. What took effect travels to the parent in the worker's 'ready' message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import stat
+from pathlib import Path
+
+UNPRIVILEGED_UID = 65534  # nobody
+STEPS = ("netns", "uid", "no_new_privs", "not_dumpable", "landlock")
+STEPS_ENV = "NVFP4_SANDBOX"
+"""Comma-separated subset of STEPS to apply (default: all); read by the parent, which passes the
+choice to the worker, for hosts where one of them stops CUDA (scripts/sandbox_probe.py finds out)."""
+
+
+def chosen_steps() -> frozenset[str]:
+    raw = os.environ.get(STEPS_ENV)
+    return frozenset(STEPS if raw is None else (s.strip() for s in raw.split(",") if s.strip() in STEPS))
+CLONE_NEWNET = 0x40000000
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_RULE_PATH_BENEATH = 1
+# Write-type accesses of Landlock ABI 1: write/truncate a file, remove, make anything.
+LANDLOCK_WRITES = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (
+    1 << 11) | (1 << 12)
+WRITABLE_SYSTEM_PATHS = ("/dev", "/proc")
+"""CUDA opens /dev/nvidia* read-write, and fails (error 304) without writes under /proc (probed on an
+H100, 2026-11-23): so /proc/self/mem stays writable (docs/security.md)."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether an unprivileged uid can reach ``path``: every parent searchable, the file readable."""
+    path = path.resolve()
+    for parent in path.parents:
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(path).st_mode & stat.S_IROTH)
+
+
+def before_exec(drop_to_uid: int | None, steps: frozenset[str]) -> None:
+    """In the child before exec: a private network namespace, then the unprivileged uid.
+
+    Results are written to fd-free places only (the child cannot report yet); ``in_worker``
+    observes them afterwards (no interface but loopback, the uid it runs as).
+    """
+    if "netns" in steps:
+        private_network()
+    if drop_to_uid is not None and "uid" in steps:
+        drop_privileges(drop_to_uid)
+
+
+def private_network() -> None:
+    """A fresh network namespace (loopback only); refused without CAP_SYS_ADMIN: in_worker reports it."""
+    with contextlib.suppress(OSError, AttributeError):
+        _libc().unshare(CLONE_NEWNET)
+
+
+def drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+def _network_isolated() -> bool:
+    """True when this process's network namespace has no interface but loopback.
+
+    /proc/self/net/dev follows the reader's namespace (/sys/class/net follows sysfs's mount).
+    """
+    try:
+        lines = Path("/proc/self/net/dev").read_text().splitlines()[2:]
+    except OSError:
+        return False
+    return {line.split(":")[0].strip() for line in lines} <= {"lo"}
+
+
+def _landlock(writable: list[str]) -> str:
+    libc = _libc()
+    attr = _RulesetAttr(LANDLOCK_WRITES)
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if ruleset < 0:
+        return f"off (kernel refused: errno {ctypes.get_errno()})"
+    try:
+        for path in writable:
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    rule = _PathBeneath(LANDLOCK_WRITES, fd)
+                    libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+                finally:
+                    os.close(fd)
+        if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+            return f"off (restrict_self failed: errno {ctypes.get_errno()})"
+    finally:
+        os.close(ruleset)
+    return "on: writes only in " + ", ".join(writable)
+
+
+def _yama_scope() -> str:
+    try:
+        return Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
+    except OSError:
+        return "absent"
+
+
+def in_worker(workdir: str, steps: frozenset[str]) -> dict[str, str]:
+    """Apply what the worker can to itself, before the submission exists; report every step."""
+    if os.uname().sysname != "Linux":
+        return {"sandbox": "off (not Linux)"}
+    libc = _libc()
+    skipped = "off (not chosen: " + STEPS_ENV + ")"
+    report = {"no_new_privs": skipped, "ptrace": skipped, "writes": skipped}
+    if "no_new_privs" in steps:
+        report["no_new_privs"] = "on" if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else "off"
+    if "not_dumpable" in steps:
+        report["ptrace"] = "blocked (not dumpable" if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 else "open ("
+        report["ptrace"] += f", yama ptrace_scope {_yama_scope()})"
+    report["network"] = "off (private namespace, loopback only)" if _network_isolated() else "reachable"
+    report["uid"] = f"{os.getuid()}" + (" (root: not dropped)" if os.getuid() == 0 else "")
+    if "landlock" in steps:
+        report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS])
+    return report

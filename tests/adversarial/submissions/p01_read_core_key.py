@@ -1,0 +1,77 @@
+"""pygpubench exploits/submission_aes_key_recovery.py, rewritten for this harness: read the compiled
+core's MAC key out of its own process memory and sign a faster time.
+
+A KNOWN HOLE (docs/security.md, "Native code in the same process"): the key is a static of
+harness/_sealed*.so, at an offset its ELF symbol table names; ctypes reads it, and harness.seal
+computes valid MACs with it. This row expects the forgery to pass, so the suite notices the day it
+stops working (then flip the row to rejected).
+"""
+
+import ctypes
+import struct
+import sys
+from pathlib import Path
+
+import _honest
+import _reach
+
+from harness import protocol, seal
+
+
+def _symbol_offset(path, name):
+    """st_value of a symbol in an ELF64 little-endian file's .symtab."""
+    data = Path(path).read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            st_name, _, _, _, st_value, _ = struct.unpack_from("<IBBHQQ", data, at)
+            if data[strtab + st_name:data.index(b"\0", strtab + st_name)] == name:
+                return st_value
+    raise LookupError(name)
+
+
+def _base_address(path):
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[5] == path and int(fields[2], 16) == 0:
+            return int(fields[0].split("-")[0], 16)
+    raise LookupError(path)
+
+
+core = sys.modules["harness._sealed"].__file__
+KEY = ctypes.string_at(_base_address(core) + _symbol_offset(core, b"key"), seal.KEY_BYTES)
+worker = _reach.worker()
+timer = _reach.timer()
+requests = []
+original_call = worker.call
+
+
+def remember(request):
+    requests.append(request)
+    original_call(request)
+
+
+def forge(header, parts):
+    if header.get("op") == "output" and requests:
+        request = requests[-1]
+        time_us = header["time_us"] * 0.5
+        entries = [entry for entry, _ in parts]
+        tensors = [protocol.tensor_from_wire(entry, payload) for entry, payload in parts]
+        digest = seal.output_digest(entries, tensors)
+        mac = seal.call_mac(KEY, int(request["index"]), int(request["case"]["seed"]), time_us, timer.overhead_us,
+                            bool(header["unfinished"]), digest)
+        header = {**header, "time_us": time_us, "mac": mac.hex()}
+    return header, parts
+
+
+worker.call = remember
+_reach.shadow_send(forge)
+
+
+def custom_kernel(data):
+    return _honest.gemv(data)

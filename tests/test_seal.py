@@ -1,0 +1,129 @@
+"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.seal).
+
+The core runs here in its CPU mode (wall clock), in this test process: one init and one bind per
+process, so one module-scoped fixture holds it.
+"""
+
+import hashlib
+import hmac
+import os
+import types
+
+import pytest
+import torch
+
+from harness import _sealed, protocol, seal, timing
+
+
+@pytest.fixture(scope="module")
+def core():
+    key, read_fd = seal.new_key_pipe()
+    timer = timing.SealedTimer(read_fd, torch.device("cpu"))
+    outputs = {}
+
+    def kernel(data):
+        out = data.t() * 2  # a non-contiguous view: the core sends storage plus view
+        outputs["last"] = out
+        return [out, data[:1]]
+
+    assert timer.bind(lambda _: types.SimpleNamespace(custom_kernel=kernel), "in-test")
+    return key, timer
+
+
+def _received(answer):
+    """What the parent gets: header and tensors, through the real wire format."""
+    _, time_us, _host_us, unfinished, _structure, views, mac, _ = answer
+    parts = [(protocol.storage_entry(str(d), s, st, o, p), p) for d, s, st, o, p in views]
+    read_fd, write_fd = os.pipe()
+    protocol.send(write_fd, {"op": "output", "time_us": time_us, "unfinished": unfinished, "mac": mac.hex()},
+                  parts=parts)
+    os.close(write_fd)
+    header, tensors = protocol.receive(read_fd)
+    os.close(read_fd)
+    return header, tensors
+
+
+def test_c_hmac_matches_python():
+    for key, message in ((b"k" * 32, b"call"), (b"x" * 100, b""), (bytes(5), b"m" * 1000)):
+        assert _sealed.hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).digest()
+
+
+def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):
+    key, timer = core
+    data = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    header, tensors = _received(timer.time_call(data, 0, 1234, 0.0))
+    seal.verify_call(key, 0, 1234, timer.overhead_us, header, tensors)
+    assert torch.equal(tensors[0], data.t() * 2) and torch.equal(tensors[1], data[:1])
+
+
+@pytest.mark.parametrize("tamper", ["time", "output", "index", "seed", "mac", "no_mac", "unfinished"])
+def test_any_change_breaks_the_seal(core, tamper):
+    key, timer = core
+    index = 100 + ["time", "output", "index", "seed", "mac", "no_mac", "unfinished"].index(tamper)
+    header, tensors = _received(timer.time_call(torch.ones(2, 3), index, 7, 0.0))
+    expected_index, seed = index, 7
+    if tamper == "time":
+        header["time_us"] *= 0.6
+    elif tamper == "output":
+        tensors[0].untyped_storage()[0] = 1
+    elif tamper == "index":
+        expected_index = index + 1  # a result replayed for the next call
+    elif tamper == "seed":
+        seed = 8
+    elif tamper == "mac":
+        header["mac"] = bytes(32).hex()
+    elif tamper == "no_mac":
+        del header["mac"]
+    else:
+        header["unfinished"] = not header["unfinished"]
+    with pytest.raises(seal.SealBroken):
+        seal.verify_call(key, expected_index, seed, timer.overhead_us, header, tensors)
+
+
+def test_the_core_refuses_a_second_key_a_second_kernel_and_old_indexes(core):
+    _, timer = core
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, bytes(32))
+    os.close(write_fd)
+    with pytest.raises(RuntimeError, match="already initialized"):
+        _sealed.init(read_fd, None, 0, {})
+    with pytest.raises(RuntimeError, match="already bound"):
+        _sealed.bind(lambda path: None, "again")
+    timer.time_call(torch.ones(1), 1000, 0, 0.0)
+    with pytest.raises(RuntimeError, match="already timed"):
+        timer.time_call(torch.ones(1), 1000, 0, 0.0)
+
+
+def test_the_recheck_is_signed_over_the_parents_nonce(core):
+    key, timer = core
+    nonce = os.urandom(seal.NONCE_BYTES)
+    overhead_us, fresh_us, spread_us, mac = timer.recheck(nonce)
+    header = {"overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us, "mac": mac.hex()}
+    assert seal.verify_recheck(key, nonce, header) == (overhead_us, fresh_us, spread_us)
+    with pytest.raises(seal.SealBroken):
+        seal.verify_recheck(key, os.urandom(seal.NONCE_BYTES), header)
+
+
+def test_overhead_moved_flags_drift_and_adopts_only_consistent_values():
+    assert seal.overhead_moved(2.5, 2.7, 0.1) == (False, False)
+    assert seal.overhead_moved(2.5, 4.0, 0.1) == (True, True)
+    assert seal.overhead_moved(2.5, 28.0, 0.1) == (True, False)
+    assert seal.overhead_moved(2.5, 2.6, 3.0) == (True, False)
+
+
+def test_a_view_outside_its_storage_is_a_protocol_error():
+    entry = {"dtype": "float32", "shape": [4], "stride": [1], "offset": 2, "nbytes": 16}
+    with pytest.raises(protocol.ProtocolError):
+        protocol.tensor_from_wire(entry, bytes(16))
+
+
+def test_without_the_core_the_worker_falls_back_to_the_python_timer_and_never_reads_the_key(monkeypatch):
+    from harness.worker import Worker
+
+    monkeypatch.setattr(timing, "_sealed", None)
+    _, read_fd = seal.new_key_pipe()
+    worker = Worker(-1, -1, read_fd)
+    worker.device = torch.device("cpu")
+    assert isinstance(worker._make_timer(), timing.CpuTimer)
+    with pytest.raises(OSError):
+        os.fstat(read_fd)  # closed unread

@@ -10,31 +10,25 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
-import math
 import os
-import re
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
 
-from harness import __version__, hardware, report, sanitize, seal, seeds, timing
+from harness import __version__, report, sanitize, seeds, timing
+from harness.evaluation import Evaluation, gpu_index
 from harness.progress import Progress, as_progress, for_stream
-from harness.results import CaseResult, ExitCode, RunResult, Status, worst
-from harness.runner import CallOutput, WorkerFailure, WorkerSession
+from harness.results import ExitCode, RunResult, Status, worst
 from harness.score import geometric_mean
-from harness.sol import UnknownDeviceError, breakdown, work
+from harness.sol import work
 from harness.submission import SubmissionFileError, read_submission
-from harness.task import Task, TaskError, load_task, shape_text
-from problems.blockscaled import to_device
+from harness.task import Task, TaskError, load_task
 
 MODES = ("all", "test", "benchmark", "leaderboard", "profile", "sanitize")
 CPU_MAX_FLOPS = 5e7
@@ -42,13 +36,6 @@ CPU_MAX_FLOPS = 5e7
 reference and the Triton interpreter would take minutes."""
 
 """A time under half the speed of light is physically impossible: the timing was forged."""
-
-WARMUP_CALLS = 3
-MAX_SLEEP_US = 50_000.0
-
-SAME_FAILURE_LIMIT = 2
-"""Fail fast: when this many first cases fail for the same reason, the rest are not run."""
-
 
 def case_flops(task: Task, case: dict[str, Any]) -> float:
     """Work of a case by the task's own speed-of-light formula (for choosing CPU shapes)."""
@@ -81,229 +68,6 @@ def select_cases(task: Task, mode: str, device: str) -> tuple[list[tuple[str, di
     kinds["leaderboard"] = kinds["all"]
     kinds["sanitize"] = kinds["test"]  # one call per test shape, under compute-sanitizer
     return kinds[mode], notes
-
-
-class Evaluation:
-    """One submission, one mode: drives the worker and judges every output."""
-
-    def __init__(
-        self,
-        task: Task,
-        submission: Path,
-        mode: str,
-        device: str,
-        secret: int | None,
-        visible_devices: str | None,
-        progress: Progress,
-        device_info: dict[str, Any],
-        keep_going: bool = False,
-    ) -> None:
-        self.task = task
-        self.device_info = device_info
-        self.keep_going = keep_going
-        self.source = submission.read_text(errors="replace")
-        self.submission = submission
-        self.mode = mode
-        self.device = device
-        self.secret = secret
-        self.visible_devices = visible_devices
-        self.progress = progress
-        self.reference: ModuleType = importlib.import_module(task.reference_module)
-        # The parent checks on the GPU the worker was given, so parallel runs stay apart.
-        self.check_device = torch.device("cuda", gpu_index(visible_devices)) if device == "cuda" else torch.device(
-            "cpu")
-        if device == "cpu":
-            self.rule = timing.CPU_RULE
-        else:
-            self.rule = timing.LEADERBOARD_RULE if mode == "leaderboard" else timing.BENCHMARK_RULE
-        self.device_name = torch.cuda.get_device_name(self.check_device) if device == "cuda" else "cpu"
-        self.stdout_tail = ""
-        self.timer_method = ""
-        self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
-        self.sanitizer_log = ""  # sanitize mode: every raw compute-sanitizer report of the run
-
-    def close(self) -> None:
-        """Stop the thread that draws the parent's copies of the inputs."""
-        self._generator.shutdown(cancel_futures=True)
-
-    # -- checking -----------------------------------------------------------------------
-    def check(self, inputs: Future, result: CallOutput) -> tuple[bool, str]:
-        """Judge one output against the reference on the same inputs (generated on the CPU meanwhile)."""
-        if isinstance(result.output, str):
-            return False, result.output
-        if result.unfinished:
-            return False, (
-                "the output changed after custom_kernel returned: work left running on another stream "
-                "(make the caller's stream wait for it)"
-            )
-        return self.reference.check_implementation(to_device(inputs.result(), self.check_device), result.output)
-
-    def sol_us(self, case: dict[str, Any], convention: str | None = None) -> float | None:
-        """Speed of light in us (the contest convention unless named; 'datasheet' is the physical ceiling)."""
-        try:
-            return breakdown(self.task.directory.name, case, self.device_name, convention).seconds * 1e6
-        except UnknownDeviceError:
-            return None
-
-    # -- one case -----------------------------------------------------------------------
-    def _seed(self, case: dict[str, Any], index: int) -> int:
-        return seeds.call_seed(case["seed"], index, self.secret)
-
-    def _checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
-                      stage: str, timeout_s: float) -> CallOutput:
-        seeded = {**case, "seed": self._seed(case, index)}
-        # The parent's copy of the inputs is drawn on the CPU while the worker runs the call: it
-        # touches no GPU, so it cannot disturb the timing, and it halves the wall time per call.
-        inputs = self._generator.submit(self.reference.generate_input, **seeded, device="cpu")
-        result = session.call(seeded, sleep_us, stage, timeout_s)
-        ok, message = self.check(inputs, result)
-        if not ok:
-            raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")
-        return result
-
-    def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
-        started = time.perf_counter()
-        self._checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
-        return CaseResult("test", case, Status.PASSED, f"passed in {time.perf_counter() - started:.1f} s")
-
-    def run_benchmark(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
-        limit = self.task.timeouts_s
-        started = time.perf_counter()
-        first = self._checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"])
-        warmup_s = time.perf_counter() - started
-        host_us = [first.host_us]
-        for index in range(1, WARMUP_CALLS):
-            warm = self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
-            host_us.append(warm.host_us)
-        # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
-        sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
-        samples, index = self._timed_loop(session, case, WARMUP_CALLS, sleep_us, started)
-        drift = session.recheck_overhead(limit["warmup"])
-        if drift and seal.overhead_moved(*drift)[0]:
-            self.progress.note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
-                               f"(spread {drift[2]:.2f} us); measuring this case again")
-            samples, index = self._timed_loop(session, case, index, sleep_us, time.perf_counter())
-            drift = session.recheck_overhead(limit["warmup"])
-            if drift and seal.overhead_moved(*drift)[0]:
-                return CaseResult("benchmark", case, Status.HARNESS_FAULT,
-                                  f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
-                                  "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")
-        stats = timing.summarize(samples, self.timer_method)
-        profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
-            self.mode == "profile") else None
-        outcome = CaseResult("benchmark", case, Status.PASSED, f"{stats.runs} timed calls, every output checked",
-                             timing=stats, warmup_s=warmup_s, profile=profile)
-        sol_us, ceiling_us = self.sol_us(case), self.sol_us(case, "datasheet")
-        if sol_us:
-            outcome.sol_us = sol_us
-            outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf
-        if self.device == "cuda" and ceiling_us and stats.median_us < ceiling_us:
-            outcome.status = Status.REJECTED
-            outcome.reason = (f"median {stats.median_us:.2f} us is faster than the device's datasheet peaks allow "
-                              f"({ceiling_us:.2f} us), with the harness's own measurement rechecked: the timing "
-                              "cannot be real")
-        return outcome
-
-    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
-                    started: float) -> tuple[list[float], int]:
-        """Timed calls until the stopping rule says enough: (times in us, the next call index)."""
-        samples: list[float] = []
-        loop_start = time.perf_counter()
-        while not self.rule.done(samples, time.perf_counter() - loop_start):
-            if time.perf_counter() - started > self.task.timeouts_s["benchmark"]:
-                break
-            result = self._checked_call(session, case, index, sleep_us, "a timed call",
-                                        self.task.timeouts_s["benchmark"])
-            samples.append(result.time_us)
-            index += 1
-        return samples, index
-
-    # -- the run ------------------------------------------------------------------------
-    def judged_failure(self, kind: str, case: dict[str, Any], failure: WorkerFailure) -> CaseResult:
-        """A failed case; 'unsupported' when the failure is this machine's lack, not a bug."""
-        if failure.status in (Status.CRASHED, Status.CUDA_ERROR, Status.BAD_INPUT):
-            need = hardware.diagnose(failure.reason, self.source, self.device_info)
-            if need:
-                return CaseResult(kind, case, Status.UNSUPPORTED, need)
-        return CaseResult(kind, case, failure.status, failure.reason)
-
-    def stop_reason(self, results: list[CaseResult]) -> str | None:
-        """Why the remaining cases should not run, or None to go on."""
-        last = results[-1]
-        if last.status == Status.UNSUPPORTED:
-            return f"not run: {last.reason.split(':')[0]}"
-        recent = results[-SAME_FAILURE_LIMIT:]
-        if self.keep_going or len(recent) < SAME_FAILURE_LIMIT:
-            return None
-        if any(r.status in (Status.PASSED, Status.NOT_RUN) for r in recent):
-            return None
-        if len({(r.status, _failure_key(r.reason)) for r in recent}) == 1:
-            return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
-        return None
-
-    def run_sanitized(self, cases: list[tuple[str, dict[str, Any]]], executable: Path,
-                      tools: tuple[str, ...]) -> list[CaseResult]:
-        results, logs = [], []
-        for outcome, log in sanitize.run_cases(self, cases, executable, tools):
-            results.append(outcome)
-            logs.append(log)
-            self.progress.step(f"[{len(results)}/{len(cases)}] sanitize {shape_text(outcome.case)}: "
-                               f"{report.case_summary(outcome)}")
-        self.sanitizer_log = "\n".join(logs)
-        return results
-
-    def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
-        results: list[CaseResult] = []
-        pending = list(cases)
-        self.progress.begin(len(cases), self.submission.name)
-        announced = False
-        while pending:
-            with WorkerSession(self.task, self.submission, self.device, self.visible_devices) as session:
-                try:
-                    ready = session.start()
-                except WorkerFailure as failure:
-                    self.stdout_tail = session.output_tail()
-                    results.append(self.judged_failure(*pending.pop(0), failure))
-                    self.progress.step(f"import failed: {results[-1].reason}")
-                    results += [CaseResult(k, c, Status.NOT_RUN, "not run: the submission did not import")
-                                for k, c in pending]
-                    return results
-                self.timer_method = ready["timer"]
-                if not announced:
-                    self.progress.note(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
-                    sandbox = dict(ready.get("sandbox") or {})
-                    self.progress.note("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
-                    announced = True
-                while pending:
-                    kind, case = pending.pop(0)
-                    label = f"{kind} {shape_text(case)}"
-                    self.progress.working(label)
-                    try:
-                        outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)
-                    except WorkerFailure as failure:
-                        outcome = self.judged_failure(kind, case, failure)
-                    results.append(outcome)
-                    self.progress.step(f"[{len(results)}/{len(cases)}] {label}: {report.case_summary(outcome)}")
-                    stop = self.stop_reason(results)
-                    if stop:
-                        if pending:
-                            self.progress.note(f"{len(pending)} case(s) {stop}")
-                        results += [CaseResult(k, c, Status.NOT_RUN, stop) for k, c in pending]
-                        pending = []
-                    elif session.process is None or session.process.poll() is not None:
-                        break  # the worker died with this case; a fresh one takes the rest
-                self.stdout_tail = session.output_tail()
-        return results
-
-
-def _failure_key(reason: str) -> str:
-    """A failure's reason without its numbers: two shapes failing the same way compare equal."""
-    return re.sub(r"\d+(\.\d+)?", "#", reason)
-
-
-def gpu_index(visible_devices: str | None) -> int:
-    """The parent's index of the one GPU a worker is given through CUDA_VISIBLE_DEVICES."""
-    return int(visible_devices) if visible_devices and visible_devices.strip().isdigit() else 0
 
 
 def _device_info(device: str, index: int) -> dict[str, Any]:

@@ -80,7 +80,8 @@ def render(result: RunResult) -> str:
         lines += _test_lines(tests)
     timed = [c for c in result.cases if c.kind == "benchmark"]
     if timed:
-        rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "compile+1st s", "status"]]
+        rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "compile+1st s", "harness ms/call",
+                 "status"]]
         for case in timed:
             t = case.timing
             rows.append([
@@ -91,6 +92,7 @@ def render(result: RunResult) -> str:
                 f"{case.sol_us:.2f}" if case.sol_us else "-",
                 f"{case.pct_of_sol:.1f}" if case.pct_of_sol else "-",
                 f"{case.warmup_s:.2f}" if case.warmup_s is not None else "-",
+                f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-",
                 STATUS_WORDS[case.status],
             ])
         lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""), *_table(rows)]

@@ -101,6 +101,7 @@ class CaseResult:
     pct_of_sol: float | None = None
     warmup_s: float | None = None  # first call(s), including any JIT compile
     profile: str | None = None  # torch.profiler table of one call (profile mode)
+    overhead_ms: float | None = None  # harness wall time per timed call beyond the call's own time
 
 
 @dataclass

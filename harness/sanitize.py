@@ -25,7 +25,7 @@ from harness.runner import WorkerFailure, WorkerSession
 from harness.task import Task, shape_text
 
 if TYPE_CHECKING:
-    from harness.evaluate import Evaluation
+    from harness.evaluation import Evaluation
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 TOOL_CHOICES = (*TOOLS, "all")

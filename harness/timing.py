@@ -84,7 +84,7 @@ class StoppingRule:
 
 
 BENCHMARK_RULE = StoppingRule(budget_s=15.0)
-LEADERBOARD_RULE = StoppingRule(min_runs=20, max_runs=200, max_relative_error=0.002, budget_s=15.0)
+LEADERBOARD_RULE = StoppingRule(min_runs=100, max_runs=200, max_relative_error=0.002, budget_s=15.0)
 CPU_RULE = StoppingRule(min_runs=3, max_runs=10, max_relative_error=0.02, budget_s=10.0)
 
 

@@ -155,7 +155,7 @@ class _RecheckingSession:
     ([(2.5, 4.0, 0.1), (4.0, 6.0, 0.1)], Status.HARNESS_FAULT, 2),  # moved twice: the harness's fault
 ])
 def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(drifts, status, loops):
-    from harness.evaluate import Evaluation
+    from harness.evaluation import Evaluation
 
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
     evaluation = Evaluation(task, Path("unused.py"), "benchmark", "cpu", None, None, as_progress(None),

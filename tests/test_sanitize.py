@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness import sanitize
-from harness.evaluate import Evaluation, evaluate_submission
+from harness.evaluate import evaluate_submission
+from harness.evaluation import Evaluation
 from harness.progress import as_progress
 from harness.results import ExitCode, Status
 from harness.task import load_task

@@ -133,7 +133,10 @@ def _unprivileged_prefix() -> list[str] | None:
         return None
     prefix = [setpriv, f"--reuid={UNPRIVILEGED_UID}", f"--regid={UNPRIVILEGED_UID}", "--clear-groups",
               "--inh-caps=-all", "--"]
-    probe = subprocess.run([*prefix, sys.executable, "-c", "import torch, yaml, harness"], cwd=REPO,
+    # Two levels, as the evaluator starts its worker: the user must be able to exec this Python
+    # itself, not only through setpriv (which can keep root's capabilities for the first exec).
+    nested = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import torch, yaml, harness'], check=True)"
+    probe = subprocess.run([*prefix, sys.executable, "-c", nested], cwd=REPO,
                            env={**os.environ, "PYTHONPATH": _pythonpath()}, capture_output=True)
     return prefix if probe.returncode == 0 else None
 

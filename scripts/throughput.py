@@ -1,0 +1,48 @@
+"""How fast a ranked evaluation is: every shipped Triton baseline in leaderboard mode (GPU only).
+
+Per file: the wall time of the whole `harness eval --mode leaderboard` process (worker start,
+import and JIT included), and per benchmark shape the timed calls and the harness's own time per
+timed call (`overhead_ms`: everything but the call's measured time). Goals (issue 14): under 10 s
+per file with at least 100 timed calls per shape, under 10 ms of harness time per call.
+
+    python3 scripts/throughput.py OUT_DIR
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    secret = out / "secret"
+    secret.write_text(str(secrets.randbits(62)))
+    rows = []
+    for path in sorted(Path("submissions").glob("*/triton_*.py")):
+        record_path = out / f"{path.parent.name}__{path.stem}.json"
+        started = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "harness", "eval", str(path), "--mode", "leaderboard",
+                              "--secret-seed-file", str(secret), "--json", str(record_path)],
+                             capture_output=True, text=True, timeout=600)
+        wall_s = time.perf_counter() - started
+        record = json.loads(record_path.read_text()) if record_path.is_file() else {"cases": []}
+        timed = [c for c in record["cases"] if c["kind"] == "benchmark" and c.get("timing")]
+        row = {"file": f"{path.parent.name}/{path.name}", "exit_code": run.returncode, "wall_s": round(wall_s, 1),
+               "rankable": record.get("rankable"), "runs": [c["timing"]["runs"] for c in timed],
+               "overhead_ms": [round(c["overhead_ms"], 2) for c in timed if c.get("overhead_ms") is not None],
+               "median_us": [round(c["timing"]["median_us"], 2) for c in timed]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    secret.unlink()
+    (out / "throughput.json").write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

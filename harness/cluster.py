@@ -220,6 +220,10 @@ def _connect(address: str) -> Any:
 
 def open_dask_executor(address: str, device: str | None = None, progress: Progress | None = None) -> DaskExecutor:
     """Start ('local') or join ('tcp://HOST:PORT') a cluster and check its workers can rank together."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ClusterError("--cluster needs Dask distributed: pip install -e '.[cluster]'") from None
     cluster = start_local_cluster(device) if address == "local" else None
     if cluster is not None:
         from distributed import Client

@@ -151,7 +151,8 @@ class DaskExecutor:
             self._submitted.wait(timeout_s)
             return []
         try:
-            done = wait(pending, timeout=timeout_s, return_when="FIRST_COMPLETED").done
+            with self.client.as_current():  # wait() finds its client there (this one is not the default)
+                done = wait(pending, timeout=timeout_s, return_when="FIRST_COMPLETED").done
         except TimeoutError:
             return []
         finished = []

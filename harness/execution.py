@@ -89,6 +89,10 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress
                                          progress=progress)
         if not isinstance(result, RunResult):
             raise TypeError(f"expected a RunResult, got {type(result).__name__}")
+        # The private folder is gone and means nothing to the reader: name the file as submitted.
+        result.submission_path = job.filename
+        for record in (result, *result.cases):
+            record.reason = record.reason.replace(str(path), job.filename)
     except Exception as error:  # any failure of one evaluation is recorded, never fatal to the run
         return harness_failure(job, f"the evaluator raised {exception_text(error)}")
     return result

@@ -83,7 +83,10 @@ def start_local_cluster(device: str | None) -> Any:
         raise ClusterError("--device cuda, but no CUDA GPU is visible (use --device cpu for a dry run)")
     on_gpu = device != "cpu" and torch.cuda.is_available()
     if on_gpu:
-        slots = {f"gpu{index}": {"CUDA_VISIBLE_DEVICES": str(index)} for index in local_gpu_indices()}
+        # torch's index i is the i-th entry of this process's CUDA_VISIBLE_DEVICES, when it has one
+        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        slots = {f"gpu{index}": {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index)}
+                 for index in local_gpu_indices()}
     else:
         slots = {f"cpu{index}": {} for index in range(min(os.cpu_count() or 1, CPU_WORKERS_MAX))}
     workers = {

@@ -10,15 +10,19 @@ organizer's checkout.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import queue
 import tempfile
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.results import RunResult
+from harness import __version__
+from harness.results import RunResult, Status
 
 Progress = Callable[[str], None]
 
@@ -37,16 +41,61 @@ class EvalJob:
     expected_s: float | None = None  # a stored duration of this file, for longest-first ordering
 
 
+@dataclass
+class HarnessFailure(RunResult):
+    """A 'crashed' run the harness made because evaluating the job failed, not the submission.
+
+    Its own type, so that whoever stores it marks it a harness error (never a cache hit: the
+    next run retries the file) without parsing the reason.
+    """
+
+
+def harness_failure(job: EvalJob, reason: str) -> HarnessFailure:
+    """The record of a job that produced no RunResult (the evaluator raised, its worker died)."""
+    return HarnessFailure(
+        problem=job.problem,
+        submission_path=job.filename,
+        submission_sha256=hashlib.sha256(job.source).hexdigest(),
+        mode=job.mode,
+        device={"type": job.device or "unknown"},
+        harness_version=__version__,
+        status=Status.CRASHED,
+        reason=f"{reason} (a harness error, not the submission's: the next run retries it)",
+        started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def exception_text(error: BaseException) -> str:
+    """'RuntimeError: boom at evaluate.py:12': the exception and the line that raised it."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
 def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress | None = None) -> RunResult:
-    """Evaluate one job in this process: its source goes to a private folder, then the evaluator."""
+    """Evaluate one job in this process: its source goes to a private folder, then the evaluator.
+
+    Never raises: an exception of the evaluator comes back as a ``HarnessFailure``, so one
+    broken evaluation cannot lose the others of a run.
+    """
     from harness.evaluate import evaluate_submission
 
-    with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
-        path = Path(folder) / Path(job.filename).name
-        path.write_bytes(job.source)
-        return evaluate_submission(job.problem, path, mode=job.mode, device=job.device,
-                                   secret_seed=job.secret_seed, visible_devices=visible_devices,
-                                   progress=progress)
+    try:
+        with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
+            path = Path(folder) / Path(job.filename).name
+            path.write_bytes(job.source)
+            result = evaluate_submission(job.problem, path, mode=job.mode, device=job.device,
+                                         secret_seed=job.secret_seed, visible_devices=visible_devices,
+                                         progress=progress)
+        if not isinstance(result, RunResult):
+            raise TypeError(f"expected a RunResult, got {type(result).__name__}")
+        # The private folder is gone and means nothing to the reader: name the file as submitted.
+        result.submission_path = job.filename
+        for record in (result, *result.cases):
+            record.reason = record.reason.replace(str(path), job.filename)
+    except Exception as error:  # any failure of one evaluation is recorded, never fatal to the run
+        return harness_failure(job, f"the evaluator raised {exception_text(error)}")
+    return result
 
 
 class Executor(Protocol):
@@ -73,6 +122,8 @@ class SerialExecutor:
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
+            if self._progress:
+                self._progress(f"{job.problem}/{job.filename}: started")
             self._done.put((job, run_job(job, progress=self._progress)))
 
     def submit(self, job: EvalJob) -> None:
@@ -93,8 +144,15 @@ class SerialExecutor:
         self._thread.join()
 
 
-def open_executor(cluster: str | None = None, progress: Progress | None = None) -> Executor:
-    """The executor for ``--cluster``: none runs jobs serially in this process."""
+def open_executor(cluster: str | None = None, progress: Progress | None = None, device: str | None = None) -> Executor:
+    """The executor for ``--cluster``: none runs jobs serially in this process; 'local' starts a
+    Dask cluster on this host, 'tcp://HOST:PORT' joins a running scheduler (harness.cluster).
+
+    ``device`` ('cpu' or 'cuda', None: what the workers have) picks the local cluster's kind.
+    Raises ``harness.cluster.ClusterError`` (one line) when the cluster cannot be used.
+    """
     if cluster is None:
         return SerialExecutor(progress)
-    raise ValueError(f"--cluster {cluster}: no cluster support in this build")
+    from harness.cluster import open_dask_executor
+
+    return open_dask_executor(cluster, device=device, progress=progress)

@@ -1,7 +1,8 @@
 """``python -m harness leaderboard``: evaluate every submission in ranked mode, store, rank, render.
 
 Exit codes: 0 when the run completed (failed submissions are listed on the pages, not fatal),
-113 for a bad argument (one line, no traceback), 110 when --device cuda finds no GPU.
+113 for a bad argument or an unusable --cluster (one line, no traceback), 110 when --device cuda
+finds no GPU.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness import __version__
+from harness.execution import Executor
 from harness.leaderboard import render, runner
 from harness.leaderboard.rank import build_board
 from harness.leaderboard.store import Store, StoreError
@@ -36,11 +38,17 @@ class NoGpuError(Exception):
 class Settings:
     problems: list[str]
     submissions: Path
-    device: str
-    device_name: str
-    gpu_count: int
     secret_seed: int | None
     out: Path
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where the evaluations run (None: serially in this process) and on which device model."""
+
+    device: str
+    device_name: str
+    executor: Executor | None
 
 
 def say(line: str) -> None:
@@ -56,17 +64,6 @@ def cuda_device_name() -> str:
 
         return torch.cuda.get_device_name(0)
     return current_device_name()
-
-
-def usable_gpus() -> int:
-    """GPUs for one-submission-per-GPU runs: all of them when identical, else one (say why)."""
-    import torch
-
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    if len(set(names)) > 1:
-        say(f"note: the GPUs differ ({', '.join(sorted(set(names)))}); running on GPU 0 only, one file at a time")
-        return 1
-    return len(names)
 
 
 def pick_device(requested: str | None) -> str:
@@ -104,10 +101,23 @@ def resolve(args: argparse.Namespace) -> Settings:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"--out {out}: cannot create it ({error.strerror})") from None
-    device = pick_device(args.device)
-    device_name = cuda_device_name() if device == "cuda" else "cpu"
-    gpu_count = usable_gpus() if device == "cuda" else 0
-    return Settings([args.problem] if args.problem else known, root, device, device_name, gpu_count, secret, out)
+    return Settings([args.problem] if args.problem else known, root, secret, out)
+
+
+def open_execution(args: argparse.Namespace) -> Execution:
+    """Serial in this process, or a Dask cluster; a cluster also says which device its workers have
+    (a joined one may have GPUs where this machine has none)."""
+    if args.cluster is None:
+        device = pick_device(args.device)
+        return Execution(device, cuda_device_name() if device == "cuda" else "cpu", None)
+    from harness.cluster import ClusterError, open_dask_executor
+
+    device = pick_device(args.device) if args.cluster == "local" else args.device
+    try:
+        executor = open_dask_executor(args.cluster, device=device, progress=lambda line: say(f"      {line}"))
+    except ClusterError as error:
+        raise UsageError(str(error)) from None
+    return Execution(executor.device, executor.device_name, executor)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -120,19 +130,28 @@ def handle(args: argparse.Namespace) -> int:
     except StoreError as error:
         say(f"leaderboard: error: --db: {error}")
         return int(ExitCode.BAD_INPUT)
-    except NoGpuError as error:
-        say(f"leaderboard: error: {error}")
-        return int(ExitCode.CUDA_FAILURE)
     with store:
-        submissions = runner.discover(settings.submissions, settings.problems)
-        say(f"leaderboard: {len(submissions)} file(s) under {settings.submissions}/ for "
-            f"{', '.join(settings.problems)}; device {settings.device_name} ({settings.device}); "
-            f"harness {__version__}; database {args.db}")
-        outcomes = runner.run_all(submissions, store, device=settings.device, device_name=settings.device_name,
-                                  secret_seed=settings.secret_seed, force=args.force, gpu_count=settings.gpu_count,
-                                  progress=say)
+        try:
+            execution = open_execution(args)
+        except UsageError as error:
+            say(f"leaderboard: error: {error}")
+            return int(ExitCode.BAD_INPUT)
+        except NoGpuError as error:
+            say(f"leaderboard: error: {error}")
+            return int(ExitCode.CUDA_FAILURE)
+        try:
+            submissions = runner.discover(settings.submissions, settings.problems)
+            say(f"leaderboard: {len(submissions)} file(s) under {settings.submissions}/ for "
+                f"{', '.join(settings.problems)}; device {execution.device_name} ({execution.device}); "
+                f"harness {__version__}; database {args.db}")
+            outcomes = runner.run_all(submissions, store, device=execution.device,
+                                      device_name=execution.device_name, secret_seed=settings.secret_seed,
+                                      force=args.force, executor=execution.executor, progress=say)
+        finally:
+            if execution.executor is not None:
+                execution.executor.close()
         problems = sorted(set(store.problems()) | {s.problem for s in submissions})
-        boards = [build_board(p, store.runs(p), settings.device_name, __version__) for p in problems]
+        boards = [build_board(p, store.runs(p), execution.device_name, __version__) for p in problems]
     generated_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     render.write_site(boards, settings.out, generated_at)
     cached = sum(o.cached for o in outcomes)
@@ -165,6 +184,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when a GPU is visible")
     parser.add_argument("--secret-seed-file", help="file holding the organizer's secret seed "
                         "(default: $NVFP4_SECRET_SEED)")
+    parser.add_argument("--cluster", metavar="local|tcp://HOST:PORT",
+                        help="run the evaluations on a Dask cluster: 'local' starts one worker per GPU of this "
+                             "host (per core with --device cpu), tcp://HOST:8786 joins a running scheduler "
+                             "(default: one after another in this process)")
     parser.add_argument("--submissions", default=str(DEFAULT_SUBMISSIONS),
                         help=f"folder of <problem>/*.py files (default: {DEFAULT_SUBMISSIONS})")
     _one_line_error(parser)

@@ -1,32 +1,30 @@
 """Find every submission file, evaluate each in ranked mode (or reuse a stored run), store it.
 
 Why it is careful: one organizer run covers every contestant, so nothing one file does may stop
-it. The evaluator isolates the submission itself; this module also turns any exception the
-evaluator raises into a stored "crashed" run and moves on. With several identical GPUs it runs
-one submission per GPU, each thread pinning its evaluation through ``visible_devices``.
+it. The evaluator isolates the submission itself, and ``run_job`` turns any exception of the
+evaluator into a "crashed" HarnessFailure. Where the jobs run is the executor's business (in this
+process one after another, or on a Dask cluster, harness.execution / harness.cluster); this
+module only submits them, longest first, and is the one writer of the store.
 """
 
 from __future__ import annotations
 
-import datetime
 import hashlib
-import queue
 import re
+import statistics
 import subprocess
 import threading
-import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import __version__
+from harness.execution import EvalJob, Executor, HarnessFailure, SerialExecutor
 from harness.leaderboard.rank import why_not_rankable
 from harness.leaderboard.store import Store
 from harness.results import RunResult, Status
 
 Progress = Callable[[str], None]
-Evaluate = Callable[..., RunResult]
 AUTHOR_LINE = re.compile(r"^#!POPCORN\s+author\s+(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 MODE = "leaderboard"
 
@@ -95,43 +93,26 @@ def discover(root: Path, problems: Sequence[str]) -> list[Submission]:
     return found
 
 
-# -- one evaluation --------------------------------------------------------------------------
-def real_evaluate(problem: str, submission: Path, **options: object) -> RunResult:
-    """The evaluator, imported when first used (it pulls in torch and the worker machinery)."""
-    from harness.evaluate import evaluate_submission
-
-    return evaluate_submission(problem, submission, **options)
-
-
-def crashed_run(submission: Submission, device: str, device_name: str, error: BaseException) -> RunResult:
-    """The record of an evaluation that raised instead of returning a RunResult."""
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
-    return RunResult(
-        problem=submission.problem,
-        submission_path=str(submission.path),
-        submission_sha256=submission.sha256,
-        mode=MODE,
-        device={"type": device, "name": device_name},
-        harness_version=__version__,
-        status=Status.CRASHED,
-        reason=f"the evaluator raised {type(error).__name__}: {error}{where} "
-               "(a harness error, not the submission's: the next run retries it)",
-        author=submission.author,
-        started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    )
+# -- longest first ---------------------------------------------------------------------------
+def expected_durations(store: Store, submissions: Sequence[Submission]) -> dict[tuple[str, str], float | None]:
+    """Seconds each file is expected to take: its own last stored run (elapsed_s), else the
+    median of its problem's stored runs, else None (nothing known: it is scheduled first)."""
+    seen: dict[tuple[str, str], float] = {}
+    per_problem: dict[str, list[float]] = {}
+    for problem in {s.problem for s in submissions}:
+        for run in store.runs(problem):
+            if run.harness_error or not run.result.elapsed_s:
+                continue
+            seen[(problem, run.sha256)] = run.result.elapsed_s  # oldest first: the last one wins
+            per_problem.setdefault(problem, []).append(run.result.elapsed_s)
+    return {(s.problem, s.sha256): seen.get((s.problem, s.sha256))
+            or (statistics.median(per_problem[s.problem]) if s.problem in per_problem else None)
+            for s in submissions}
 
 
-def evaluate_one(evaluate: Evaluate, submission: Submission, *, device: str, device_name: str,
-                 secret_seed: int | None, visible_devices: str | None, progress: Progress) -> Outcome:
-    try:
-        result = evaluate(submission.problem, submission.path, mode=MODE, device=device, secret_seed=secret_seed,
-                          visible_devices=visible_devices, progress=progress)
-        if not isinstance(result, RunResult):
-            raise TypeError(f"expected a RunResult, got {type(result).__name__}")
-    except Exception as error:  # any failure of one evaluation is recorded, never fatal to the run
-        return Outcome(submission, crashed_run(submission, device, device_name, error), harness_error=True)
-    return Outcome(submission, result)
+def longest_first(jobs: Sequence[EvalJob]) -> list[EvalJob]:
+    """Longest expected duration first (unknown ones before all), so the GPUs finish together."""
+    return sorted(jobs, key=lambda job: -(job.expected_s if job.expected_s is not None else float("inf")))
 
 
 def outcome_text(result: RunResult) -> str:
@@ -158,12 +139,14 @@ def run_all(
     device_name: str,
     secret_seed: int | None = None,
     force: bool = False,
-    gpu_count: int = 0,
-    evaluate: Evaluate | None = None,
+    executor: Executor | None = None,
     progress: Progress = print,
 ) -> list[Outcome]:
-    """Evaluate (or reuse) every submission and store each new run; return them in input order."""
-    evaluate = evaluate or real_evaluate
+    """Evaluate (or reuse) every submission and store each new run; return them in input order.
+
+    ``executor`` runs the jobs (default: serially in this process); the store is written here,
+    from the calling thread only, as each job comes back.
+    """
     lock = threading.Lock()
 
     def say(line: str) -> None:
@@ -172,52 +155,40 @@ def run_all(
 
     total = len(submissions)
     outcomes: dict[int, Outcome] = {}
-    pending: list[tuple[int, Submission]] = []
-    for index, submission in enumerate(submissions, 1):
+    pending: dict[str, tuple[int, Submission]] = {}
+    for index, submission in enumerate(submissions):
         hit = None if force else store.cached(problem=submission.problem, sha256=submission.sha256,
                                               device_name=device_name, harness_version=__version__)
         if hit is None:
-            pending.append((index, submission))
+            pending[str(index)] = (index, submission)
             continue
         outcomes[index] = Outcome(submission, hit.result, cached=True)
-        say(f"[{index}/{total}] {submission.label} ... cached: {outcome_text(hit.result)}")
+        say(f"[{len(outcomes)}/{total}] {submission.label} ... cached: {outcome_text(hit.result)}")
+    if not pending:
+        return [outcomes[index] for index in sorted(outcomes)]
 
-    def record(index: int, outcome: Outcome) -> None:
-        store.add(outcome.result, problem=outcome.submission.problem, submission_path=outcome.submission.stored_path,
-                  sha256=outcome.submission.sha256, author=outcome.submission.author, device_name=device_name,
-                  harness_error=outcome.harness_error)
-        outcomes[index] = outcome
-        say(f"[{index}/{total}] {outcome.submission.label} ... {outcome_text(outcome.result)}")
-
-    common = {"device": device, "device_name": device_name, "secret_seed": secret_seed}
-    if device == "cuda" and gpu_count > 1 and len(pending) > 1:
-        say(f"running {len(pending)} submissions in parallel, one per GPU on {gpu_count} GPUs")
-        free: queue.Queue[int] = queue.Queue()
-        for gpu in range(gpu_count):
-            free.put(gpu)
-
-        def job(index: int, submission: Submission) -> tuple[int, Outcome]:
-            gpu = free.get()  # never blocks: there are as many threads as GPUs
-            try:
-                say(f"[{index}/{total}] {submission.label} ... started on GPU {gpu}")
-
-                def detail(line: str) -> None:
-                    say(f"      gpu{gpu} {submission.label}: {line}")
-
-                return index, evaluate_one(evaluate, submission, visible_devices=str(gpu), progress=detail, **common)
-            finally:
-                free.put(gpu)
-
-        with ThreadPoolExecutor(max_workers=gpu_count, thread_name_prefix="leaderboard-gpu") as pool:
-            futures = [pool.submit(job, index, submission) for index, submission in pending]
-            for future in as_completed(futures):
-                record(*future.result())  # the store is written from this thread only
-    else:
-        if pending:
-            say(f"running {len(pending)} submission(s) one after another on {device_name}")
-        for index, submission in pending:
-            say(f"[{index}/{total}] {submission.label} ...")
-            outcome = evaluate_one(evaluate, submission, visible_devices=None,
-                                   progress=lambda line: say(f"      {line}"), **common)
-            record(index, outcome)
+    expected = expected_durations(store, [submission for _, submission in pending.values()])
+    jobs = longest_first([
+        EvalJob(key=key, problem=s.problem, filename=s.path.name, source=s.path.read_bytes(), mode=MODE,
+                device=device, secret_seed=secret_seed, expected_s=expected[(s.problem, s.sha256)])
+        for key, (_, s) in pending.items()
+    ])
+    say(f"running {len(jobs)} submission(s) on {device_name}, longest first")
+    own = executor is None
+    executor = executor or SerialExecutor(progress=lambda line: say(f"      {line}"))
+    try:
+        for job in jobs:
+            executor.submit(job)
+        while pending:
+            for job, result in executor.completed():
+                index, submission = pending.pop(job.key)
+                harness_error = isinstance(result, HarnessFailure)
+                store.add(result, problem=submission.problem, submission_path=submission.stored_path,
+                          sha256=submission.sha256, author=submission.author, device_name=device_name,
+                          harness_error=harness_error)
+                outcomes[index] = Outcome(submission, result, harness_error=harness_error)
+                say(f"[{len(outcomes)}/{total}] {submission.label} ... {outcome_text(result)}")
+    finally:
+        if own:
+            executor.close()
     return [outcomes[index] for index in sorted(outcomes)]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.leaderboard import cli, runner
+from harness import evaluate
+from harness.leaderboard import cli
 from harness.results import Status
 
 from .samples import FakeEvaluate, make_run
@@ -78,7 +79,7 @@ def test_full_run_writes_pages_and_reuses_stored_runs(tmp_path, tree, monkeypatc
     fake = FakeEvaluate({"fast.py": make_run((10.0, 20.0, 5.0), device_type="cpu"),
                          "broken.py": make_run(None, status=Status.TIMEOUT, reason="a timed call ran past 600 s",
                                                device_type="cpu")})
-    monkeypatch.setattr(runner, "real_evaluate", fake)
+    monkeypatch.setattr(evaluate, "evaluate_submission", fake)
     monkeypatch.setenv("NVFP4_SECRET_SEED", "1234")
     assert run_cli(*_options(tmp_path, tree), "--device", "cpu") == 0
     assert [c["secret_seed"] for c in fake.calls] == [1234, 1234] and "NVFP4_SECRET_SEED" not in os.environ

@@ -1,18 +1,18 @@
-"""The runner: discovery, authors, progress, cache and --force, isolation, one submission per GPU."""
+"""The runner: discovery, authors, progress, cache and --force, isolation, longest first."""
 
+import dataclasses
 import os
 import subprocess
-import threading
-import time
 
 import pytest
 
-from harness import __version__
+from harness import __version__, evaluate
+from harness.execution import EvalJob, HarnessFailure
 from harness.leaderboard import runner
 from harness.leaderboard.store import Store
 from harness.results import Status
 
-from .samples import FakeEvaluate, make_run
+from .samples import FakeEvaluate, make_run, sha
 
 
 def _write(root, relative, text="def custom_kernel(data):\n    return data[-1]\n"):
@@ -34,6 +34,18 @@ def tree(tmp_path):
     _write(root, "nvfp4_gemv/__pycache__/y.py")
     _write(root, "nvfp4_gemv/notes.txt")
     return root
+
+
+@pytest.fixture
+def install(monkeypatch):
+    """Put a FakeEvaluate where run_job finds the evaluator; return it."""
+
+    def put(results):
+        fake = FakeEvaluate(results)
+        monkeypatch.setattr(evaluate, "evaluate_submission", fake)
+        return fake
+
+    return put
 
 
 def _results():
@@ -65,99 +77,99 @@ def test_author_from_git_then_unknown(tmp_path):
     assert runner.read_author(path, "#!POPCORN author  ada  \nx = 1\n") == "ada"  # the POPCORN line wins
 
 
-def test_run_stores_every_run_and_survives_an_exception(tree, tmp_path):
-    fake, lines = FakeEvaluate(_results()), []
+def test_run_stores_every_run_and_survives_an_exception(tree, tmp_path, install):
+    fake, lines = install(_results()), []
     subs = runner.discover(tree, ["nvfp4_gemv", "nvfp4_gemm"])
     with Store.open(tmp_path / "lb.db") as store:
         outcomes = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", secret_seed=42,
-                                  evaluate=fake, progress=lines.append)
+                                  progress=lines.append)
         assert len(store.runs()) == 4
+        assert [run.harness_error for run in store.runs()] == [True, False, False, False]
     assert [o.result.status for o in outcomes] == [Status.CRASHED, Status.FAILED, Status.PASSED, Status.PASSED]
     crashed = outcomes[0]
-    assert crashed.harness_error and "RuntimeError: evaluator bug" in crashed.result.reason
+    assert crashed.harness_error and isinstance(crashed.result, HarnessFailure)
+    assert "RuntimeError: evaluator bug at samples.py:" in crashed.result.reason
     assert all(call["mode"] == "leaderboard" and call["secret_seed"] == 42 and call["device"] == "cuda"
                and call["visible_devices"] is None for call in fake.calls)
+    assert sorted(call["submission"].name for call in fake.calls) == ["broken.py", "fast.py", "raises.py", "slow.py"]
+    assert all(call["submission"].parent != tree for call in fake.calls)  # the job's bytes, in a private folder
     text = "\n".join(lines)
+    assert "running 4 submission(s) on NVIDIA B200, longest first" in lines
     assert "[1/4] nvfp4_gemm/raises.py ... crashed: the evaluator raised RuntimeError: evaluator bug" in text
     assert "[3/4] nvfp4_gemv/fast.py ... passed 10.00 us geomean (" in text
     assert "[2/4] nvfp4_gemv/broken.py ... failed: output mismatch at [0, 0, 0]" in lines
+    assert "      nvfp4_gemv/fast.py: started" in lines
     assert "      imported in 0.1 s; timing: fake" in lines  # the evaluator's own progress, indented
 
 
-def test_cached_files_are_skipped_unless_forced(tree, tmp_path):
+def test_cached_files_are_skipped_unless_forced(tree, tmp_path, install):
     subs = runner.discover(tree, ["nvfp4_gemv"])
     with Store.open(tmp_path / "lb.db") as store:
-        first = FakeEvaluate(_results())
-        runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", evaluate=first, progress=print)
+        first = install(_results())
+        runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=print)
         assert len(first.calls) == 3
-        again, lines = FakeEvaluate(_results()), []
-        outcomes = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", evaluate=again,
-                                  progress=lines.append)
+        again, lines = install(_results()), []
+        outcomes = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=lines.append)
         assert not again.calls and all(o.cached for o in outcomes)
         assert "[2/3] nvfp4_gemv/fast.py ... cached: passed 10.00 us geomean" in "\n".join(lines)
-        other_gpu = FakeEvaluate(_results())
-        runner.run_all(subs, store, device="cuda", device_name="NVIDIA H100", evaluate=other_gpu, progress=print)
+        other_gpu = install(_results())
+        runner.run_all(subs, store, device="cuda", device_name="NVIDIA H100", progress=print)
         assert len(other_gpu.calls) == 3  # another device is another result
-        forced = FakeEvaluate(_results())
-        runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", force=True, evaluate=forced,
-                       progress=print)
+        forced = install(_results())
+        runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", force=True, progress=print)
         assert len(forced.calls) == 3 and len(store.runs()) == 9
 
 
-def test_an_evaluator_exception_is_retried_next_time(tree, tmp_path):
+def test_an_evaluator_exception_is_retried_next_time(tree, tmp_path, install):
     subs = runner.discover(tree, ["nvfp4_gemm"])
     with Store.open(tmp_path / "lb.db") as store:
         for _ in range(2):
-            fake = FakeEvaluate(_results())
-            runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", evaluate=fake, progress=print)
+            fake = install(_results())
+            runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=print)
             assert len(fake.calls) == 1
 
 
-def test_a_non_result_is_recorded_as_crashed(tree, tmp_path):
+def test_a_non_result_is_recorded_as_crashed(tree, tmp_path, install):
     subs = runner.discover(tree, ["nvfp4_gemv"])[:1]
+    install({"broken.py": lambda **options: "passed"})
     with Store.open(tmp_path / "lb.db") as store:
-        [outcome] = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200",
-                                   evaluate=lambda *a, **k: "passed", progress=print)
+        [outcome] = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=print)
     assert outcome.result.status == Status.CRASHED and "expected a RunResult" in outcome.result.reason
 
 
-def test_one_submission_per_gpu_in_parallel(tree, tmp_path):
-    in_flight, peak, lock = set(), [0], threading.Lock()
-
-    def slow(result):
-        def call(visible_devices, **options):
-            gpu = visible_devices
-            with lock:
-                assert gpu not in in_flight, "two submissions on one GPU"
-                in_flight.add(gpu)
-                peak[0] = max(peak[0], len(in_flight))
-            time.sleep(0.2)
-            with lock:
-                in_flight.discard(gpu)
-            return result
-        return call
-
-    fake = FakeEvaluate({name: slow(result) if not isinstance(result, Exception) else result
-                         for name, result in _results().items()})
-    lines = []
+def test_longest_first_from_stored_durations(tree, tmp_path, install):
+    """Known files by their own last duration, unknown problems first, others by their problem's median."""
     subs = runner.discover(tree, ["nvfp4_gemv", "nvfp4_gemm"])
+    by_name = {s.path.name: s for s in subs}
     with Store.open(tmp_path / "lb.db") as store:
-        outcomes = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", gpu_count=2,
-                                  evaluate=fake, progress=lines.append)
-        assert len(store.runs()) == 4
-    assert {call["visible_devices"] for call in fake.calls} == {"0", "1"}
-    assert peak[0] == 2
-    assert [o.submission.label for o in outcomes] == [s.label for s in subs]  # input order kept
-    assert "running 4 submissions in parallel, one per GPU on 2 GPUs" in lines
-    assert any(line.startswith("      gpu") and "imported" in line for line in lines)
+        for name, elapsed in (("fast.py", 5.0), ("slow.py", 50.0), ("fast.py", 7.0)):
+            run = dataclasses.replace(make_run(), elapsed_s=elapsed)
+            store.add(run, problem="nvfp4_gemv", submission_path=name, sha256=by_name[name].sha256, author="a",
+                      device_name="NVIDIA H100")
+        store.add(dataclasses.replace(make_run(), elapsed_s=999.0), problem="nvfp4_gemv", submission_path="x.py",
+                  sha256=sha("x"), author="a", device_name="NVIDIA H100", harness_error=True)  # never counts
+        expected = runner.expected_durations(store, subs)
+        fake = install(_results())
+        runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=print)
+    assert expected[("nvfp4_gemv", by_name["fast.py"].sha256)] == 7.0
+    assert expected[("nvfp4_gemv", by_name["slow.py"].sha256)] == 50.0
+    assert expected[("nvfp4_gemv", by_name["broken.py"].sha256)] == 7.0  # the median of 5, 50, 7
+    assert expected[("nvfp4_gemm", by_name["raises.py"].sha256)] is None
+    order = [call["submission"].name for call in fake.calls]
+    assert order == ["raises.py", "slow.py", "broken.py", "fast.py"]  # a tie keeps discovery order
 
 
-def test_cpu_runs_sequentially_and_says_not_rankable(tree, tmp_path):
+def test_longest_first_keeps_ties_in_order():
+    jobs = [EvalJob(str(i), "p", f"{i}.py", b"", expected_s=s) for i, s in enumerate((1.0, None, 3.0, 1.0))]
+    assert [job.key for job in runner.longest_first(jobs)] == ["1", "2", "0", "3"]
+
+
+def test_cpu_runs_say_not_rankable(tree, tmp_path, install):
     cpu = make_run((900.0, 800.0, 700.0), device_type="cpu", sol_us=None)
-    fake, lines = FakeEvaluate({"fast.py": cpu, "slow.py": cpu, "broken.py": cpu}), []
+    fake, lines = install({"fast.py": cpu, "slow.py": cpu, "broken.py": cpu}), []
     with Store.open(tmp_path / "lb.db") as store:
-        runner.run_all(runner.discover(tree, ["nvfp4_gemv"]), store, device="cpu", device_name="cpu", gpu_count=4,
-                       evaluate=fake, progress=lines.append)
-    assert all(call["visible_devices"] is None for call in fake.calls)
+        runner.run_all(runner.discover(tree, ["nvfp4_gemv"]), store, device="cpu", device_name="cpu",
+                       progress=lines.append)
+    assert all(call["visible_devices"] is None and call["device"] == "cpu" for call in fake.calls)
     assert any(line.endswith("passed 795.8 us geomean; not rankable (cpu)") for line in lines)
     assert __version__

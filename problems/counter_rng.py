@@ -14,6 +14,10 @@ touches the bits, so every device that implements int64 arithmetic exactly (CPU 
 do) produces identical words, and the words are generated where they are used: no host draw
 and copy.
 
+On CUDA the same function is one fused Triton kernel per stream (:func:`_words_triton`): uint32
+arithmetic, where multiplication wraps mod 2^32 by definition, in registers, one store per word.
+Triton is imported only there; without it CUDA falls back to the torch evaluation.
+
 Bytes are the words' little-endian bytes in order; scales come from one word each through an
 integer inverse-CDF table (:class:`ScaleTable`).
 """
@@ -21,6 +25,7 @@ integer inverse-CDF table (:class:`ScaleTable`).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -117,13 +122,89 @@ def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.
     return [piece.clone() for piece in words.split(counts)] if len(counts) > 1 else [words]
 
 
+TRITON_BLOCK_WORDS = 1024
+"""Words per Triton program (8 per thread at 4 warps)."""
+
+
+@functools.cache
+def _triton_kernels():
+    """The fused hash and scale-code kernels, built lazily; None where triton cannot be imported."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit(do_not_specialize=["count", "k0", "k1"])
+    def hash_kernel(out_ptr, count, k0, k1, BLOCK: tl.constexpr):
+        # Counters are int64 offsets (a stream has up to 2^32 words); each is below 2^32, so the
+        # truncation to uint32 is exact. k0, k1 arrive as int32 bit patterns.
+        index = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        x = index.to(tl.uint32) ^ k0.to(tl.uint32, bitcast=True)
+        for step in tl.static_range(2):
+            if step == 1:
+                x = x ^ k1.to(tl.uint32, bitcast=True)
+            x = x ^ (x >> 16)
+            x = x * tl.full([BLOCK], 0x7FEB352D, tl.uint32)
+            x = x ^ (x >> 15)
+            x = x * tl.full([BLOCK], 0x846CA68B, tl.uint32)
+            x = x ^ (x >> 16)
+        tl.store(out_ptr + index, x.to(tl.int32, bitcast=True), mask=index < count)
+
+    @triton.jit(do_not_specialize=["count"])
+    def codes_kernel(
+        words_ptr, below_ptr, inside_ptr, out_ptr, count,
+        BLOCK: tl.constexpr, DEPTH: tl.constexpr, BUCKETS: tl.constexpr, LOW_BITS: tl.constexpr,
+    ):  # fmt: skip
+        # ScaleTable.codes in one pass: the bucket's count plus one compare per row inside it.
+        index = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = index < count
+        r = tl.load(words_ptr + index, mask=mask, other=0).to(tl.uint32, bitcast=True)
+        bucket = (r >> LOW_BITS).to(tl.int32)
+        low = (r & ((1 << LOW_BITS) - 1)).to(tl.int32)
+        code = tl.load(below_ptr + bucket).to(tl.int32)
+        for row in tl.static_range(DEPTH):
+            code += (low >= tl.load(inside_ptr + row * BUCKETS + bucket)).to(tl.int32)
+        tl.store(out_ptr + index, code.to(tl.uint8), mask=mask)
+
+    return hash_kernel, codes_kernel
+
+
+def _int32_bits(value: int) -> int:
+    """The int32 whose bit pattern is the 32-bit ``value``."""
+    return value - WORD_RANGE if value >= 1 << 31 else value
+
+
+def _on_device(device: torch.device) -> contextlib.AbstractContextManager:
+    """Triton launches on the current CUDA device: make it ``device`` (no-op on the CPU)."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+def _hash_triton(count: int, k0: int, k1: int, device: torch.device) -> torch.Tensor:
+    """Words 0..count-1 under keys (k0, k1): ``hash_words(arange(count), k0, k1)``, one kernel."""
+    kernel = _triton_kernels()[0]
+    words = torch.empty(count, dtype=torch.int32, device=device)
+    if count:
+        grid = (-(-count // TRITON_BLOCK_WORDS),)
+        with _on_device(words.device):
+            kernel[grid](words, count, _int32_bits(k0), _int32_bits(k1), BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
+    return words
+
+
+def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
+    """One Triton kernel per stream, each writing its own tensor (the CUDA path; on the CPU only
+    under ``TRITON_INTERPRET=1``, which the tests use)."""
+    return [_hash_triton(count, *stream_keys(seed, name), device) for name, count in streams]
+
+
 def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:
     """Words 0..count-1 of each named stream: int32 tensors (one word's bits each) on ``device``.
 
     Stream ``name``'s words depend on the seed, the name and the word's index only, not on the
-    other streams or their sizes. Both helpers evaluate the same ``hash_words``, in the order
-    that runs fastest: batched on GPUs and for small draws, stream by stream in cache-sized
-    pieces for large draws on the CPU; the integers are the same (tests compare the two).
+    other streams or their sizes. The helpers evaluate the same ``hash_words``, in the order
+    that runs fastest: a fused Triton kernel per stream on CUDA (the batched torch evaluation
+    where triton is missing), batched for small draws on the CPU, stream by stream in
+    cache-sized pieces for large ones; the integers are the same (tests compare them).
     """
     device = torch.device(device)
     counts = [count for _, count in streams]
@@ -131,6 +212,8 @@ def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.de
         raise ValueError(f"a stream holds at most {MAX_WORDS} 32-bit words, {max(counts)} were asked for")
     if device.type == "cpu" and sum(counts) > CPU_CHUNK_WORDS:
         return _words_on_cpu(seed, streams)
+    if device.type == "cuda" and _triton_kernels() is not None:
+        return _words_triton(seed, streams, device)
     return _words_batched(seed, streams, device)
 
 
@@ -182,9 +265,12 @@ class ScaleTable:
 
         Counted through a lookup on r's top ``BUCKET_BITS`` bits (the count up to the bucket's
         start) plus one comparison of r's low bits per threshold inside the bucket: gathers and
-        integer compares, exact on every device and far faster than a binary search.
+        integer compares, exact on every device and far faster than a binary search. On CUDA
+        (1-D contiguous words, triton importable) one fused kernel does the same lookups.
         """
         below, inside = _device_buckets(self.thresholds, words.device)
+        if words.device.type == "cuda" and words.dim() == 1 and words.is_contiguous() and _triton_kernels():
+            return _codes_triton(words, below, inside)
         bucket = (words >> (32 - BUCKET_BITS)).bitwise_and_((1 << BUCKET_BITS) - 1)
         low = words & ((1 << (32 - BUCKET_BITS)) - 1)
         codes = below.index_select(0, bucket)
@@ -202,10 +288,11 @@ BUCKET_BITS = 12
 
 
 @functools.lru_cache(maxsize=64)
-def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Per bucket: 1 + thresholds at or below its first word (uint8), and the low bits of the
-    thresholds strictly inside it (int32; one row per threshold a bucket can hold, padded with
-    2^(32 - BUCKET_BITS), which no low part reaches). Built on the host once per device.
+    thresholds strictly inside it (int32, shape (depth, buckets); one row per threshold a bucket
+    can hold, padded with 2^(32 - BUCKET_BITS), which no low part reaches). Built on the host
+    once per device.
     """
     width = 1 << (32 - BUCKET_BITS)
     below, inside = [], []
@@ -218,7 +305,23 @@ def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[
     depth = max(1, *(len(row) for row in inside))
     padded = [row + [width] * (depth - len(row)) for row in inside]
     columns = torch.tensor(padded, dtype=torch.int32).T.contiguous()
-    return torch.tensor(below, dtype=torch.uint8, device=device), list(columns.to(device).unbind(0))
+    return torch.tensor(below, dtype=torch.uint8, device=device), columns.to(device)
+
+
+def _codes_triton(words: torch.Tensor, below: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
+    """ScaleTable.codes of 1-D contiguous int32 ``words`` in one Triton kernel (uint8)."""
+    kernel = _triton_kernels()[1]
+    codes = torch.empty(words.shape, dtype=torch.uint8, device=words.device)
+    count = words.numel()
+    if count:
+        grid = (-(-count // TRITON_BLOCK_WORDS),)
+        with _on_device(words.device):
+            kernel[grid](
+                words, below, inside, codes, count,
+                BLOCK=TRITON_BLOCK_WORDS, DEPTH=inside.shape[0], BUCKETS=1 << BUCKET_BITS,
+                LOW_BITS=32 - BUCKET_BITS, num_warps=4,
+            )  # fmt: skip
+    return codes
 
 
 @functools.lru_cache(maxsize=256)

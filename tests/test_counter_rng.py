@@ -2,14 +2,21 @@
 
 Bit identity between the CPU and CUDA is checked on a GPU by ``scripts/input_digests.py
 --device cuda``; here the same integer function is pinned down against an independent
-implementation, so the stored digests and the GPU check compare against a known function.
+implementation, so the stored digests and the GPU check compare against a known function, and
+the fused Triton kernels of the CUDA path are run by Triton's CPU interpreter against the torch
+definition.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import itertools
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import oracle
 import pytest
@@ -174,3 +181,87 @@ def test_scale_frequencies_match_the_table(log2_min, log2_max):
 def test_scale_ranges_outside_e4m3_are_refused(bounds):
     with pytest.raises(ValueError, match="scale_log2"):
         rng.ScaleTable.build(*bounds)
+
+
+# --- the fused Triton kernels of the CUDA path, under Triton's CPU interpreter -----------------
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = rng.TRITON_BLOCK_WORDS
+KEY_PAIRS = [(0, 0), (1, 1), (2**31 - 1, 2**31), (2**31, 2**32 - 1), (2**32 - 1, 0), (0x9E3779B9, 0x7F4A7C15)]
+COUNTS = [1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 7]
+SEEDS = [0, 7, 11, 2**63 - 2, 2**63 - 1]
+STREAMS = [("a", 2 * BLOCK + 3), ("sfa", 17), ("b[3]", BLOCK), ("sfb[3]", 1), ("c", 0)]
+
+# TRITON_INTERPRET must be set before triton is imported, and another test in this process may
+# already have imported it without: the kernels run in a subprocess, which reports sha256s.
+TRITON_WORKER = r"""
+import hashlib, json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, sys.argv[1])
+import torch
+from problems import counter_rng as rng
+
+keys, counts, seeds, streams, ranges = json.loads(sys.argv[2])
+cpu = torch.device("cpu")
+digest = lambda t: hashlib.sha256(t.numpy().tobytes()).hexdigest()
+result = {"keys": [], "streams": [], "codes": []}
+for k0, k1 in keys:
+    result["keys"].append([digest(rng._hash_triton(count, k0, k1, cpu)) for count in counts])
+for seed in seeds:
+    words = rng._words_triton(seed, streams, cpu)
+    result["streams"].append({
+        "digests": [digest(w) for w in words],
+        "dtypes": [str(w.dtype) for w in words],
+        "shapes": [list(w.shape) for w in words],
+        "storages": len({w.untyped_storage().data_ptr() for w in words if w.numel()}),
+    })
+for log2_min, log2_max, words in ranges:
+    table = rng.ScaleTable.build(log2_min, log2_max)
+    below, inside = rng._device_buckets(table.thresholds, cpu)
+    codes = rng._codes_triton(torch.tensor(words, dtype=torch.int32), below, inside)
+    result["codes"].append([str(codes.dtype), digest(codes)])
+print(json.dumps(result))
+"""
+
+
+def digest(t: torch.Tensor) -> str:
+    return hashlib.sha256(t.numpy().tobytes()).hexdigest()
+
+
+def scale_words(log2_min: float, log2_max: float) -> list[int]:
+    """int32 bit patterns: every threshold's edge, both ends, a ragged count of random words."""
+    table = rng.ScaleTable.build(log2_min, log2_max)
+    edges = {t + d for t in table.thresholds for d in (-1, 0) if 0 < t < 2**32}
+    words = sorted(edges | {0, 2**32 - 1} | set(unsigned(rng.random_words(9, [("s", 2 * BLOCK + 5)], "cpu")[0])))
+    return [w - 2**32 if w >= 2**31 else w for w in words]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_triton_kernels_equal_the_torch_definition():
+    ranges = [(lo, hi, scale_words(lo, hi)) for lo, hi in RANGES]
+    spec = json.dumps([KEY_PAIRS, COUNTS, SEEDS, STREAMS, ranges])
+    run = subprocess.run(
+        [sys.executable, "-c", TRITON_WORKER, str(ROOT), spec], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+
+    # Keys at and beyond 2^31 (int32 bit patterns inside the kernel), ragged counts.
+    for (k0, k1), got in zip(KEY_PAIRS, result["keys"], strict=True):
+        expected = [digest(rng.hash_words(torch.arange(count, dtype=torch.int64), k0, k1)) for count in COUNTS]
+        assert got == expected, f"keys {k0:#x}, {k1:#x}"
+
+    # Whole draws: the same words as the CPU path, one tensor with its own storage per stream.
+    keys = [rng.stream_keys(seed, name) for seed in SEEDS for name, _ in STREAMS]
+    assert any(k0 >= 2**31 for k0, _ in keys) and any(k1 >= 2**31 for _, k1 in keys)
+    for seed, got in zip(SEEDS, result["streams"], strict=True):
+        expected = rng._words_on_cpu(seed, STREAMS)
+        assert got["digests"] == [digest(w) for w in expected], f"seed {seed}"
+        assert got["dtypes"] == ["torch.int32"] * len(STREAMS)
+        assert got["shapes"] == [[count] for _, count in STREAMS]
+        assert got["storages"] == sum(1 for _, count in STREAMS if count)
+
+    # Scale codes: every threshold edge and random words, against the torch lookup.
+    for (lo, hi, words), (dtype, got) in zip(ranges, result["codes"], strict=True):
+        expected = rng.ScaleTable.build(lo, hi).codes(torch.tensor(words, dtype=torch.int32))
+        assert dtype == "torch.uint8" and got == digest(expected), f"scale range [{lo}, {hi}]"

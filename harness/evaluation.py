@@ -101,18 +101,22 @@ class Evaluation:
         return seeds.call_seed(case["seed"], index, self.secret)
 
     def _checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
-                      stage: str, timeout_s: float) -> CallOutput:
+                      stage: str, timeout_s: float, prefetch: bool = False) -> CallOutput:
+        """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile."""
         seeded = {**case, "seed": self._seed(case, index)}
+        plain = self.mode == "sanitize"
         if self.check_device.type == "cuda":
             # The parent's copy of the inputs, the reference and the check run on the GPU only after
-            # the worker has answered: the worker then waits for its next request, so none of this
-            # overlaps a timed call.
-            result = session.call(seeded, sleep_us, stage, timeout_s)
+            # the worker has answered, and the next call is sent only once they are done: none of
+            # this overlaps a timed call. The worker's drawing of the next inputs (untimed) does.
+            result = session.call(seeded, sleep_us, stage, timeout_s, plain)
+            if prefetch:
+                session.prepare({**case, "seed": self._seed(case, index + 1)})
             inputs = self.reference.generate_input(**seeded, device=self.check_device)
         else:
             # CPU runs are never ranked: the parent's copy is drawn on another thread meanwhile.
             drawing = self._generator.submit(self.reference.generate_input, **seeded, device="cpu")
-            result = session.call(seeded, sleep_us, stage, timeout_s)
+            result = session.call(seeded, sleep_us, stage, timeout_s, plain)
             inputs = drawing.result()
         ok, message = self.check(inputs, result)
         if not ok:
@@ -127,11 +131,13 @@ class Evaluation:
     def run_benchmark(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         limit = self.task.timeouts_s
         started = time.perf_counter()
-        first = self._checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"])
+        first = self._checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"],
+                                   prefetch=True)
         warmup_s = time.perf_counter() - started
         host_us = [first.host_us]
         for index in range(1, WARMUP_CALLS):
-            warm = self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"])
+            warm = self._checked_call(session, case, index, timing.MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"],
+                                      prefetch=True)
             host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
@@ -172,7 +178,7 @@ class Evaluation:
             if time.perf_counter() - started > self.task.timeouts_s["benchmark"]:
                 break
             result = self._checked_call(session, case, index, sleep_us, "a timed call",
-                                        self.task.timeouts_s["benchmark"])
+                                        self.task.timeouts_s["benchmark"], prefetch=True)
             samples.append(result.time_us)
             index += 1
         return samples, index, time.perf_counter() - loop_start
@@ -257,7 +263,7 @@ class Evaluation:
 
 def _failure_key(reason: str) -> str:
     """A failure's reason without its numbers: two shapes failing the same way compare equal."""
-    return re.sub(r"\d+(\.\d+)?", "#", reason)
+    return re.sub(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason)
 
 
 def gpu_index(visible_devices: str | None) -> int:

@@ -149,6 +149,7 @@ class WorkerSession:
         # The key reaches the worker's compiled core through a pipe it closes before the import.
         self._key, key_r = seal.new_key_pipe()
         self._next_index = 0
+        self._prepare_pending = False
         env = worker_environment(self.device, self.visible_devices)
         env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
@@ -283,17 +284,31 @@ class WorkerSession:
         header, _ = self._expect("profile", "a profiled call", timeout_s)
         return str(header.get("table", ""))[:20000]
 
-    def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
-        """Sanitize mode: the worker draws the next call's inputs and says where they lie on the device."""
+    def prepare(self, case: dict[str, Any]) -> None:
+        """Ask the worker to draw the next call's inputs now; the reply is read by the next call."""
         self._request({"op": "prepare", "case": case})
+        self._prepare_pending = True
+
+    def _await_prepared(self, timeout_s: float) -> dict[str, Any]:
+        self._prepare_pending = False
         header, _ = self._expect("prepared", "drawing the inputs", timeout_s)
+        return header
+
+    def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
+        """The worker draws the next call's inputs and says where they lie on the device."""
+        self.prepare(case)
+        header = self._await_prepared(timeout_s)
         return [t for t in header.get("placements", []) if isinstance(t, dict)]
 
-    def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float) -> CallOutput:
+    def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
+             plain: bool = False) -> CallOutput:
+        """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
+        if self._prepare_pending:
+            self._await_prepared(timeout_s)
         index, self._next_index = self._next_index, self._next_index + 1
-        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index})
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
         header, tensors = self._expect("output", stage, timeout_s)
-        if self.sealed:
+        if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
             self._verify(lambda: seal.verify_call(self._key, index, int(case["seed"]), self.overhead_us, header,
                                                   tensors))
         bad = [t for t in tensors if isinstance(t, str)]

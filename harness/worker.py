@@ -134,7 +134,7 @@ class Worker:
     def __init__(self, commands_fd: int, results_fd: int, key_fd: int) -> None:
         self.commands_fd = commands_fd
         self.results_fd = results_fd
-        self.prepared: Any = None  # sanitize mode: the next call's inputs, drawn by a 'prepare' request
+        self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by 'prepare'
         self.key_fd = key_fd
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
@@ -184,20 +184,28 @@ class Worker:
             raise SubmissionError("rejected", f"the submission replaced {', '.join(changed)} {when}")
 
     def prepare(self, request: dict[str, Any]) -> None:
-        """Sanitize mode: draw the next call's inputs now and tell the parent where each one lies in
-        device memory, so that a faulty address can be named even if the call kills the process."""
-        self.prepared = self.reference.generate_input(**request["case"], device=self.device)
+        """Draw the next call's inputs now, while the parent checks the last output (neither is
+        timed), and say where each one lies in device memory (sanitize mode names a faulty
+        address from it even if the call kills the process)."""
+        data = self.reference.generate_input(**request["case"], device=self.device)
+        self.prepared = (request["case"], data)
         placements = [{"index": i, "start": t.untyped_storage().data_ptr(), "nbytes": t.untyped_storage().nbytes(),
                        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
-                      for i, t in enumerate(_flatten(self.prepared))]
+                      for i, t in enumerate(_flatten(data))]
         self.send({"op": "prepared", "placements": placements})
 
-    def call_prepared(self) -> None:
-        """Sanitize mode: one plain call on the prepared inputs, no timer and no L2 flush, so that no
-        kernel of the harness runs beside the submission's under compute-sanitizer. A failure ends
-        the process by itself: the sanitizer wrapping it then completes its report (the parent
-        would kill the whole process group on an error message)."""
-        data, self.prepared = self.prepared, None
+    def _inputs(self, case: dict[str, Any]) -> Any:
+        """The call's inputs: the prepared ones when they were drawn for this very case and seed."""
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None and prepared[0] == case:
+            return prepared[1]
+        return self.reference.generate_input(**case, device=self.device)
+
+    def call_plain(self, data: Any) -> None:
+        """Sanitize mode: one plain call, no timer and no L2 flush, so that no kernel of the harness
+        runs beside the submission's under compute-sanitizer. A failure ends the process by itself:
+        the sanitizer wrapping it then completes its report (the parent would kill the whole
+        process group on an error message)."""
         try:
             result = self.kernel(data)
             if self.device.type == "cuda":
@@ -210,10 +218,10 @@ class Worker:
             os._exit(3)
 
     def call(self, request: dict[str, Any]) -> None:
-        if self.prepared is not None:
-            self.call_prepared()
+        data = self._inputs(request["case"])
+        if request.get("plain"):
+            self.call_plain(data)
             return
-        data = self.reference.generate_input(**request["case"], device=self.device)
         operands = [t for t in _flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
         pristine = [_bytes_of(t).clone() for t in operands]
         if request.get("profile"):

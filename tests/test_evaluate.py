@@ -158,8 +158,8 @@ def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_subm
     from harness.evaluation import Evaluation
 
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
-    evaluation = Evaluation(task, Path("unused.py"), "benchmark", "cpu", None, None, as_progress(None),
-                            {"type": "cpu"})
+    baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
+    evaluation = Evaluation(task, baseline, "benchmark", "cpu", None, None, as_progress(None), {"type": "cpu"})
     session = _RecheckingSession(evaluation.reference, drifts)
     try:
         outcome = evaluation.run_benchmark(session, dict(task.cpu_tests[0]))

@@ -138,7 +138,7 @@ class _RecheckingSession:
     def __init__(self, reference, drifts):
         self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
 
-    def call(self, case, sleep_us, stage, timeout_s):
+    def call(self, case, sleep_us, stage, timeout_s, plain=False):
         from harness.runner import CallOutput
 
         data = self.reference.generate_input(**case, device="cpu")

@@ -11,7 +11,7 @@
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
-#   fidelity    every Triton baseline by independent graph replay, against the eval step's medians
+#   fidelity    every Triton baseline by independent graph replay, against throughput's (or eval's) medians
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks)
 #   sanitize    the planted defects and the baselines under compute-sanitizer
@@ -75,7 +75,9 @@ for step in $steps; do
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ;;
     eval) run_step eval eval_all ;;
-    fidelity) run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "${EVAL_DIR:-$WORK/eval}" ;;
+    fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
+      medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
+      run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" ;;
     sanitize) run_step sanitize sanitize_all ;;

@@ -34,6 +34,11 @@ LANDLOCK_RULE_PATH_BENEATH = 1
 # Write-type accesses of Landlock ABI 1: write/truncate a file, remove, make anything.
 LANDLOCK_WRITES = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (
     1 << 11) | (1 << 12)
+LANDLOCK_ACCESS_FS_REFER = 1 << 13
+"""ABI 2: link or rename across directories. Without it every such rename fails with EXDEV (a
+ruleset of ABI 1 forbids them all), and Triton's cache renames a finished build from a temporary
+folder into place: on an H100 every Triton submission crashed with 'Invalid cross-device link'."""
+LANDLOCK_CREATE_RULESET_VERSION = 1
 WRITABLE_SYSTEM_PATHS = ("/dev", "/proc")
 """CUDA opens /dev/nvidia* read-write, and fails (error 304) without writes under /proc (probed on an
 H100, 2026-11-23): so /proc/self/mem stays writable (docs/security.md)."""
@@ -99,7 +104,11 @@ def _network_isolated() -> bool:
 
 def _landlock(writable: list[str]) -> str:
     libc = _libc()
-    attr = _RulesetAttr(LANDLOCK_WRITES)
+    abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 2:
+        return f"off (Landlock ABI {abi} cannot allow the renames Triton's cache makes; ABI 2 needed)"
+    access = LANDLOCK_WRITES | LANDLOCK_ACCESS_FS_REFER
+    attr = _RulesetAttr(access)
     ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
     if ruleset < 0:
         return f"off (kernel refused: errno {ctypes.get_errno()})"
@@ -108,7 +117,7 @@ def _landlock(writable: list[str]) -> str:
             with contextlib.suppress(OSError):
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                 try:
-                    rule = _PathBeneath(LANDLOCK_WRITES, fd)
+                    rule = _PathBeneath(access, fd)
                     libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0)
                 finally:
                     os.close(fd)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from harness import contest_modules
 from harness.task import load_task, shape_text
 
 POOL = 4
@@ -31,6 +32,9 @@ REPLAYS = 7
 
 
 def load(path: Path):
+    """The file's custom_kernel, imported beside the contest modules it expects (task, utils, ...)."""
+    problem = importlib.import_module(f"problems.{path.parent.name}.reference")
+    contest_modules.install(problem, load_task(path.parent.name).task_py)
     sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"baseline_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)

@@ -105,19 +105,15 @@ class Evaluation:
         """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile."""
         seeded = {**case, "seed": self._seed(case, index)}
         plain = self.mode == "sanitize"
-        if self.check_device.type == "cuda":
-            # The parent's copy of the inputs, the reference and the check run on the GPU only after
-            # the worker has answered, and the next call is sent only once they are done: none of
-            # this overlaps a timed call. The worker's drawing of the next inputs (untimed) does.
-            result = session.call(seeded, sleep_us, stage, timeout_s, plain)
-            if prefetch:
-                session.prepare({**case, "seed": self._seed(case, index + 1)})
-            inputs = self.reference.generate_input(**seeded, device=self.check_device)
-        else:
-            # CPU runs are never ranked: the parent's copy is drawn on another thread meanwhile.
-            drawing = self._generator.submit(self.reference.generate_input, **seeded, device="cpu")
-            result = session.call(seeded, sleep_us, stage, timeout_s, plain)
-            inputs = drawing.result()
+        # On the GPU the parent's copy of the inputs, the reference and the check run only after the
+        # worker has answered, and the next call is sent only once they are done: none of this
+        # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
+        drawing = None if self.check_device.type == "cuda" else self._generator.submit(
+            self.reference.generate_input, **seeded, device="cpu")
+        result = session.call(seeded, sleep_us, stage, timeout_s, plain)
+        if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
+            session.prepare({**case, "seed": self._seed(case, index + 1)})
+        inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
         ok, message = self.check(inputs, result)
         if not ok:
             raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")

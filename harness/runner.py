@@ -274,6 +274,8 @@ class WorkerSession:
         return header
 
     def _request(self, header: dict[str, Any]) -> None:
+        if self._prepare_pending:  # every request but a 'prepare' first collects the drawn inputs' reply
+            self._await_prepared(self.task.timeouts_s["warmup"])
         self._ensure_quiet()
         with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
             protocol.send(self._commands_w, header)
@@ -303,8 +305,6 @@ class WorkerSession:
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
-        if self._prepare_pending:
-            self._await_prepared(timeout_s)
         index, self._next_index = self._next_index, self._next_index + 1
         self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
         header, tensors = self._expect("output", stage, timeout_s)

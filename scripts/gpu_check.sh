@@ -73,7 +73,7 @@ for step in $steps; do
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
-    throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ;;
+    throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput

@@ -5,7 +5,7 @@ import and JIT included), and per benchmark shape the timed calls and the harnes
 timed call (`overhead_ms`: everything but the call's measured time). Goals (issue 14): under 10 s
 per file with at least 100 timed calls per shape, under 10 ms of harness time per call.
 
-    python3 scripts/throughput.py OUT_DIR
+    python3 scripts/throughput.py OUT_DIR [FILE ...]   (default: every submissions/*/triton_*.py)
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def main() -> int:
     secret = out / "secret"
     secret.write_text(str(secrets.randbits(62)))
     rows = []
-    for path in sorted(Path("submissions").glob("*/triton_*.py")):
+    files = [Path(f) for f in sys.argv[2:]] or sorted(Path("submissions").glob("*/triton_*.py"))
+    for path in files:
         record_path = out / f"{path.parent.name}__{path.stem}.json"
         started = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "harness", "eval", str(path), "--mode", "leaderboard",

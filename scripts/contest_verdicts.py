@@ -39,13 +39,15 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--device", choices=("cpu", "cuda"))
     args = parser.parse_args()
-    rows = [evaluate(path, args.device) for path in sorted(args.folder.glob("*/*.py"))]
-    args.out.write_text(json.dumps(rows, indent=2))
-    print("| file | device | verdict | exit | seconds | reason |\n| --- | --- | --- | --- | --- | --- |")
-    for row in rows:
+    print("| file | device | verdict | exit | seconds | reason |\n| --- | --- | --- | --- | --- | --- |", flush=True)
+    rows = []
+    for path in sorted(args.folder.glob("*/*.py")):
+        row = evaluate(path, args.device)
+        rows.append(row)
+        args.out.write_text(json.dumps(rows, indent=2))
         reason = " ".join(row["reason"].split())[:160].replace("|", "/")
         cells = [row["file"], row["device"], row["status"], str(row["exit_code"]), str(row["seconds"]), reason]
-        print("| " + " | ".join(cells) + " |")
+        print("| " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

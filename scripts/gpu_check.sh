@@ -24,15 +24,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 WORK=$(mktemp -d)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:${PYTHONPATH:-}"
-for wheels in .whl .whl-service; do
-  if compgen -G "$wheels/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      "$wheels"/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-  fi
-done
-# The CuTe DSL wheel reaches its package through a .pth file, which PYTHONPATH entries ignore.
-[ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] \
-  && export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/python_packages"
+source scripts/carried_wheels.sh
 summary="$OUT/summary.txt"
 log() { echo "$*" | tee -a "$summary"; }
 run_step() {  # name, command...: log the command, its time and exit status; keep its output

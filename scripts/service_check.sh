@@ -11,14 +11,7 @@ OUT=${OUT:-$PWD/service-check-out}
 WORK=$(mktemp -d)
 mkdir -p "$OUT/local" "$OUT/service"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:${PYTHONPATH:-}"
-for wheels in .whl .whl-service; do
-  if compgen -G "$wheels/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      "$wheels"/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-  fi
-done
-[ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] \
-  && export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/python_packages"
+source scripts/carried_wheels.sh
 python3 -c "import fastapi, uvicorn, multipart, jinja2" || { echo "fastapi/uvicorn missing: see docs/service.md" >&2; exit 1; }
 
 python3 -c "import secrets; print(secrets.randbits(62))" > "$WORK/secret"

@@ -19,6 +19,7 @@ from harness.execution import Executor
 from harness.leaderboard import render, runner
 from harness.leaderboard.rank import build_board
 from harness.leaderboard.store import Store, StoreError
+from harness.progress import Progress, for_stream
 from harness.results import ExitCode, Status
 
 DEFAULT_DB = Path("results/leaderboard.db")
@@ -104,7 +105,7 @@ def resolve(args: argparse.Namespace) -> Settings:
     return Settings([args.problem] if args.problem else known, root, secret, out)
 
 
-def open_execution(args: argparse.Namespace) -> Execution:
+def open_execution(args: argparse.Namespace, display: Progress) -> Execution:
     """Serial in this process, or a Dask cluster; a cluster also says which device its workers have
     (a joined one may have GPUs where this machine has none)."""
     if args.cluster is None:
@@ -114,7 +115,7 @@ def open_execution(args: argparse.Namespace) -> Execution:
 
     device = pick_device(args.device) if args.cluster == "local" else args.device
     try:
-        executor = open_dask_executor(args.cluster, device=device, progress=lambda line: say(f"      {line}"))
+        executor = open_dask_executor(args.cluster, device=device, progress=lambda line: display.note(f"      {line}"))
     except ClusterError as error:
         raise UsageError(str(error)) from None
     return Execution(executor.device, executor.device_name, executor)
@@ -130,9 +131,10 @@ def handle(args: argparse.Namespace) -> int:
     except StoreError as error:
         say(f"leaderboard: error: --db: {error}")
         return int(ExitCode.BAD_INPUT)
+    display = for_stream(sys.stderr)
     with store:
         try:
-            execution = open_execution(args)
+            execution = open_execution(args, display)
         except UsageError as error:
             say(f"leaderboard: error: {error}")
             return int(ExitCode.BAD_INPUT)
@@ -146,8 +148,9 @@ def handle(args: argparse.Namespace) -> int:
                 f"harness {__version__}; database {args.db}")
             outcomes = runner.run_all(submissions, store, device=execution.device,
                                       device_name=execution.device_name, secret_seed=settings.secret_seed,
-                                      force=args.force, executor=execution.executor, progress=say)
+                                      force=args.force, executor=execution.executor, progress=display)
         finally:
+            display.close()
             if execution.executor is not None:
                 execution.executor.close()
         problems = sorted(set(store.problems()) | {s.problem for s in submissions})

@@ -22,9 +22,9 @@ from harness import __version__
 from harness.execution import EvalJob, Executor, HarnessFailure, SerialExecutor
 from harness.leaderboard.rank import why_not_rankable
 from harness.leaderboard.store import Store
+from harness.progress import Progress, as_progress
 from harness.results import RunResult, Status
 
-Progress = Callable[[str], None]
 AUTHOR_LINE = re.compile(r"^#!POPCORN\s+author\s+(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 MODE = "leaderboard"
 
@@ -140,7 +140,7 @@ def run_all(
     secret_seed: int | None = None,
     force: bool = False,
     executor: Executor | None = None,
-    progress: Progress = print,
+    progress: Progress | Callable[[str], None] = print,
 ) -> list[Outcome]:
     """Evaluate (or reuse) every submission and store each new run; return them in input order.
 
@@ -148,12 +148,18 @@ def run_all(
     from the calling thread only, as each job comes back.
     """
     lock = threading.Lock()
+    display = as_progress(progress)
 
     def say(line: str) -> None:
         with lock:
-            progress(line)
+            display.note(line)
+
+    def finished(line: str) -> None:  # one submission done: a line, and the live bar moves on
+        with lock:
+            display.step(line)
 
     total = len(submissions)
+    display.begin(total, "leaderboard")
     outcomes: dict[int, Outcome] = {}
     pending: dict[str, tuple[int, Submission]] = {}
     for index, submission in enumerate(submissions):
@@ -163,7 +169,7 @@ def run_all(
             pending[str(index)] = (index, submission)
             continue
         outcomes[index] = Outcome(submission, hit.result, cached=True)
-        say(f"[{len(outcomes)}/{total}] {submission.label} ... cached: {outcome_text(hit.result)}")
+        finished(f"[{len(outcomes)}/{total}] {submission.label} ... cached: {outcome_text(hit.result)}")
     if not pending:
         return [outcomes[index] for index in sorted(outcomes)]
 
@@ -187,7 +193,7 @@ def run_all(
                           sha256=submission.sha256, author=submission.author, device_name=device_name,
                           harness_error=harness_error)
                 outcomes[index] = Outcome(submission, result, harness_error=harness_error)
-                say(f"[{len(outcomes)}/{total}] {submission.label} ... {outcome_text(result)}")
+                finished(f"[{len(outcomes)}/{total}] {submission.label} ... {outcome_text(result)}")
     finally:
         if own:
             executor.close()

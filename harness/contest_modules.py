@@ -1,8 +1,8 @@
 """The contest runner's own modules as a submission beside them sees them: task, reference, utils.
 
 In the contest's folder ``task.py``, ``reference.py`` and ``utils.py`` sit next to submission.py,
-and real submissions import all three (``from reference import generate_input``, ``from utils
-import make_match_reference``). This project's top-level ``reference`` package is its NVFP4
+and real submissions import all three (``from reference import generate_input``,
+``from utils import make_match_reference``). This project's top-level ``reference`` package is its NVFP4
 library, so inside the worker (only there) the name ``reference`` becomes an overlay: the library
 package, plus the problem's contest functions. Nothing here is trusted: the parent never uses
 these modules to judge a result.

@@ -1,7 +1,7 @@
 """The contest runner's ``utils`` module, as submissions import it (``from utils import ...``).
 
 In the contest's folder a ``utils.py`` sits next to every submission, and many real submissions
-import from it to test themselves locally. The worker registers this module under the name
+use it to test themselves locally. The worker registers this module under the name
 ``utils`` so those files run unchanged. Same names and behaviour as the contest's helpers, our
 own code; nothing here decides a verdict (the harness checks outputs in its own process).
 """

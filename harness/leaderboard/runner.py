@@ -144,8 +144,8 @@ def run_all(
 ) -> list[Outcome]:
     """Evaluate (or reuse) every submission and store each new run; return them in input order.
 
-    ``executor`` runs the jobs (default: serially in this process); the store is written here,
-    from the calling thread only, as each job comes back.
+    ``executor`` runs the jobs (default: serially in this process); the store is written here, by
+    the calling thread only, as each job comes back.
     """
     lock = threading.Lock()
     display = as_progress(progress)

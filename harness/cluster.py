@@ -22,7 +22,7 @@ import threading
 import uuid
 from typing import Any
 
-from harness.execution import EvalJob, Progress, RunResult, harness_failure, run_job
+from harness.execution import EvalJob, Executor, Progress, RunResult, SerialExecutor, harness_failure, run_job
 
 RESOURCE = "GPU"  # one per Dask worker; on a CPU cluster it is the worker's one evaluation slot
 ALLOWED_FAILURES = 1  # worker deaths a job survives: it is run once more, then reported lost
@@ -266,3 +266,15 @@ def open_dask_executor(address: str, device: str | None = None, progress: Progre
 def _limit_failures(count: int, dask_scheduler: Any = None) -> None:
     """Runs on a joined scheduler: a job survives ``count`` worker deaths, whatever it was started with."""
     dask_scheduler.allowed_failures = count
+
+
+def open_executor(cluster: str | None = None, progress: Progress | None = None, device: str | None = None) -> Executor:
+    """The executor for ``--cluster``: none runs jobs serially in this process; 'local' starts a
+    Dask cluster on this host, 'tcp://HOST:PORT' joins a running scheduler.
+
+    ``device`` ('cpu' or 'cuda', None: what the workers have) picks the local cluster's kind.
+    Raises ``ClusterError`` (one line) when the cluster cannot be used.
+    """
+    if cluster is None:
+        return SerialExecutor(progress)
+    return open_dask_executor(cluster, device=device, progress=progress)

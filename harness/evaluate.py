@@ -150,8 +150,8 @@ def evaluate_submission(
                             keep_going)
     try:
         if mode == "sanitize":
-            result.cases = evaluation.run_sanitized(cases, sanitizer, sanitize.tools_for(sanitizer_tool))
-            result.sanitizer_report = str(_write_sanitizer_report(evaluation.sanitizer_log, sanitizer_report))
+            result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(sanitizer_tool))
+            result.sanitizer_report = str(_write_sanitizer_report(log, sanitizer_report))
         else:
             result.cases = evaluation.run(cases)
     finally:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from harness import hardware, report, sanitize, seal, seeds, timing
+from harness import hardware, report, seal, seeds, timing
 from harness.progress import Progress
 from harness.results import CaseResult, Status
 from harness.runner import CallOutput, WorkerFailure, WorkerSession
@@ -71,7 +71,6 @@ class Evaluation:
         self.stdout_tail = ""
         self.timer_method = ""
         self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
-        self.sanitizer_log = ""  # sanitize mode: every raw compute-sanitizer report of the run
 
     def close(self) -> None:
         """Stop the thread that draws the parent's copies of the inputs."""
@@ -202,16 +201,6 @@ class Evaluation:
             return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
         return None
 
-    def run_sanitized(self, cases: list[tuple[str, dict[str, Any]]], executable: Path,
-                      tools: tuple[str, ...]) -> list[CaseResult]:
-        results, logs = [], []
-        for outcome, log in sanitize.run_cases(self, cases, executable, tools):
-            results.append(outcome)
-            logs.append(log)
-            self.progress.step(f"[{len(results)}/{len(cases)}] sanitize {shape_text(outcome.case)}: "
-                               f"{report.case_summary(outcome)}")
-        self.sanitizer_log = "\n".join(logs)
-        return results
 
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
         results: list[CaseResult] = []

@@ -142,17 +142,3 @@ class SerialExecutor:
     def close(self) -> None:
         self._jobs.put(None)
         self._thread.join()
-
-
-def open_executor(cluster: str | None = None, progress: Progress | None = None, device: str | None = None) -> Executor:
-    """The executor for ``--cluster``: none runs jobs serially in this process; 'local' starts a
-    Dask cluster on this host, 'tcp://HOST:PORT' joins a running scheduler (harness.cluster).
-
-    ``device`` ('cpu' or 'cuda', None: what the workers have) picks the local cluster's kind.
-    Raises ``harness.cluster.ClusterError`` (one line) when the cluster cannot be used.
-    """
-    if cluster is None:
-        return SerialExecutor(progress)
-    from harness.cluster import open_dask_executor
-
-    return open_dask_executor(cluster, device=device, progress=progress)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import report
 from harness.results import CaseResult, Status
 from harness.runner import WorkerFailure, WorkerSession
 from harness.task import Task, shape_text
@@ -302,3 +303,16 @@ def run_cases(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], e
                     outcome = CaseResult(kind, case, failure.status, f"{failure.reason} (no finding by {tool})")
                     break
             yield outcome, "\n".join(logs)
+
+
+def run(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], executable: Path,
+        tools: tuple[str, ...]) -> tuple[list[CaseResult], str]:
+    """Sanitize mode for one submission: every case under the tools, each reported as it ends;
+    returns the results and every raw report (saved beside --json)."""
+    results, logs = [], []
+    for outcome, log in run_cases(evaluation, cases, executable, tools):
+        results.append(outcome)
+        logs.append(log)
+        evaluation.progress.step(f"[{len(results)}/{len(cases)}] sanitize {shape_text(outcome.case)}: "
+                                 f"{report.case_summary(outcome)}")
+    return results, "\n".join(logs)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness import cluster
-from harness.execution import HarnessFailure, open_executor
+from harness.cluster import open_executor
+from harness.execution import HarnessFailure
 from harness.leaderboard import runner
 from harness.leaderboard.store import Store
 from harness.results import Status

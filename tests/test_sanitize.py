@@ -213,11 +213,11 @@ def _run_sanitized(tmp_path: Path, submission: Path, replay: str):
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
     evaluation = Evaluation(task, submission, "sanitize", "cpu", None, None, as_progress(None), {"type": "cpu"})
     try:
-        results = evaluation.run_sanitized([("test", task.cpu_tests[0])], _stand_in_sanitizer(tmp_path, replay),
-                                           ("memcheck",))
+        results, log = sanitize.run(evaluation, [("test", task.cpu_tests[0])], _stand_in_sanitizer(tmp_path, replay),
+                                    ("memcheck",))
     finally:
         evaluation.close()
-    return results, evaluation.sanitizer_log, (tmp_path / "argv.txt").read_text().splitlines()
+    return results, log, (tmp_path / "argv.txt").read_text().splitlines()
 
 
 def test_worker_runs_under_the_sanitizer_and_a_finding_fails_the_case(tmp_path):
@@ -248,8 +248,7 @@ def test_the_saved_report_sits_beside_the_json(tmp_path, monkeypatch):
 
     stand_in = _stand_in_sanitizer(tmp_path, "clean_memcheck.log")
     monkeypatch.setattr(evaluate, "_sanitizer_for", lambda device, tool: stand_in)
-    monkeypatch.setattr(evaluate.Evaluation, "run_sanitized", lambda self, cases, exe, tools: (
-        setattr(self, "sanitizer_log", "#### recorded\n") or []))
+    monkeypatch.setattr(sanitize, "run", lambda evaluation, cases, exe, tools: ([], "#### recorded\n"))
     path = tmp_path / "out" / "r.sanitizer.txt"
     result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", "sanitize", "cpu",
                                  sanitizer_report=path)

@@ -22,7 +22,7 @@ def _handle(args: argparse.Namespace) -> int:
     import uvicorn
 
     from harness import seeds
-    from harness.execution import open_executor
+    from harness.cluster import open_executor
     from harness.service.app import create_app
     from harness.service.db import ServiceDb
     from harness.service.dispatcher import Dispatcher
@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     parser.add_argument("--db", default=DEFAULT_DB, help=f"SQLite database (default: {DEFAULT_DB})")
-    parser.add_argument("--cluster", help="where jobs run: passed to harness.execution.open_executor "
+    parser.add_argument("--cluster", help="where jobs run: passed to harness.cluster.open_executor "
                         "(default: in this process, one after another)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when the executing host has a GPU")
     parser.add_argument("--secret-seed-file", help="file holding the organizer's secret seed for ranked runs "

@@ -103,3 +103,19 @@ def test_write_site_writes_every_file(board, tmp_path):
                      "nvfp4_gemv/leaderboard.json"]
     index = (tmp_path / "index.html").read_text()
     assert 'href="nvfp4_gemv/index.html"' in index and "ada" in index
+
+
+def test_html_escapes_special_characters_in_authors_and_reasons(tmp_path):
+    author = "O'Brien & <b>Co</b>"
+    reason = 'bad <img src=x onerror="alert(1)"> & more'
+    ranked = stored(make_run((10.0, 10.0, 10.0)), run_id=1, author=author, file="x.py")
+    crashed = stored(make_run(None, status=Status.CRASHED, reason=reason), run_id=2, author="eve", file="y.py")
+    board = build_board("nvfp4_gemv", [ranked, crashed])
+    page = render.render_html(board, NOW)
+    assert "<b>Co</b>" not in page and "<img" not in page
+    assert "O&#39;Brien &amp; &lt;b&gt;Co&lt;/b&gt;" in page  # in the table, the bar titles and the legend
+    assert 'bad &lt;img src=x onerror=&#34;alert(1)&#34;&gt; &amp; more' in page
+    svg = render.render_chart(board)
+    assert "<title>O&#39;Brien &amp; &lt;b&gt;Co&lt;/b&gt; · x.py" in svg
+    index = render.render_index([board], NOW)
+    assert "<b>Co</b>" not in index and "O&#39;Brien &amp; &lt;b&gt;Co&lt;/b&gt; · 10.00 µs" in index

@@ -124,26 +124,6 @@ def poisoned_output(shape: tuple[int, ...], batches: int, device: torch.device) 
     return torch.full((batches, *shape), float("nan"), dtype=torch.float16, device=device).permute(1, 2, 0)
 
 
-def _to_device_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Copy to ``device`` keeping dtype and strides; fp4 travels as bytes (CPU torch lacks ops)."""
-    if t.device == device:
-        return t
-    raw = t.view(torch.uint8) if t.dtype == FP4 else t
-    moved = torch.empty_strided(raw.shape, raw.stride(), dtype=raw.dtype, device=device)
-    moved.copy_(raw)
-    return moved.view(FP4) if t.dtype == FP4 else moved
-
-
-def to_device(tree: Any, device: torch.device | str | None) -> Any:
-    """Move every tensor of a nested tuple/list structure to ``device`` (default: cuda if any)."""
-    device = target_device(device)
-    if isinstance(tree, torch.Tensor):
-        return _to_device_tensor(tree, device)
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(to_device(item, device) for item in tree)
-    return tree
-
-
 def _describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"tensor {tuple(value.shape)} {value.dtype} on {value.device}"

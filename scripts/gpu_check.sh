@@ -4,6 +4,9 @@
 # results-<first step>.tar.gz with every log and JSON.
 #   bash scripts/gpu_check.sh STEP...
 # Steps, in the order a fresh machine should see them:
+#   env         nvidia-smi, torch and triton versions
+#   reference   every test and benchmark shape's reference on the GPU, checked against the CPU's
+#   calibrate   this GPU's measured copy bandwidth and matmul rate; sol: the speed-of-light tables
 #   build       compile the timing core (harness._sealed) in place
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
 #   probe       which sandbox steps keep CUDA working on this machine (scripts/sandbox_probe.py)
@@ -56,10 +59,14 @@ sanitize_all() {
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
 }
 
-steps=${*:-build b2b probe inputs timing throughput eval fidelity contest adversarial sanitize service leaderboard}
+steps=${*:-build b2b probe env inputs reference calibrate sol timing throughput eval fidelity contest adversarial sanitize service leaderboard}
 first=${steps%% *}
 for step in $steps; do
   case $step in
+    env) run_step env bash -c 'nvidia-smi; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"' ;;
+    reference) run_step reference python3 scripts/reference_check.py "$WORK/reference.json" ;;
+    calibrate) run_step calibrate python3 -m harness calibrate --force ;;
+    sol) run_step sol bash -c 'for p in nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm; do python3 -m harness sol $p; done' ;;
     build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness._sealed; print(\"core OK\")"' ;;
     b2b) run_step b2b b2b ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;

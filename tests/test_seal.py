@@ -4,15 +4,18 @@ The core runs here in its CPU mode (wall clock), in this test process: one init 
 process, so one module-scoped fixture holds it.
 """
 
-import hashlib
-import hmac
 import os
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
 
 from harness import _sealed, protocol, seal, timing
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +46,25 @@ def _received(answer):
     return header, tensors
 
 
-def test_c_hmac_matches_python():
-    for key, message in ((b"k" * 32, b"call"), (b"x" * 100, b""), (bytes(5), b"m" * 1000)):
-        assert _sealed.hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).digest()
+BACKEND_CHECK = """
+import hashlib, hmac, os, sys
+from harness import _sealed
+message = os.urandom(3 << 20) + bytes(63)
+cases = ((b"k" * 32, b"call"), (b"x" * 100, b""), (bytes(5), b"m" * 1000), (b"k" * 32, message))
+ok = all(_sealed.hmac_sha256(k, m) == hmac.new(k, m, hashlib.sha256).digest() for k, m in cases)
+print(_sealed.sha256_backend(), ok)
+"""
+
+
+@pytest.mark.parametrize("builtin", [False, True])
+def test_c_hmac_matches_python_with_either_sha256(builtin):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    if builtin:
+        env["NVFP4_SHA256_BUILTIN"] = "1"
+    run = subprocess.run([sys.executable, "-c", BACKEND_CHECK], capture_output=True, text=True, env=env, timeout=60)
+    backend, ok = run.stdout.split()
+    assert ok == "True", run.stderr
+    assert backend == "builtin" if builtin else backend in ("openssl", "builtin")
 
 
 def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):

@@ -172,6 +172,7 @@ static PyObject *sealed_init(PyObject *self, PyObject *args) {
     unsigned long long l2_bytes;
     if (!PyArg_ParseTuple(args, "iOKO!", &fd, &stream_handle, &l2_bytes, &PyDict_Type, &hook_dict)) return NULL;
     if (keyed) { PyErr_SetString(PyExc_RuntimeError, "the sealed timer is already initialized"); return NULL; }
+    sha256_setup();  /* resolve libcrypto now, before any submission code has run */
     size_t got = 0;
     while (got < KEY_BYTES) {
         ssize_t n = read(fd, key + got, KEY_BYTES - got);
@@ -372,12 +373,17 @@ static PyObject *sealed_hmac(PyObject *self, PyObject *args) {
     return PyBytes_FromStringAndSize((const char *)mac, 32);
 }
 
+static PyObject *sealed_sha256_backend(PyObject *self, PyObject *unused) {
+    return PyUnicode_FromString(sha256_uses_openssl() ? "openssl" : "builtin");
+}
+
 static PyMethodDef methods[] = {
     {"init", sealed_init, METH_VARARGS, "Read the run key from a pipe fd, then set up the CUDA timer."},
     {"bind", sealed_bind, METH_VARARGS, "Import the submission through a loader and bind its custom_kernel."},
     {"time_call", sealed_time_call, METH_VARARGS, "Time one call of the bound kernel; returns a sealed result."},
     {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
     {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
+    {"sha256_backend", sealed_sha256_backend, METH_NOARGS, "'openssl' or 'builtin': which SHA-256 signs results."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,9 @@
-/* Compact SHA-256 and HMAC-SHA256, written from FIPS 180-4 and RFC 2104. */
+/* Compact SHA-256 and HMAC-SHA256, written from FIPS 180-4 and RFC 2104. Where the process already
+ * has OpenSSL's libcrypto (CPython's hashlib loads it), its SHA-256 is used instead: about 10x
+ * faster on the CPUs here (SHA extensions), which matters for outputs of several MB per call. */
 #include "sha256.h"
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const uint32_t K[64] = {
@@ -32,7 +36,44 @@ static void compress(uint32_t s[8], const uint8_t block[64]) {
     s[0] += a; s[1] += b; s[2] += c; s[3] += d; s[4] += e; s[5] += f; s[6] += g; s[7] += h;
 }
 
+/* OpenSSL's EVP digest entry points, resolved once (before the submission is imported, from init). */
+static struct {
+    int tried;
+    void *(*ctx_new)(void);
+    void (*ctx_free)(void *);
+    const void *(*sha256)(void);
+    int (*init)(void *, const void *, void *);
+    int (*update)(void *, const void *, size_t);
+    int (*final)(void *, unsigned char *, unsigned int *);
+} evp;
+
+void sha256_setup(void) {
+    if (evp.tried) return;
+    evp.tried = 1;
+    if (getenv("NVFP4_SHA256_BUILTIN")) return;  /* tests compare both implementations */
+    void *lib = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    *(void **)&evp.ctx_new = dlsym(lib, "EVP_MD_CTX_new");
+    *(void **)&evp.ctx_free = dlsym(lib, "EVP_MD_CTX_free");
+    *(void **)&evp.sha256 = dlsym(lib, "EVP_sha256");
+    *(void **)&evp.init = dlsym(lib, "EVP_DigestInit_ex");
+    *(void **)&evp.update = dlsym(lib, "EVP_DigestUpdate");
+    *(void **)&evp.final = dlsym(lib, "EVP_DigestFinal_ex");
+    if (!evp.ctx_new || !evp.ctx_free || !evp.sha256 || !evp.init || !evp.update || !evp.final) evp.ctx_new = NULL;
+}
+
+int sha256_uses_openssl(void) {
+    sha256_setup();
+    return evp.ctx_new != NULL;
+}
+
 void sha256_init(sha256_ctx *ctx) {
+    sha256_setup();
+    ctx->evp = evp.ctx_new ? evp.ctx_new() : NULL;
+    if (ctx->evp && evp.init(ctx->evp, evp.sha256(), NULL) != 1) {
+        evp.ctx_free(ctx->evp);
+        ctx->evp = NULL;
+    }
     static const uint32_t initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(ctx->state, initial, sizeof initial);
@@ -41,6 +82,10 @@ void sha256_init(sha256_ctx *ctx) {
 }
 
 void sha256_update(sha256_ctx *ctx, const void *data, size_t size) {
+    if (ctx->evp) {
+        evp.update(ctx->evp, data, size);
+        return;
+    }
     const uint8_t *bytes = data;
     ctx->length += size;
     while (size) {
@@ -55,6 +100,13 @@ void sha256_update(sha256_ctx *ctx, const void *data, size_t size) {
 }
 
 void sha256_final(sha256_ctx *ctx, uint8_t out[32]) {
+    if (ctx->evp) {
+        unsigned int size = 32;
+        evp.final(ctx->evp, out, &size);
+        evp.ctx_free(ctx->evp);
+        ctx->evp = NULL;
+        return;
+    }
     uint64_t bits = ctx->length * 8;
     uint8_t pad = 0x80, zero = 0, length[8];
     sha256_update(ctx, &pad, 1);

@@ -1,5 +1,5 @@
-/* SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104): results leave the worker authenticated
- * without an OpenSSL dependency. */
+/* SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104): results leave the worker authenticated. Our
+ * own implementation, or OpenSSL's libcrypto when the process has it (no build dependency). */
 #ifndef NVFP4_SHA256_H
 #define NVFP4_SHA256_H
 #include <stddef.h>
@@ -10,7 +10,11 @@ typedef struct {
     uint64_t length;
     uint8_t block[64];
     size_t used;
+    void *evp;  /* OpenSSL's digest context when libcrypto is used, else NULL */
 } sha256_ctx;
+
+void sha256_setup(void);
+int sha256_uses_openssl(void);
 
 void sha256_init(sha256_ctx *ctx);
 void sha256_update(sha256_ctx *ctx, const void *data, size_t size);

@@ -103,8 +103,20 @@ def keep_evaluator_private() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str]) -> None:
-    """In the forked child: cap host memory, then confine (harness.sandbox.before_exec)."""
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """The worker is killed when its evaluator dies (a Dask worker killed mid-job, say), rather than
+    keep a GPU busy beside the job's retry. Set after the uid change, which would clear it."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the evaluator died before the signal was armed
+            os._exit(1)
+
+
+def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str], parent: int) -> None:
+    """In the forked child: cap host memory, confine (harness.sandbox.before_exec), die with the parent."""
     import resource
 
     if device == "cpu":
@@ -112,6 +124,7 @@ def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str]) ->
     else:
         resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
     sandbox.before_exec(drop_to_uid, steps)
+    _die_with(parent)
 
 
 def _unprivileged_uid(submission: Path) -> int | None:
@@ -141,6 +154,7 @@ class WorkerSession:
         self._workdir = tempfile.TemporaryDirectory(prefix="nvfp4-worker-")
         self.log_path = Path(self._workdir.name) / "submission-output.log"
         steps = sandbox.chosen_steps()
+        parent = os.getpid()
         drop_to_uid = _unprivileged_uid(self.submission) if "uid" in steps else None
         if drop_to_uid is not None:
             os.chown(self._workdir.name, drop_to_uid, drop_to_uid)
@@ -164,7 +178,7 @@ class WorkerSession:
                 cwd=self._workdir.name,
                 env=env,
                 start_new_session=True,
-                preexec_fn=lambda: _child_setup(self.device, drop_to_uid, steps),
+                preexec_fn=lambda: _child_setup(self.device, drop_to_uid, steps, parent),
             )
         for fd in (commands_r, results_w, key_r):
             os.close(fd)

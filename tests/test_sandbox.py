@@ -1,8 +1,11 @@
 """The worker's sandbox steps, each where this kernel allows it (Landlock checked in a child)."""
 
+import os
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +49,35 @@ def test_steps_come_from_the_environment(monkeypatch):
     assert sandbox.chosen_steps() == frozenset(sandbox.STEPS)
     monkeypatch.setenv(sandbox.STEPS_ENV, "netns, uid,bogus")
     assert sandbox.chosen_steps() == frozenset({"netns", "uid"})
+
+
+def test_a_worker_dies_with_its_evaluator(tmp_path):
+    """A killed evaluator (a Dask worker killed mid-job) takes its submission's worker with it."""
+    repo = Path(__file__).resolve().parent.parent
+    pid_file = tmp_path / "worker.pid"
+    submission = tmp_path / "sleeper.py"
+    submission.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    evaluator = subprocess.Popen([sys.executable, "-m", "harness", "eval", "nvfp4_gemv", str(submission),
+                                  "--device", "cpu", "--mode", "test"], cwd=repo,
+                                 env={**os.environ, sandbox.STEPS_ENV: "not_dumpable"},  # writes its pid outside
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and evaluator.poll() is None, "the worker never started"
+        time.sleep(0.2)
+    evaluator.kill()
+    evaluator.wait()
+    worker = int(pid_file.read_text())
+    deadline = time.monotonic() + 20
+    while _alive(worker):
+        assert time.monotonic() < deadline, "the worker outlived its evaluator"
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import statistics
 import sys
 from pathlib import Path
 
 import torch
+from timing_validation import graph_per_call_us  # this folder's script: one graph-replay method
 
 from harness import contest_modules
 from harness.task import load_task, shape_text
@@ -42,44 +42,18 @@ def load(path: Path):
     return module.custom_kernel
 
 
-def graph_us(body, replays: int = REPLAYS) -> float:
-    """Median elapsed time of one replay of a graph of ``body``, in us."""
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        body()  # warm-up outside the capture, as CUDA graphs require
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        body()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(400_000)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
-
-
 def per_call_us(kernel, problem: str, case: dict) -> float:
     reference = importlib.import_module(f"problems.{problem}.reference")
     inputs = [reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda") for i in range(POOL)]
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-    calls = POOL * ROUNDS
 
-    def with_kernel() -> None:
-        for _ in range(ROUNDS):
-            for data in inputs:
-                flush.zero_()
-                kernel(data)
+    def flushed_call(data: object) -> None:
+        flush.zero_()
+        kernel(data)
 
-    def flushes_only() -> None:
-        for _ in range(calls):
-            flush.zero_()
-
-    return (graph_us(with_kernel) - graph_us(flushes_only)) / calls
+    calls = [lambda data=data: flushed_call(data) for _ in range(ROUNDS) for data in inputs]
+    flushes = [flush.zero_] * len(calls)
+    return graph_per_call_us(calls, REPLAYS) - graph_per_call_us(flushes, REPLAYS)
 
 
 def main() -> int:

@@ -37,5 +37,9 @@ def test_the_live_display_prints_finished_items_above_its_bar():
     assert "[1/3] test m=128 k=256 l=1: PASS" in text and "triton_gemv.py" in text
 
 
-def test_nothing_to_report_to_is_silent():
-    as_progress(None).step("ignored")
+def test_nothing_to_report_to_is_silent(capsys):
+    progress = as_progress(None)
+    progress.begin(1, "s.py")
+    progress.step("ignored")
+    progress.note("ignored too")
+    assert capsys.readouterr() == ("", "")

@@ -121,26 +121,24 @@ def open_execution(args: argparse.Namespace, display: Progress) -> Execution:
     return Execution(executor.device, executor.device_name, executor)
 
 
+def refused(error: UsageError | StoreError | NoGpuError) -> int:
+    """One line for a run that cannot start, and its exit code."""
+    say(f"leaderboard: error: {'--db: ' if isinstance(error, StoreError) else ''}{error}")
+    return int(ExitCode.CUDA_FAILURE if isinstance(error, NoGpuError) else ExitCode.BAD_INPUT)
+
+
 def handle(args: argparse.Namespace) -> int:
     try:
         settings = resolve(args)
         store = Store.open(args.db)
-    except UsageError as error:
-        say(f"leaderboard: error: {error}")
-        return int(ExitCode.BAD_INPUT)
-    except StoreError as error:
-        say(f"leaderboard: error: --db: {error}")
-        return int(ExitCode.BAD_INPUT)
+    except (UsageError, StoreError) as error:
+        return refused(error)
     display = for_stream(sys.stderr)
     with store:
         try:
             execution = open_execution(args, display)
-        except UsageError as error:
-            say(f"leaderboard: error: {error}")
-            return int(ExitCode.BAD_INPUT)
-        except NoGpuError as error:
-            say(f"leaderboard: error: {error}")
-            return int(ExitCode.CUDA_FAILURE)
+        except (UsageError, NoGpuError) as error:
+            return refused(error)
         try:
             submissions = runner.discover(settings.submissions, settings.problems)
             say(f"leaderboard: {len(submissions)} file(s) under {settings.submissions}/ for "

@@ -1,16 +1,15 @@
 """The problems' references on a GPU: same inputs as the CPU, same answers, and how long they take.
 
 For every problem and every test and benchmark shape: time generate_input(device="cuda") and
-ref_kernel on the GPU; on shapes small enough for the CPU, also check that the GPU inputs are
-bit-identical to the CPU's and that the GPU reference passes the problem's check against the
-CPU reference.
+ref_kernel on the GPU; on shapes small enough for the CPU, also check that the GPU reference
+passes the problem's check against the CPU reference. (That the inputs are bit-identical on both
+devices is scripts/input_digests.py's check.)
 
 Usage: python scripts/reference_check.py OUT.json
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import sys
@@ -24,18 +23,6 @@ from harness.sol import work
 from harness.task import list_problems, load_task
 
 CPU_CROSS_CHECK_MAX_FLOPS = 2e9
-
-
-def _fingerprint(tree: object) -> str:
-    digest = hashlib.sha256()
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            digest.update(item.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-    return digest.hexdigest()[:16]
 
 
 def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
@@ -58,7 +45,6 @@ def check_problem(name: str) -> list[dict]:
             row = {"problem": name, "kind": kind, "case": case, "generate_s": generate_s, "ref_kernel_s": ref_s}
             if work(task, case)[1] <= CPU_CROSS_CHECK_MAX_FLOPS:
                 cpu_data = reference.generate_input(**case, device="cpu")
-                row["inputs_identical_to_cpu"] = _fingerprint(cpu_data) == _fingerprint(data)
                 ok, message = reference.check_implementation(cpu_data, expected.cpu() if isinstance(
                     expected, torch.Tensor) else [e.cpu() for e in expected])
                 row["gpu_reference_matches_cpu"] = ok
@@ -77,10 +63,10 @@ def main(out_path: str) -> int:
     for row in rows:
         shape = " ".join(f"{k}={v}" for k, v in row["case"].items() if k != "seed")
         cross = ""
-        if "inputs_identical_to_cpu" in row:
-            good = row["inputs_identical_to_cpu"] and row["gpu_reference_matches_cpu"]
+        if "gpu_reference_matches_cpu" in row:
+            good = row["gpu_reference_matches_cpu"]
             failures += not good
-            cross = "  cpu-identical " + ("OK" if good else f"MISMATCH {row['message']}")
+            cross = "  matches the cpu reference " + ("OK" if good else f"MISMATCH {row['message']}")
         print(f"{row['problem']:<17} {row['kind']:<9} {shape:<60} generate {row['generate_s']*1e3:8.1f} ms"
               f"  ref {row['ref_kernel_s']*1e3:8.2f} ms{cross}")
     return 1 if failures else 0

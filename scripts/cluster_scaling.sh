@@ -12,11 +12,8 @@ OUT=${OUT:-/tmp/cluster_scaling}
 COPIES=${COPIES:-2}
 PORT=${PORT:-8786}
 mkdir -p "$OUT"
-if ! python3 -c "import distributed" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-  export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+python3 -c "import distributed" 2>/dev/null || source scripts/carried_wheels.sh
 export NVFP4_SECRET_SEED=${NVFP4_SECRET_SEED:-20261123}
 
 WORK=$(mktemp -d)

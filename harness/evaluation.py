@@ -28,7 +28,6 @@ from harness.sol import UnknownDeviceError, breakdown
 from harness.task import Task, shape_text
 
 WARMUP_CALLS = 3
-MAX_SLEEP_US = 50_000.0
 
 SAME_FAILURE_LIMIT = 2
 """Fail fast: when this many first cases fail for the same reason, the rest are not run."""
@@ -71,6 +70,8 @@ class Evaluation:
         self.stdout_tail = ""
         self.timer_method = ""
         self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
+        self._phases_ms: dict[str, float] = {}  # where the harness's time per timed call goes
+        self._phase_calls = 0
 
     def close(self) -> None:
         """Stop the thread that draws the parent's copies of the inputs."""
@@ -109,11 +110,18 @@ class Evaluation:
         # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
         drawing = None if self.check_device.type == "cuda" else self._generator.submit(
             self.reference.generate_input, **seeded, device="cpu")
+        started = time.perf_counter()
         result = session.call(seeded, sleep_us, stage, timeout_s, plain)
+        called = time.perf_counter()
         if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
             session.prepare({**case, "seed": self._seed(case, index + 1)})
         inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+        drawn = time.perf_counter()
         ok, message = self.check(inputs, result)
+        for phase, ms in (("worker", 1e3 * (called - started) - result.time_us / 1e3),
+                          ("inputs", 1e3 * (drawn - called)), ("check", 1e3 * (time.perf_counter() - drawn))):
+            self._phases_ms[phase] = self._phases_ms.get(phase, 0.0) + ms
+        self._phase_calls += 1
         if not ok:
             raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")
         return result
@@ -135,13 +143,13 @@ class Evaluation:
                                       prefetch=True)
             host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
-        sleep_us = min(MAX_SLEEP_US, max(timing.MIN_QUEUED_SLEEP_US, 2 * max(host_us[1:]) + timing.MIN_QUEUED_SLEEP_US))
-        samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep_us, started)
+        sleep = timing.QueuedSleep.after_warmup(host_us[1:])
+        samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep, started)
         drift = session.recheck_overhead(limit["warmup"])
         if drift and seal.overhead_moved(*drift)[0]:
             self.progress.note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
                                f"(spread {drift[2]:.2f} us); measuring this case again")
-            samples, index, wall_s = self._timed_loop(session, case, index, sleep_us, time.perf_counter())
+            samples, index, wall_s = self._timed_loop(session, case, index, sleep, time.perf_counter())
             drift = session.recheck_overhead(limit["warmup"])
             if drift and seal.overhead_moved(*drift)[0]:
                 return CaseResult("benchmark", case, Status.HARNESS_FAULT,
@@ -150,9 +158,15 @@ class Evaluation:
         stats = timing.summarize(samples, self.timer_method)
         profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
             self.mode == "profile") else None
-        outcome = CaseResult("benchmark", case, Status.PASSED, f"{stats.runs} timed calls, every output checked",
+        calls = max(1, self._phase_calls)
+        exposed = (f"; {sleep.exposed} call(s) exposed (the host's launch outran the queued sleep), "
+                   f"sleep raised to {sleep.us:.0f} us") if sleep.exposed else ""
+        outcome = CaseResult("benchmark", case, Status.PASSED,
+                             f"{stats.runs} timed calls, every output checked{exposed}",
                              timing=stats, warmup_s=warmup_s, profile=profile,
-                             overhead_ms=1e3 * wall_s / max(1, stats.runs) - stats.median_us / 1e3)
+                             overhead_ms=1e3 * wall_s / max(1, stats.runs) - stats.median_us / 1e3,
+                             overhead_split_ms={k: round(v / calls, 3) for k, v in self._phases_ms.items()},
+                             queued_sleep_us=sleep.us, exposed_calls=sleep.exposed)
         sol_us, ceiling_us = self.sol_us(case), self.sol_us(case, "datasheet")
         if sol_us:
             outcome.sol_us = sol_us
@@ -164,18 +178,20 @@ class Evaluation:
                               "cannot be real")
         return outcome
 
-    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
+    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int, sleep: timing.QueuedSleep,
                     started: float) -> tuple[list[float], int, float]:
         """Timed calls until the stopping rule says enough: (times in us, the next call index, wall s)."""
         samples: list[float] = []
+        self._phases_ms, self._phase_calls = {}, 0
         loop_start = time.perf_counter()
         while not self.rule.done(samples, time.perf_counter() - loop_start):
             if time.perf_counter() - started > self.task.timeouts_s["benchmark"]:
                 break
-            result = self._checked_call(session, case, index, sleep_us, "a timed call",
+            result = self._checked_call(session, case, index, sleep.us, "a timed call",
                                         self.task.timeouts_s["benchmark"], prefetch=True)
-            samples.append(result.time_us)
             index += 1
+            if sleep.counts(result.host_us, result.exposed):
+                samples.append(result.time_us)
         return samples, index, time.perf_counter() - loop_start
 
     # -- the run ------------------------------------------------------------------------

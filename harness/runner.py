@@ -56,6 +56,7 @@ class CallOutput:
     output: Any  # a tensor, a list of tensors, or a string saying why it is neither
     unfinished: bool
     sealed: bool = False
+    exposed: bool = False  # the queued sleep ran out before the call was queued: time not trusted
 
 
 def worker_environment(device: str, visible_devices: str | None) -> dict[str, str]:
@@ -338,6 +339,7 @@ class WorkerSession:
             output=output,
             unfinished=bool(header.get("unfinished")),
             sealed=self.sealed,
+            exposed=bool(header.get("exposed")),
         )
 
     def _verify(self, check: Any) -> Any:

@@ -2,8 +2,8 @@
 
 The worker's compiled core (harness/csrc/sealed.c) signs each timed call with HMAC-SHA256 under a
 key it read from a pipe before the submission was imported. The message is the call index and
-seed the parent asked for, the time, the event overhead, the unfinished-work flag and a digest
-of the output bytes; the parent rebuilds it from what it received, so a changed time, a changed
+seed the parent asked for, the time, the event overhead, the unfinished-work and exposed-launch
+flags and a digest of the output bytes; the parent rebuilds it from what it received, so a changed time, a changed
 output, a result replayed from another call or a missing MAC all fail here (docs/security.md).
 """
 
@@ -57,8 +57,8 @@ def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
 
 
 def call_mac(key: bytes, index: int, seed: int, time_us: float, overhead_us: float, unfinished: bool,
-             digest: bytes) -> bytes:
-    message = b"call:" + struct.pack("<qQddB", index, seed, time_us, overhead_us, unfinished) + digest
+             exposed: bool, digest: bytes) -> bytes:
+    message = b"call:" + struct.pack("<qQddBB", index, seed, time_us, overhead_us, unfinished, exposed) + digest
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
@@ -80,7 +80,7 @@ def verify_call(key: bytes, index: int, seed: int, overhead_us: float, header: d
     mac = _mac_of(header)
     digest = output_digest(header.get("tensors", []), tensors)
     expected = call_mac(key, index, seed, float(header["time_us"]), overhead_us, bool(header.get("unfinished")),
-                        digest)
+                        bool(header.get("exposed")), digest)
     if not hmac.compare_digest(mac, expected):
         raise SealBroken(f"the result of call {index} does not carry the timing core's MAC (forged, altered or "
                          "replayed)")

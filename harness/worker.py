@@ -251,11 +251,11 @@ class Worker:
             raise SubmissionError("rejected", f"custom_kernel left a {', '.join(_active_modes()) or 'torch mode'} "
                                   "active; it would run inside the harness after the timer stopped; exit every "
                                   "mode before returning")
-        _, time_us, host_us, unfinished, structure, views, mac, result = answer
+        _, time_us, host_us, unfinished, exposed, structure, views, mac, result = answer
         parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
                  for dtype, shape, stride, offset, payload in views]
         header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
-                  "unfinished": unfinished, "mac": mac.hex()}
+                  "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
         return header, parts, _output_tensors(result)[1]
 
     def _python_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:

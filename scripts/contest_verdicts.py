@@ -3,7 +3,10 @@
 The files are public contestants' code kept out of git (fetched into .contest/<problem>/*.py);
 this shows that each gets the right verdict, fast, on whatever machine runs it.
 
-    python3 scripts/contest_verdicts.py .contest OUT.json [--device cpu|cuda]
+    python3 scripts/contest_verdicts.py .contest OUT.json [--device cpu|cuda] [--jobs N]
+
+--jobs runs N files at once (each its own process, as N contestants would); a file's seconds then
+include sharing the machine with N - 1 others.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
@@ -38,16 +42,18 @@ def main() -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--device", choices=("cpu", "cuda"))
+    parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     print("| file | device | verdict | exit | seconds | reason |\n| --- | --- | --- | --- | --- | --- |", flush=True)
     rows = []
-    for path in sorted(args.folder.glob("*/*.py")):
-        row = evaluate(path, args.device)
-        rows.append(row)
-        args.out.write_text(json.dumps(rows, indent=2))
-        reason = " ".join(row["reason"].split())[:160].replace("|", "/")
-        cells = [row["file"], row["device"], row["status"], str(row["exit_code"]), str(row["seconds"]), reason]
-        print("| " + " | ".join(cells) + " |", flush=True)
+    paths = sorted(args.folder.glob("*/*.py"))
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for row in pool.map(lambda path: evaluate(path, args.device), paths):  # in order, as each is ready
+            rows.append(row)
+            args.out.write_text(json.dumps(rows, indent=2))
+            reason = " ".join(row["reason"].split())[:160].replace("|", "/")
+            cells = [row["file"], row["device"], row["status"], str(row["exit_code"]), str(row["seconds"]), reason]
+            print("| " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

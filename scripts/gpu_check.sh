@@ -12,6 +12,7 @@
 #   probe       which sandbox steps keep CUDA working on this machine (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
+#   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
 #   fidelity    every Triton baseline by independent graph replay, against throughput's (or eval's) medians
@@ -59,6 +60,10 @@ sanitize_all() {
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
 }
 
+# The GPU's clocks, power and temperature every 200 ms for the whole call (clocks.csv in the tarball).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+  --format=csv,noheader -lms 200 > "$WORK/clocks.csv" 2>/dev/null &
+clock_logger=$!
 steps=${*:-build b2b probe env inputs reference calibrate sol timing throughput eval fidelity contest adversarial sanitize service leaderboard}
 first=${steps%% *}
 for step in $steps; do
@@ -72,12 +77,13 @@ for step in $steps; do
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
+    costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
       run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ;;
-    contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" ;;
+    contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" ;;
     sanitize) run_step sanitize sanitize_all ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
@@ -86,5 +92,8 @@ for step in $steps; do
     *) log "unknown step $step" ;;
   esac
 done
+kill "$clock_logger" 2>/dev/null
+log "== SM clock MHz over the call (min / median / max): $(cut -d, -f2 "$WORK/clocks.csv" | tr -dc '0-9\n' | \
+  sort -n | awk '{v[NR]=$1} END {if (NR) print v[1], "/", v[int((NR+1)/2)], "/", v[NR]}')"
 tar -czf "$OUT/results-$first.tar.gz" -C "$WORK" .
 log "== done: $OUT/results-$first.tar.gz"

@@ -6,6 +6,12 @@ replays the flushes alone. Per call: (first - second) / calls. Nothing of the ha
 worker or core is used, so an error in them cannot hide here. Files that cannot be captured in a
 graph (they allocate or synchronise) are reported as such.
 
+A second column times the same flushed calls with an event pair each, all queued behind one
+long sleep so that the GPU runs them back to back, busy throughout (raw: no overhead
+subtracted). Set beside the harness's raw time (its median plus the event overhead it
+subtracted), it separates what an event pair costs from what an idle GPU between timed calls
+costs.
+
     python3 scripts/graph_replay.py OUT.json [EVAL_JSON_DIR]
 
 With EVAL_JSON_DIR (the `harness eval --json` files of the same baselines), each shape's ratio
@@ -17,6 +23,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -42,7 +50,8 @@ def load(path: Path):
     return module.custom_kernel
 
 
-def per_call_us(kernel, problem: str, case: dict) -> float:
+def per_call_us(kernel, problem: str, case: dict) -> tuple[float, float]:
+    """(graph replay per call, median raw queued event time) in us."""
     reference = importlib.import_module(f"problems.{problem}.reference")
     inputs = [reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda") for i in range(POOL)]
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
@@ -53,7 +62,34 @@ def per_call_us(kernel, problem: str, case: dict) -> float:
 
     calls = [lambda data=data: flushed_call(data) for _ in range(ROUNDS) for data in inputs]
     flushes = [flush.zero_] * len(calls)
-    return graph_per_call_us(calls, REPLAYS) - graph_per_call_us(flushes, REPLAYS)
+    graph_us = graph_per_call_us(calls, REPLAYS) - graph_per_call_us(flushes, REPLAYS)
+    return graph_us, queued_events_us(kernel, inputs, flush)
+
+
+QUEUE_SLEEP_CYCLES = 20_000_000
+"""About 10 ms of torch.cuda._sleep: longer than the host takes to queue ROUNDS x POOL calls."""
+
+
+def queued_events_us(kernel, inputs: list, flush: torch.Tensor) -> float:
+    """Median raw event time of flushed calls queued back to back behind one long sleep."""
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(ROUNDS * len(inputs))]
+    torch.cuda.synchronize()
+    torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
+    for (start, end), data in zip(pairs, inputs * ROUNDS):
+        flush.zero_()
+        start.record()
+        kernel(data)
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) * 1e3 for start, end in pairs)
+
+
+def subtracted_overhead_us(record: dict) -> float | None:
+    """The event overhead the harness subtracted, as its timing method names it."""
+    match = re.search(r"minus ([0-9.]+) us", next((c["timing"]["method"] for c in record["cases"]
+                                                   if c.get("timing")), ""))
+    return float(match.group(1)) if match else None
 
 
 def main() -> int:
@@ -63,25 +99,30 @@ def main() -> int:
     for path in sorted(Path("submissions").glob("*/triton_*.py")):
         problem = path.parent.name
         kernel = load(path)
-        medians = {}
+        medians, overhead_us = {}, None
         if eval_dir and (eval_dir / f"{problem}__{path.stem}.json").is_file():
             record = json.loads((eval_dir / f"{problem}__{path.stem}.json").read_text())
             medians = {shape_text(c["case"]): c["timing"]["median_us"] for c in record["cases"]
                        if c["kind"] == "benchmark" and c.get("timing")}
+            overhead_us = subtracted_overhead_us(record)
         for case in load_task(problem).benchmarks:
             try:
-                graph = per_call_us(kernel, problem, case)
+                graph, queued = per_call_us(kernel, problem, case)
             except Exception as error:  # a file that cannot be captured is reported, not fatal
-                graph, note = None, f"not capturable: {type(error).__name__}: {str(error).splitlines()[0][:100]}"
+                graph = queued = None
+                note = f"not capturable: {type(error).__name__}: {str(error).splitlines()[0][:100]}"
             else:
                 note = ""
             harness_us = medians.get(shape_text(case))
             ratio = harness_us / graph if harness_us and graph else None
+            harness_raw = harness_us + overhead_us if harness_us and overhead_us is not None else None
             rows.append({"file": f"{problem}/{path.name}", "shape": shape_text(case), "graph_us": graph,
-                         "harness_us": harness_us, "ratio": ratio, "note": note})
+                         "queued_events_raw_us": queued, "harness_us": harness_us, "harness_raw_us": harness_raw,
+                         "ratio": ratio, "note": note})
             print(f"{problem}/{path.name} {shape_text(case)}: graph {graph and round(graph, 2)} us, "
-                  f"harness {harness_us and round(harness_us, 2)} us, ratio {ratio and round(ratio, 3)} {note}",
-                  flush=True)
+                  f"harness {harness_us and round(harness_us, 2)} us, ratio {ratio and round(ratio, 3)}; raw: "
+                  f"queued events {queued and round(queued, 2)} us, harness {harness_raw and round(harness_raw, 2)} "
+                  f"us {note}", flush=True)
     out.write_text(json.dumps(rows, indent=2))
     return 0
 

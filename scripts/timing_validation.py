@@ -68,16 +68,21 @@ def sealed_timer() -> timing.SealedTimer:
     return timer
 
 
-def timer_median_us(timer: CudaTimer | timing.SealedTimer, kernels: list, calls: int = 200) -> float:
-    samples = []
+def timer_median_us(timer: CudaTimer | timing.SealedTimer, kernels: list,
+                    calls: int = 200) -> tuple[float, int]:
+    """(median time, exposed calls): the core's calls follow the harness's sleep rule (QueuedSleep)."""
+    samples: list[float] = []
+    sleep = timing.QueuedSleep(MIN_QUEUED_SLEEP_US)
     for index in range(calls):
         kernel = kernels[index % len(kernels)]
         if isinstance(timer, timing.SealedTimer):
-            samples.append(timer.time_call(kernel, next(_call_index), 0, MIN_QUEUED_SLEEP_US)[1])
+            answer = timer.time_call(kernel, next(_call_index), 0, sleep.us)
+            if sleep.counts(answer[2], answer[4]):
+                samples.append(answer[1])
         else:
             _, elapsed_us, _ = timer.time_call(kernel, MIN_QUEUED_SLEEP_US)
             samples.append(elapsed_us())
-    return statistics.median(samples)
+    return statistics.median(samples), sleep.exposed
 
 
 def small_kernel_check(timer: CudaTimer | timing.SealedTimer) -> dict:
@@ -85,13 +90,14 @@ def small_kernel_check(timer: CudaTimer | timing.SealedTimer) -> dict:
     pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
     kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
     graph_us = graph_per_call_us(kernels[:GRAPH_CALLS])
-    timed_us = timer_median_us(timer, kernels)
+    timed_us, exposed = timer_median_us(timer, kernels)
     return {
         "kernel": "fp32 y = 2x, 3 MiB in, 3 MiB out, fresh buffers per call",
         "graph_replay_per_call_us": graph_us,
         "harness_us": timed_us,
         "harness_raw_us": timed_us + timer.overhead_us,
         "overhead_subtracted_us": timer.overhead_us,
+        "exposed_calls": exposed,
         "ratio": timed_us / graph_us,
         "goal": "within 5%",
         "ok": abs(timed_us / graph_us - 1) <= 0.05,
@@ -103,7 +109,7 @@ def copy_check(timer: CudaTimer | timing.SealedTimer, bandwidth_bytes_per_s: flo
     src, dst = torch.empty(size, dtype=torch.uint8, device="cuda"), torch.empty(size, dtype=torch.uint8, device="cuda")
     src.random_()
     flag = torch.zeros(1, device="cuda")  # the output the core copies back: not the 1 GiB buffer
-    timed_us = timer_median_us(timer, [lambda: (dst.copy_(src), flag)[1]], calls=20)
+    timed_us, _ = timer_median_us(timer, [lambda: (dst.copy_(src), flag)[1]], calls=20)
     expected_us = 2 * size / bandwidth_bytes_per_s * 1e6
     return {
         "kernel": "1 GiB device-to-device copy (2 GiB moved)",
@@ -129,14 +135,20 @@ def sleep_sweep(timer: CudaTimer | timing.SealedTimer) -> dict:
     rows = {}
     for sleep_us in (20.0, 100.0, 1000.0):
         samples = {"small": [], "nothing": []}
+        exposed, host = {"small": 0, "nothing": 0}, {"small": [], "nothing": []}
         for index in range(60):
             for name, kernel in (("small", kernels[index % POOL]), ("nothing", lambda: idle)):
                 if isinstance(timer, timing.SealedTimer):
-                    samples[name].append(timer.time_call(kernel, next(_call_index), 0, sleep_us)[1])
+                    answer = timer.time_call(kernel, next(_call_index), 0, sleep_us)
+                    samples[name].append(answer[1])
+                    exposed[name] += answer[4]
+                    host[name].append(answer[2])
                 else:
                     _, elapsed_us, _ = timer.time_call(kernel, sleep_us)
                     samples[name].append(elapsed_us())
-        rows[f"sleep_{sleep_us:g}_us"] = {name: statistics.median(v) for name, v in samples.items()}
+        rows[f"sleep_{sleep_us:g}_us"] = {**{name: statistics.median(v) for name, v in samples.items()},
+                                          **{f"{name}_exposed": count for name, count in exposed.items()},
+                                          **{f"{name}_host_us": statistics.median(v) for name, v in host.items() if v}}
     return rows
 
 

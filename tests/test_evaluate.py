@@ -171,3 +171,41 @@ def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_subm
     assert outcome.status == status and session.timed_loops == loops
     if status == Status.HARNESS_FAULT:
         assert "nothing is blamed on the submission" in outcome.reason
+
+
+class _ExposingSession(_RecheckingSession):
+    """Timed calls (not the warm-up) launch for 300 us: exposed until the queued sleep outlasts that."""
+
+    def __init__(self, reference, always=False):
+        super().__init__(reference, [(2.5, 2.5, 0.1)])
+        self.always = always
+
+    def call(self, case, sleep_us, stage, timeout_s, plain=False):
+        output = super().call(case, sleep_us, stage, timeout_s, plain)
+        if stage != "a timed call":
+            return output
+        output.host_us = 300.0
+        output.exposed = self.always or sleep_us < 300.0
+        output.time_us = 999.0 if output.exposed else 5.0
+        return output
+
+
+@pytest.mark.parametrize("always", [False, True])
+def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spent(always):
+    from harness import timing
+    from harness.evaluation import Evaluation
+
+    task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
+    baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
+    evaluation = Evaluation(task, baseline, "benchmark", "cpu", None, None, as_progress(None), {"type": "cpu"})
+    session = _ExposingSession(evaluation.reference, always)
+    try:
+        outcome = evaluation.run_benchmark(session, dict(task.cpu_tests[0]))
+    finally:
+        evaluation.close()
+    assert outcome.status == Status.PASSED and outcome.queued_sleep_us >= 620.0  # 2 x 300 us + the floor
+    if always:  # a call that waits for the GPU inside: exposed at any sleep, accepted after the retries
+        assert outcome.exposed_calls > timing.EXPOSED_RETRIES and outcome.timing.max_us == 999.0
+    else:
+        assert outcome.exposed_calls == 1 and outcome.timing.max_us == 5.0
+    assert "exposed" in outcome.reason and set(outcome.overhead_split_ms) == {"worker", "inputs", "check"}

@@ -35,10 +35,11 @@ def core():
 
 def _received(answer):
     """What the parent gets: header and tensors, through the real wire format."""
-    _, time_us, _host_us, unfinished, _structure, views, mac, _ = answer
+    _, time_us, _host_us, unfinished, exposed, _structure, views, mac, _ = answer
     parts = [(protocol.storage_entry(str(d), s, st, o, p), p) for d, s, st, o, p in views]
     read_fd, write_fd = os.pipe()
-    protocol.send(write_fd, {"op": "output", "time_us": time_us, "unfinished": unfinished, "mac": mac.hex()},
+    protocol.send(write_fd, {"op": "output", "time_us": time_us, "unfinished": unfinished, "exposed": exposed,
+                                   "mac": mac.hex()},
                   parts=parts)
     os.close(write_fd)
     header, tensors = protocol.receive(read_fd)
@@ -75,10 +76,13 @@ def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):
     assert torch.equal(tensors[0], data.t() * 2) and torch.equal(tensors[1], data[:1])
 
 
-@pytest.mark.parametrize("tamper", ["time", "output", "index", "seed", "mac", "no_mac", "unfinished"])
+TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "exposed"]
+
+
+@pytest.mark.parametrize("tamper", TAMPERS)
 def test_any_change_breaks_the_seal(core, tamper):
     key, timer = core
-    index = 100 + ["time", "output", "index", "seed", "mac", "no_mac", "unfinished"].index(tamper)
+    index = 100 + TAMPERS.index(tamper)
     header, tensors = _received(timer.time_call(torch.ones(2, 3), index, 7, 0.0))
     expected_index, seed = index, 7
     if tamper == "time":
@@ -93,8 +97,8 @@ def test_any_change_breaks_the_seal(core, tamper):
         header["mac"] = bytes(32).hex()
     elif tamper == "no_mac":
         del header["mac"]
-    else:
-        header["unfinished"] = not header["unfinished"]
+    else:  # a flag flipped: unfinished work hidden, or an exposed time passed off as clean
+        header[tamper] = not header[tamper]
     with pytest.raises(seal.SealBroken):
         seal.verify_call(key, expected_index, seed, timer.overhead_us, header, tensors)
 

@@ -33,6 +33,7 @@ int load_driver(void) {
         {(void **)&cu.EventCreate, {"cuEventCreate", NULL}},
         {(void **)&cu.EventRecord, {"cuEventRecord", NULL}},
         {(void **)&cu.EventSynchronize, {"cuEventSynchronize", NULL}},
+        {(void **)&cu.EventQuery, {"cuEventQuery", NULL}},
         {(void **)&cu.EventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
         {(void **)&cu.ModuleLoadData, {"cuModuleLoadData", NULL}},
         {(void **)&cu.ModuleGetFunction, {"cuModuleGetFunction", NULL}},

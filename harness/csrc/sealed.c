@@ -3,8 +3,8 @@
  * Everything that decides a time lives in this file's static memory: the per-run key (read from
  * a pipe the parent wrote, then closed), the L2 flush buffer, the events, the sleep kernel, the
  * measured event overhead and the submission's bound custom_kernel. Python receives only
- * finished results: (time, output bytes, MAC over call index, seed, time, overhead, unfinished
- * flag and output digest). See docs/security.md for what this does and does not stop. */
+ * finished results: (time, output bytes, MAC over call index, seed, time, overhead, the unfinished
+ * and exposed flags and output digest). See docs/security.md for what this does and does not stop. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -265,7 +265,7 @@ static int start_timing(double sleep_us) {
     return 0;
 }
 
-static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_us) {
+static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_us, int exposed) {
     output_view views[MAX_OUTPUTS] = {{0}};
     PyObject *items, *structure, *outputs = NULL, *answer = NULL;
     int count, unfinished = 0, modes;
@@ -294,11 +294,12 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     if (copy_outputs(views, count, total, &unfinished)) goto done;
     if (on_gpu && cuda_failed(cu.EventElapsedTime(&ms, start_event, end_event), "cuEventElapsedTime")) goto done;
     double time_us = on_gpu ? ms * 1e3 - overhead_us : host_us;
-    uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 32];
+    uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 1 + 32];
     digest_outputs(views, count, host_copy[0], digest);
     memcpy(message, "call:", 5);
     memcpy(message + 5, &index, 8); memcpy(message + 13, &seed, 8); memcpy(message + 21, &time_us, 8);
-    memcpy(message + 29, &overhead_us, 8); message[37] = (uint8_t)unfinished; memcpy(message + 38, digest, 32);
+    memcpy(message + 29, &overhead_us, 8); message[37] = (uint8_t)unfinished; message[38] = (uint8_t)exposed;
+    memcpy(message + 39, digest, 32);
     hmac_sha256(key, KEY_BYTES, message, sizeof message, mac);
     if (!(outputs = PyList_New(count))) goto done;
     size_t at = 0;
@@ -309,8 +310,8 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
         PyList_SET_ITEM(outputs, i, entry);
         at += views[i].nbytes;
     }
-    answer = Py_BuildValue("(sddOOOy#O)", "ok", time_us, host_us, unfinished ? Py_True : Py_False, structure, outputs,
-                           (const char *)mac, (Py_ssize_t)32, result);
+    answer = Py_BuildValue("(sddOOOOy#O)", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
+                           exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result);
 done:
     for (int i = 0; i < count && i < MAX_OUTPUTS; i++) {
         Py_XDECREF(views[i].dtype); Py_XDECREF(views[i].shape); Py_XDECREF(views[i].stride);
@@ -336,9 +337,13 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     double host_start = now_us();
     result = PyObject_CallOneArg(kernel, data);
     host_us = now_us() - host_start;
+    /* Exposed: the GPU reached the start event before the host had queued the whole call, so the
+     * queued sleep ran out and host time may lie between the events. The parent discards such a
+     * time and asks again with a longer sleep. */
+    int exposed = on_gpu && cu.EventQuery(start_event) == 0;
     if (on_gpu && cuda_failed(cu.EventRecord(end_event, stream), "end event")) { busy = 0; Py_XDECREF(result); return NULL; }
     if (!result) { busy = 0; return NULL; }
-    answer = seal_call(index, seed, result, host_us);
+    answer = seal_call(index, seed, result, host_us, exposed);
     busy = 0;
     Py_DECREF(result);
     return answer;

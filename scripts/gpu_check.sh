@@ -17,7 +17,8 @@
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
 #   fidelity    every Triton baseline by independent graph replay, against throughput's (or eval's) medians
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
-#   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks)
+#   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
+#               ADVERSARIAL_PART=K/N runs one N-th of them
 #   sanitize    the planted defects and the baselines under compute-sanitizer
 #   service     baselines through a local submission service vs harness eval (SERVICE_FILES)
 #   leaderboard the ranked leaderboard over submissions/
@@ -84,7 +85,8 @@ for step in $steps; do
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
       run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
-    adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" ;;
+    adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" \
+                   --part "${ADVERSARIAL_PART:-1/1}" ;;
     sanitize) run_step sanitize sanitize_all ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;

@@ -1,7 +1,8 @@
 """How fast a ranked evaluation is: every shipped Triton baseline in leaderboard mode (GPU only).
 
 Per file: the wall time of the whole `harness eval --mode leaderboard` process (worker start,
-import and JIT included), and per benchmark shape the timed calls and the harness's own time per
+import and JIT included; its output, each line stamped with the seconds since the start, in
+OUT_DIR/<file>.log), and per benchmark shape the timed calls and the harness's own time per
 timed call (`overhead_ms`: everything but the call's measured time). Goals (issue 14): under 10 s
 per file with at least 100 timed calls per shape, under 10 ms of harness time per call.
 
@@ -18,6 +19,15 @@ import time
 from pathlib import Path
 
 
+def timeline(log: Path, started: float, command: list[str]) -> int:
+    """Run the command; every line it prints goes to ``log`` stamped with seconds since ``started``."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run, \
+            log.open("w") as handle:
+        for line in run.stdout:
+            handle.write(f"{time.perf_counter() - started:7.2f} {line}")
+    return run.returncode
+
+
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -28,13 +38,13 @@ def main() -> int:
     for path in files:
         record_path = out / f"{path.parent.name}__{path.stem}.json"
         started = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "harness", "eval", str(path), "--mode", "leaderboard",
-                              "--secret-seed-file", str(secret), "--json", str(record_path)],
-                             capture_output=True, text=True, timeout=600)
+        exit_code = timeline(out / f"{path.parent.name}__{path.stem}.log", started,
+                             [sys.executable, "-m", "harness", "eval", str(path), "--mode", "leaderboard",
+                              "--secret-seed-file", str(secret), "--json", str(record_path)])
         wall_s = time.perf_counter() - started
         record = json.loads(record_path.read_text()) if record_path.is_file() else {"cases": []}
         timed = [c for c in record["cases"] if c["kind"] == "benchmark" and c.get("timing")]
-        row = {"file": f"{path.parent.name}/{path.name}", "exit_code": run.returncode, "wall_s": round(wall_s, 1),
+        row = {"file": f"{path.parent.name}/{path.name}", "exit_code": exit_code, "wall_s": round(wall_s, 1),
                "rankable": record.get("rankable"), "runs": [c["timing"]["runs"] for c in timed],
                "overhead_ms": [round(c["overhead_ms"], 2) for c in timed if c.get("overhead_ms") is not None],
                "overhead_split_ms": [c.get("overhead_split_ms") for c in timed],

@@ -1,7 +1,10 @@
 """Run the adversarial suite on a CUDA machine: every gpu row, and the cpu rows too, on the GPU.
 
     python tests/adversarial/run_gpu.py OUT.json [--only TEXT] [--cpu-rows cuda|cpu|both|none]
-                                                 [--timeout-scale X]
+                                                 [--timeout-scale X] [--part K/N]
+
+--part K/N runs every N-th row starting at the K-th (1-based), plus the honest twins those rows
+are held against, so that the suite can be split across device calls of limited length.
 
 Prints expected against observed for each row as it finishes, then the whole table (markdown),
 and writes the table as JSON to OUT.json. Exit status 0 when every row that ran got its verdict.
@@ -38,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-rows", choices=("cuda", "cpu", "both", "none"), default="cuda",
                         help="where the cpu rows run (default: on the GPU, like the gpu rows)")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every stage limit")
+    parser.add_argument("--part", default="1/1", help="K/N: run rows K, K+N, K+2N, ... of the plan (1-based)")
     args = parser.parse_args(argv)
+    part, parts = (int(v) for v in args.part.split("/"))
 
     info = device_info()
     if not info["cuda"]:
@@ -52,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             plan += [(row, device) for device in {"cuda": ["cuda"], "cpu": ["cpu"], "both": ["cuda", "cpu"],
                                                   "none": []}[args.cpu_rows]]
+    chosen = plan[part - 1::parts]
+    twins = {row.twin for row, _ in chosen if row.twin}
+    plan = [entry for entry in plan if entry[0].file in twins and entry not in chosen] + chosen
     observed: dict[str, dict[str, Observed]] = {"cuda": {}, "cpu": {}}
     failures = 0
     for index, (row, device) in enumerate(plan, 1):

@@ -26,12 +26,15 @@ class Signature:
     needs: str
     why: str
     applies: str  # "gpu_below_sm100", "cpu" or "anywhere"
-    source_hint: str | None = None  # a word the submission's source must contain as well
+    source_hint: str | None = None  # a pattern the submission's source must contain as well
 
 
 def _sig(pattern: str, needs: str, why: str, applies: str, source_hint: str | None = None) -> Signature:
     return Signature(re.compile(pattern, re.IGNORECASE), needs, why, applies, source_hint)
 
+
+BLACKWELL_SOURCE = r"tcgen05|sm_10[03]a?\b|Sm100|e2m1x2|_scaled_mm\("
+"""Tell-tales in a file's source that it needs Blackwell even where the error only says 'no GPU'."""
 
 SIGNATURES = (
     _sig(r"expects arch to be one of \[Arch\.sm_10|sm_10[03]a?\b.*(only|required|expect)", BLACKWELL,
@@ -39,6 +42,10 @@ SIGNATURES = (
     _sig(r"e2m1x2.*not supported on \.target|not supported on \.target 'sm_[0-9]+a?'", BLACKWELL,
          "its PTX uses instructions that need sm_100a (cvt ... e2m1x2)", "gpu_below_sm100"),
     _sig(r"\btcgen05|\bUMMA\b|\bTMEM\b", BLACKWELL, "it uses tcgen05 tensor-memory MMA", "gpu_below_sm100"),
+    # Seen on an H100 (docs/results.md, run 7): CUDA C++ or Triton built for sm_100a fails to build or load.
+    _sig(r"no kernel image is available|Error building extension|PTXAS error|ptxas (fatal|error)", BLACKWELL,
+         "its CUDA code is built for sm_100a, and it cannot build or load on this GPU", "gpu_below_sm100",
+         BLACKWELL_SOURCE),
     _sig(r"CUBLAS_STATUS_NOT_SUPPORTED", BLACKWELL,
          "cuBLAS has no NVFP4 matmul below sm_100 (fp4 torch._scaled_mm)", "gpu_below_sm100", "_scaled_mm"),
     _sig(r"Invalid scaling configuration", BLACKWELL,
@@ -59,9 +66,6 @@ SIGNATURES = (
     _sig(r"module 'cutlass[\w.]*' has no attribute", "the CuTe DSL release it was written for",
          "the installed nvidia-cutlass-dsl lacks a name it uses", "anywhere"),
 )
-
-BLACKWELL_SOURCE = re.compile(r"tcgen05|sm_10[03]a?\b|Sm100|e2m1x2|_scaled_mm\(")
-"""Tell-tales in a file's source that it needs Blackwell even where the error only says 'no GPU'."""
 
 INSTEAD = {
     (BLACKWELL, "cpu"): "nothing of this file runs here: check a portable torch or Triton version on the CPU, "
@@ -95,11 +99,11 @@ def diagnose(reason: str, source: str, device: Mapping[str, Any]) -> str | None:
     for signature in SIGNATURES:
         if not signature.pattern.search(reason) or not _applies(signature, device):
             continue
-        if signature.source_hint and signature.source_hint not in source:
+        if signature.source_hint and not re.search(signature.source_hint, source):
             continue
         kind = "cuda" if device.get("type") == "cuda" else "cpu"
         needs, why = signature.needs, signature.why
-        if needs == ANY_GPU and BLACKWELL_SOURCE.search(source):
+        if needs == ANY_GPU and re.search(BLACKWELL_SOURCE, source):
             needs, why = BLACKWELL, f"{why}, and its source targets sm_100 (tcgen05, e2m1x2 or fp4 _scaled_mm)"
         instead = INSTEAD.get((needs, kind), "pip install -e '.[cute]' where the harness runs")
         return f"needs {needs}: {why}; {machine_text(device)}; instead: {instead}"

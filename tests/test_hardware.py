@@ -35,6 +35,15 @@ PTXAS = "ptxas fatal: Instruction 'cvt with .e2m1x2' not supported on .target 's
          "needs an sm_100 (Blackwell) GPU"),
         ("AttributeError: module 'cutlass.cute.arch' has no attribute 'ProxyKind'", "import cutlass", CPU,
          "needs the CuTe DSL release it was written for"),
+        # Real contest files on an H100 (docs/results.md, run 7): sm_100a CUDA C++ and Triton PTX.
+        ("RuntimeError: no kernel image is available for execution on the device (at v4_2.py:912)",
+         'extra_cuda_cflags=["-arch=sm_100a"]', H100, "needs an sm_100 (Blackwell) GPU"),
+        ("AcceleratorError: CUDA error: no kernel image is available for execution on the device",
+         "-gencode=arch=compute_100a,code=sm_100a", H100, "needs an sm_100 (Blackwell) GPU"),
+        ("RuntimeError: Error building extension 'nvfp4_gemm_sm100_ptx': [1/3] /usr/local/cuda/bin/nvcc",
+         "tcgen05.mma.cta_group::1", H100, "needs an sm_100 (Blackwell) GPU"),
+        ("PTXASError: PTXAS error: Internal Triton PTX codegen error (at compiler.py:529)",
+         'tl.inline_asm_elementwise("cvt.rn.f16x2.e2m1x2 $0, $1;"', H100, "needs an sm_100 (Blackwell) GPU"),
     ],
 )
 def test_known_lines_name_what_is_needed_and_this_machine(reason, source, device, needs):
@@ -52,6 +61,9 @@ def test_known_lines_name_what_is_needed_and_this_machine(reason, source, device
         ("InterpreterError: AssertionError('')", "tl.load(", CPU),  # no inline PTX: a real bug
         ("AssertionError: Torch not compiled with CUDA enabled", "", H100),
         ("RuntimeError: index out of range", "", CPU),
+        # A file that is not Blackwell code: its build error or missing image is its own bug.
+        ("RuntimeError: Error building extension 'gemv': error: expected a ';'", "load_inline(", H100),
+        ("RuntimeError: no kernel image is available for execution on the device", "-arch=sm_100a", B200),
     ],
 )
 def test_other_failures_stay_the_submissions(reason, source, device):

@@ -4,9 +4,10 @@
 # medians to $OUT/cluster_scaling.json, with the 2-GPU/1-GPU ratio and the median agreement.
 #
 # Usage (on a host with 2 identical GPUs): OUT=/tmp/out bash scripts/cluster_scaling.sh
-# Without dask installed: carry the wheels in .whl/ (README: Running on a cluster); they are
-# installed into /tmp/site first. COPIES (default 2) copies of every shipped baseline, each with
-# its own comment line (so its own sha256), make the submissions: 8 files per copy.
+# Without dask installed: carry the wheels in .whl-dask/ (README: Running on a cluster); they are
+# installed into /tmp/site first. COPIES (default 2) copies of every shipped baseline of PROBLEMS
+# (default all four) matching PATTERNS (default "triton_*.py cute_*.py"), each with its own
+# comment line (so its own sha256), make the submissions.
 set -euo pipefail
 OUT=${OUT:-/tmp/cluster_scaling}
 COPIES=${COPIES:-2}
@@ -17,14 +18,14 @@ python3 -c "import distributed" 2>/dev/null || source scripts/carried_wheels.sh
 export NVFP4_SECRET_SEED=${NVFP4_SECRET_SEED:-20261123}
 
 WORK=$(mktemp -d)
-for problem in nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm; do
+for problem in ${PROBLEMS:-nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm}; do
   mkdir -p "$WORK/submissions/$problem"
-  for file in submissions/$problem/triton_*.py submissions/$problem/cute_*.py; do
+  for pattern in ${PATTERNS:-triton_*.py cute_*.py}; do for file in submissions/$problem/$pattern; do
     [ -e "$file" ] || continue
     for copy in $(seq 1 "$COPIES"); do
       { cat "$file"; echo "# copy $copy for the scaling run"; } > "$WORK/submissions/$problem/$(basename "$file" .py)_$copy.py"
     done
-  done
+  done; done
 done
 echo "$(find "$WORK/submissions" -name '*.py' | wc -l) submissions in $WORK/submissions"
 

@@ -8,5 +8,6 @@ for wheels in .whl .whl-dask .whl-service; do
   fi
 done
 # The CuTe DSL wheel reaches its package through a .pth file, which PYTHONPATH entries ignore.
-[ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] \
-  && export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/python_packages"
+if [ -d /tmp/site/nvidia_cutlass_dsl/python_packages ]; then  # (an if: sourcing under set -e must not fail)
+  export PYTHONPATH="$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/python_packages"
+fi

@@ -56,7 +56,10 @@ def _classify(error: BaseException) -> SubmissionError:
     text = f"{type(error).__name__}: {error}".strip()
     if isinstance(error, torch.OutOfMemoryError) or ("out of memory" in text.lower() and "cuda" in text.lower()):
         return SubmissionError("cuda_error", f"CUDA out of memory: {text.splitlines()[0]}")
-    if "CUDA error" in text or "cudaError" in text or type(error).__name__ == "AcceleratorError":
+    # The timing core's own driver calls fail with "CUDA driver: ... (700: an illegal memory access ...)"
+    # when the submission's kernel faulted: the fault is the submission's, seen at the end event.
+    if ("CUDA error" in text or "cudaError" in text or "CUDA driver:" in text
+            or type(error).__name__ == "AcceleratorError"):
         return SubmissionError("cuda_error", text.splitlines()[0])
     if isinstance(error, SyntaxError):
         return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "

@@ -68,3 +68,15 @@ def test_known_lines_name_what_is_needed_and_this_machine(reason, source, device
 )
 def test_other_failures_stay_the_submissions(reason, source, device):
     assert diagnose(reason, source, device) is None
+
+
+@pytest.mark.parametrize(("error", "kind"), [
+    (RuntimeError("CUDA driver: end event failed (700: an illegal memory access was encountered)"), "cuda_error"),
+    (RuntimeError("CUDA error: an illegal memory access was encountered"), "cuda_error"),
+    (RuntimeError("index out of range"), "crashed"),
+])
+def test_a_fault_seen_by_the_timing_core_is_a_cuda_error(error, kind):
+    """The core's driver calls report the submission's kernel fault (H100, docs/results.md run 7)."""
+    from harness.worker import _classify
+
+    assert _classify(error).kind == kind

@@ -30,8 +30,11 @@ import functools
 import hashlib
 import itertools
 import math
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -126,9 +129,22 @@ TRITON_BLOCK_WORDS = 1024
 """Words per Triton program (8 per thread at 4 warps)."""
 
 
+def writable_triton_cache() -> None:
+    """Triton compiles into ~/.triton/cache; where that cannot be written (an evaluator run as a user
+    other than HOME's owner: seen on the H100), point TRITON_CACHE_DIR at a private temporary folder."""
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return
+    folder = Path(os.environ.get("TRITON_HOME") or Path.home()) / ".triton"
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK):
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="nvfp4-triton-")
+
+
 @functools.cache
 def _triton_kernels():
     """The fused hash and scale-code kernels, built lazily; None where triton cannot be imported."""
+    writable_triton_cache()
     try:
         import triton
         import triton.language as tl

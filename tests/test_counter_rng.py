@@ -14,6 +14,7 @@ import importlib.util
 import itertools
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -265,3 +266,20 @@ def test_triton_kernels_equal_the_torch_definition():
     for (lo, hi, words), (dtype, got) in zip(ranges, result["codes"], strict=True):
         expected = rng.ScaleTable.build(lo, hi).codes(torch.tensor(words, dtype=torch.int32))
         assert dtype == "torch.uint8" and got == digest(expected), f"scale range [{lo}, {hi}]"
+
+
+@pytest.mark.parametrize("writable", [True, False])
+def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, writable):
+    """An evaluator run as another user than HOME's owner (the H100's unprivileged row) still compiles."""
+    from problems import counter_rng
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path / "not" / "made"))
+    checked = []
+    monkeypatch.setattr(counter_rng.os, "access", lambda path, mode: checked.append(Path(path)) or writable)
+    counter_rng.writable_triton_cache()
+    assert checked == [tmp_path]  # the nearest folder that exists
+    if writable:
+        assert "TRITON_CACHE_DIR" not in os.environ
+    else:
+        assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()

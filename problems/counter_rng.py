@@ -135,9 +135,13 @@ def writable_triton_cache() -> None:
     if os.environ.get("TRITON_CACHE_DIR"):
         return
     folder = Path(os.environ.get("TRITON_HOME") or Path.home()) / ".triton"
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    if not os.access(folder, os.W_OK):
+    try:  # a HOME of another user may not even be searchable: stat raises there
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent
+        writable = os.access(folder, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="nvfp4-triton-")
 
 

@@ -283,3 +283,15 @@ def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, w
         assert "TRITON_CACHE_DIR" not in os.environ
     else:
         assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()
+
+
+def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeypatch):
+    from problems import counter_rng
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setattr(counter_rng.Path, "exists", refuse)
+    counter_rng.writable_triton_cache()
+    assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.utils._device import DeviceContext
 
-from harness import contest_modules, protocol, sandbox, timing
+from harness import contest_modules, extension_arch, protocol, sandbox, timing
 from harness.integrity import IntegrityGuard
 
 
@@ -150,6 +150,8 @@ class Worker:
             if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
                 self.device = torch.device("cuda", torch.cuda.current_device())
             torch.cuda.set_device(self.device)
+            major, minor = torch.cuda.get_device_capability(self.device)
+            extension_arch.install(10 * major + minor)  # sm_100a-only extensions fail before nvcc runs
         self.reference = importlib.import_module(request["reference_module"])
         contest_modules.install(self.reference, Path(request["task_py"]))
         self.timer = self._make_timer()

@@ -132,6 +132,20 @@ def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeyp
     assert "\n" not in result.reason
 
 
+def _benchmark_against(make_session):
+    """One CPU benchmark case of the GEMV baseline driven against a scripted worker stand-in."""
+    from harness.evaluation import Evaluation
+
+    task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
+    baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
+    evaluation = Evaluation(task, baseline, "benchmark", "cpu", None, None, as_progress(None), {"type": "cpu"})
+    session = make_session(evaluation.reference)
+    try:
+        return evaluation.run_benchmark(session, dict(task.cpu_tests[0])), session
+    finally:
+        evaluation.close()
+
+
 class _RecheckingSession:
     """A worker stand-in: right answers at a fixed time, and a scripted overhead recheck."""
 
@@ -158,16 +172,7 @@ class _RecheckingSession:
     ([(2.5, 4.0, 0.1), (4.0, 6.0, 0.1)], Status.HARNESS_FAULT, 2),  # moved twice: the harness's fault
 ])
 def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(drifts, status, loops):
-    from harness.evaluation import Evaluation
-
-    task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
-    baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
-    evaluation = Evaluation(task, baseline, "benchmark", "cpu", None, None, as_progress(None), {"type": "cpu"})
-    session = _RecheckingSession(evaluation.reference, drifts)
-    try:
-        outcome = evaluation.run_benchmark(session, dict(task.cpu_tests[0]))
-    finally:
-        evaluation.close()
+    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, drifts))
     assert outcome.status == status and session.timed_loops == loops
     if status == Status.HARNESS_FAULT:
         assert "nothing is blamed on the submission" in outcome.reason
@@ -193,16 +198,8 @@ class _ExposingSession(_RecheckingSession):
 @pytest.mark.parametrize("always", [False, True])
 def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spent(always):
     from harness import timing
-    from harness.evaluation import Evaluation
 
-    task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
-    baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
-    evaluation = Evaluation(task, baseline, "benchmark", "cpu", None, None, as_progress(None), {"type": "cpu"})
-    session = _ExposingSession(evaluation.reference, always)
-    try:
-        outcome = evaluation.run_benchmark(session, dict(task.cpu_tests[0]))
-    finally:
-        evaluation.close()
+    outcome, _ = _benchmark_against(lambda reference: _ExposingSession(reference, always))
     assert outcome.status == Status.PASSED and outcome.queued_sleep_us >= 620.0  # 2 x 300 us + the floor
     if always:  # a call that waits for the GPU inside: exposed at any sleep, accepted after the retries
         assert outcome.exposed_calls > timing.EXPOSED_RETRIES and outcome.timing.max_us == 999.0

@@ -38,16 +38,17 @@ class ProtocolError(Exception):
     """The result channel carried something the harness did not send or expect."""
 
 
-def _read_exact(fd: int, size: int) -> bytes:
-    chunks = []
-    remaining = size
-    while remaining:
-        chunk = os.read(fd, min(remaining, 1 << 24))
-        if not chunk:
+def _read_exact(fd: int, size: int) -> bytearray:
+    """``size`` bytes read straight into one buffer (tensors are then built on it, no further copy)."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        count = os.readv(fd, [view[got:]])
+        if not count:
             raise EOFError("the worker closed the result channel")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        got += count
+    return buffer
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -73,21 +74,26 @@ def storage_entry(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], o
             "nbytes": len(payload)}
 
 
-def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes) -> torch.Tensor:
+def _writable(payload: bytes | bytearray) -> bytearray:
+    """A buffer torch.frombuffer can share: received payloads already are one (no copy)."""
+    return payload if isinstance(payload, bytearray) else bytearray(payload)
+
+
+def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes | bytearray) -> torch.Tensor:
     itemsize = torch.empty((), dtype=dtype).element_size()
     if len(payload) % itemsize:
         raise ProtocolError(f"a {len(payload)}-byte storage cannot hold {entry['dtype']} elements")
     shape, stride = [int(s) for s in entry["shape"]], [int(s) for s in entry["stride"]]
     if len(shape) != len(stride) or any(s < 0 for s in shape + stride) or int(entry["offset"]) < 0:
         raise ProtocolError("a storage entry with a bad shape, stride or offset")
-    storage = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
+    storage = torch.frombuffer(_writable(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
     try:
         return storage.view(dtype).as_strided(shape, stride, int(entry["offset"]))
     except RuntimeError as error:
         raise ProtocolError(f"a view outside its storage ({str(error).splitlines()[0]})") from None
 
 
-def tensor_from_wire(entry: dict[str, Any], payload: bytes) -> torch.Tensor | str:
+def tensor_from_wire(entry: dict[str, Any], payload: bytes | bytearray) -> torch.Tensor | str:
     """Rebuild a tensor, or return a description of why it cannot be one of ours."""
     dtype = WIRE_DTYPES.get(entry.get("dtype", ""))
     if dtype is None:
@@ -103,7 +109,7 @@ def tensor_from_wire(entry: dict[str, Any], payload: bytes) -> torch.Tensor | st
         raise ProtocolError(f"tensor of shape {shape} and dtype {entry['dtype']} cannot have {len(payload)} bytes")
     if count == 0:
         return torch.empty(shape, dtype=dtype)
-    raw = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
+    raw = torch.frombuffer(_writable(payload), dtype=torch.uint8)
     return raw.view(dtype).reshape(shape)
 
 

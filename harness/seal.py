@@ -37,9 +37,10 @@ def new_key_pipe() -> tuple[bytes, int]:
     return key, read_fd
 
 
-def _storage_bytes(tensor: torch.Tensor) -> bytes:
+def _storage_bytes(tensor: torch.Tensor) -> memoryview:
+    """The tensor's whole storage as bytes, without a copy (hashlib reads the buffer in place)."""
     storage = torch.empty(0, dtype=torch.uint8).set_(tensor.untyped_storage())
-    return storage.numpy().tobytes()
+    return memoryview(storage.numpy())
 
 
 def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:

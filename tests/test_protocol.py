@@ -72,3 +72,20 @@ def test_closed_channel_is_eof(pipe):
     os.close(write_fd)
     with pytest.raises(EOFError):
         protocol.receive(read_fd)
+
+
+def test_the_result_pipe_is_widened_as_far_as_the_kernel_allows():
+    """Fewer wake-ups per multi-MB output (8 MiB: 13.5 -> 8.3 ms on the CPU machine)."""
+    import fcntl
+    from pathlib import Path
+
+    from harness.runner import PIPE_BYTES, _widen_pipe
+
+    read_fd, write_fd = os.pipe()
+    try:
+        _widen_pipe(write_fd)
+        ceiling = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        assert fcntl.fcntl(write_fd, fcntl.F_GETPIPE_SZ) >= min(PIPE_BYTES, ceiling)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)

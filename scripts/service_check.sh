@@ -3,7 +3,8 @@
 # Usage (through the device tool): bash scripts/service_check.sh   (EVAL_FILES narrows the files;
 # DEVICE=cpu for a dry run of the script on a machine without a GPU)
 # Where fastapi/uvicorn are missing, carry their wheels in .whl-service/ (docs/service.md says how).
-# Both sides run leaderboard mode with one secret seed (random, kept outside $OUT), so they time the
+# Both sides run MODE (default leaderboard; benchmark is what `make eval` runs, and is quicker for the
+# slow torch_reference baselines) with one secret seed (random, kept outside $OUT), so they time the
 # same inputs; scripts/service_compare.py writes $OUT/compare.md and exits 1 when a verdict differs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +31,10 @@ for _ in $(seq 120); do get "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; 
 for file in ${EVAL_FILES:-submissions/*/*.py}; do
   name=$(basename "$(dirname "$file")")__$(basename "$file" .py)
   echo "== $name: harness eval, then harness submit ($(date -u +%FT%TZ))"
-  python3 -m harness eval "$file" --mode leaderboard --device "${DEVICE:-cuda}" --secret-seed-file "$WORK/secret" \
+  python3 -m harness eval "$file" --mode "${MODE:-leaderboard}" --device "${DEVICE:-cuda}" --secret-seed-file "$WORK/secret" \
     --json "$OUT/local/$name.json" > "$OUT/local/$name.txt" 2>&1
   echo "   eval exit $?"
-  python3 -m harness submit "$file" --mode leaderboard --server "http://127.0.0.1:$PORT" --token "$TOKEN" \
+  python3 -m harness submit "$file" --mode "${MODE:-leaderboard}" --server "http://127.0.0.1:$PORT" --token "$TOKEN" \
     --json "$OUT/service/$name.json" > "$OUT/service/$name.txt" 2>&1
   echo "   submit exit $?"
 done

@@ -9,7 +9,8 @@
 #   calibrate   this GPU's measured copy bandwidth and matmul rate; sol: the speed-of-light tables
 #   build       compile the timing core (harness._sealed) in place
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
-#   probe       which sandbox steps keep CUDA working on this machine (scripts/sandbox_probe.py)
+#   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
+#               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)

@@ -3,6 +3,11 @@
 Each protection alone, then all together, in a fresh child process that afterwards initializes
 CUDA and runs one kernel. Prints one line per variant and writes them as JSON.
 
+Each child also opens, through the driver (cuIpcOpenMemHandle), a CUDA IPC handle of a buffer this
+process filled, and reads it back ("ipc ok" or "ipc FAIL"): the first question of the design that
+would close the p02 hole (docs/security.md: the parent stages each call's inputs in a buffer it
+shares with the worker's core), asked of a worker with every protection on.
+
 Usage: python scripts/sandbox_probe.py OUT.json   (last line: NVFP4_SANDBOX=<steps that work here>)
 """
 
@@ -16,6 +21,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch
 
 from harness import sandbox
 
@@ -32,11 +39,27 @@ if "landlock" in steps: print(sandbox._landlock([os.getcwd(), *sandbox.WRITABLE_
 import torch
 x = torch.ones(4, device="cuda")
 print("cuda ok", float((x * 2).sum()), "uid", os.getuid(), "net isolated", sandbox._network_isolated())
+handle, offset, size = bytes.fromhex(os.environ["PROBE_IPC_HANDLE"]), *map(int, os.environ["PROBE_IPC_AT"].split(","))
+cuda = ctypes.CDLL("libcuda.so.1")
+class Handle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+base, copy = ctypes.c_uint64(), (ctypes.c_uint8 * size)()
+status = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(base), Handle(handle), 1)
+if status == 0:
+    status = cuda.cuMemcpyDtoH_v2(copy, ctypes.c_uint64(base.value + offset), ctypes.c_size_t(size))
+print("ipc ok" if status == 0 and bytes(copy) == bytes(range(size)) else f"ipc FAIL (CUresult {{status}})")
 """
 STEPS = sandbox.STEPS
 
 
-def run(steps: tuple[str, ...], workdir: str, writable: str = "") -> dict:
+def shared_buffer() -> tuple[torch.Tensor, dict[str, str]]:
+    """A CUDA buffer holding bytes 0..255 and the environment that tells a child its IPC handle."""
+    buffer = torch.arange(256, dtype=torch.uint8, device="cuda")
+    shared = buffer.untyped_storage()._share_cuda_()  # (device, handle, size, offset, ...)
+    return buffer, {"PROBE_IPC_HANDLE": shared[1].hex(), "PROBE_IPC_AT": f"{shared[3]},{buffer.numel()}"}
+
+
+def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[str, str] | None = None) -> dict:
     uid = sandbox.UNPRIVILEGED_UID if "uid" in steps and os.geteuid() == 0 else None
 
     def child() -> None:
@@ -45,7 +68,7 @@ def run(steps: tuple[str, ...], workdir: str, writable: str = "") -> dict:
         if uid is not None:
             sandbox.drop_privileges(uid)
 
-    env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, "PROBE_WRITABLE": writable}
+    env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, "PROBE_WRITABLE": writable, **(ipc_env or {})}
     try:
         done = subprocess.run([sys.executable, "-c", CHILD.format(repo=str(Path(__file__).resolve().parent.parent)),
                                ",".join(steps)], cwd=workdir, env=env, preexec_fn=child, capture_output=True,
@@ -54,25 +77,27 @@ def run(steps: tuple[str, ...], workdir: str, writable: str = "") -> dict:
         return {"steps": list(steps), "exit": None, "ok": False, "tail": [f"{type(error).__name__}: {error}"]}
     text = (done.stdout + done.stderr).strip().splitlines()
     return {"steps": list(steps), "writable": writable, "exit": done.returncode, "ok": "cuda ok" in done.stdout,
-            "tail": text[-3:]}
+            "ipc": "ipc ok" in done.stdout, "tail": text[-3:]}
 
 
 def main(out_path: str) -> int:
     results = []
+    buffer, ipc_env = shared_buffer()  # kept alive while the children open it
     with tempfile.TemporaryDirectory() as workdir:
         os.chmod(workdir, 0o777)
         for steps in [(), *((s,) for s in STEPS), STEPS]:
-            result = run(steps, workdir)
+            result = run(steps, workdir, ipc_env=ipc_env)
             results.append(result)
-            print(f"{','.join(steps) or 'none':55s} {'OK' if result['ok'] else 'FAIL'}  {result['tail'][-1:]}",
-                  flush=True)
+            print(f"{','.join(steps) or 'none':55s} {'OK' if result['ok'] else 'FAIL'}  "
+                  f"ipc {'OK' if result.get('ipc') else 'FAIL'}  {result['tail'][-1:]}", flush=True)
         for writable in ("/proc", "/proc,/sys", "/proc,/sys,/tmp,/run,/var,/dev/shm"):  # what Landlock must allow
-            result = run(("landlock",), workdir, writable)
+            result = run(("landlock",), workdir, writable, ipc_env)
             print(f"landlock + writes in {writable:38s} {'OK' if result['ok'] else 'FAIL'}  {result['tail'][-1:]}",
                   flush=True)
     Path(out_path).write_text(json.dumps(results, indent=2))
     usable = STEPS if results[-1]["ok"] else [r["steps"][0] for r in results[1:-1] if r["ok"]]
     print(f"{sandbox.STEPS_ENV}={','.join(usable)}")
+    del buffer
     return 0
 
 

@@ -38,17 +38,33 @@ class ProtocolError(Exception):
     """The result channel carried something the harness did not send or expect."""
 
 
-def _read_exact(fd: int, size: int) -> bytearray:
-    """``size`` bytes read straight into one buffer (tensors are then built on it, no further copy)."""
-    buffer = bytearray(size)
-    view = memoryview(buffer)
+def _read_into(fd: int, view: memoryview) -> None:
     got = 0
-    while got < size:
+    while got < len(view):
         count = os.readv(fd, [view[got:]])
         if not count:
             raise EOFError("the worker closed the result channel")
         got += count
+
+
+def _read_exact(fd: int, size: int) -> bytearray:
+    """``size`` bytes of a length prefix or header (bounded by MAX_HEADER_BYTES)."""
+    buffer = bytearray(size)
+    _read_into(fd, memoryview(buffer))
     return buffer
+
+
+def _read_payload(fd: int, size: int) -> torch.Tensor:
+    """A tensor payload read straight into the uint8 tensor it is then viewed through (no copy).
+
+    torch.empty leaves the memory uninitialized, so its pages are committed only as the bytes
+    arrive: a worker's header that names a 2 GiB tensor and sends nothing costs the parent no
+    memory (a zero-filled bytearray of that size would, until the stage limit).
+    """
+    payload = torch.empty(size, dtype=torch.uint8)
+    if size:
+        _read_into(fd, memoryview(payload.numpy()))
+    return payload
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -74,26 +90,28 @@ def storage_entry(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], o
             "nbytes": len(payload)}
 
 
-def _writable(payload: bytes | bytearray) -> bytearray:
-    """A buffer torch.frombuffer can share: received payloads already are one (no copy)."""
-    return payload if isinstance(payload, bytearray) else bytearray(payload)
+def _as_bytes_tensor(payload: bytes | torch.Tensor) -> torch.Tensor:
+    """A payload as a flat uint8 tensor: received payloads already are one (no copy)."""
+    if isinstance(payload, torch.Tensor):
+        return payload
+    return torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
 
 
-def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes | bytearray) -> torch.Tensor:
+def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes | torch.Tensor) -> torch.Tensor:
     itemsize = torch.empty((), dtype=dtype).element_size()
     if len(payload) % itemsize:
         raise ProtocolError(f"a {len(payload)}-byte storage cannot hold {entry['dtype']} elements")
     shape, stride = [int(s) for s in entry["shape"]], [int(s) for s in entry["stride"]]
     if len(shape) != len(stride) or any(s < 0 for s in shape + stride) or int(entry["offset"]) < 0:
         raise ProtocolError("a storage entry with a bad shape, stride or offset")
-    storage = torch.frombuffer(_writable(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
+    storage = _as_bytes_tensor(payload)
     try:
         return storage.view(dtype).as_strided(shape, stride, int(entry["offset"]))
     except RuntimeError as error:
         raise ProtocolError(f"a view outside its storage ({str(error).splitlines()[0]})") from None
 
 
-def tensor_from_wire(entry: dict[str, Any], payload: bytes | bytearray) -> torch.Tensor | str:
+def tensor_from_wire(entry: dict[str, Any], payload: bytes | torch.Tensor) -> torch.Tensor | str:
     """Rebuild a tensor, or return a description of why it cannot be one of ours."""
     dtype = WIRE_DTYPES.get(entry.get("dtype", ""))
     if dtype is None:
@@ -109,8 +127,7 @@ def tensor_from_wire(entry: dict[str, Any], payload: bytes | bytearray) -> torch
         raise ProtocolError(f"tensor of shape {shape} and dtype {entry['dtype']} cannot have {len(payload)} bytes")
     if count == 0:
         return torch.empty(shape, dtype=dtype)
-    raw = torch.frombuffer(_writable(payload), dtype=torch.uint8)
-    return raw.view(dtype).reshape(shape)
+    return _as_bytes_tensor(payload).view(dtype).reshape(shape)
 
 
 def send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
@@ -142,5 +159,5 @@ def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
     for entry in header.get("tensors", []):
         if not isinstance(entry, dict) or not 0 <= int(entry.get("nbytes", -1)) <= MAX_TENSOR_BYTES:
             raise ProtocolError("a tensor entry with a bad size")
-        tensors.append(tensor_from_wire(entry, _read_exact(fd, int(entry["nbytes"]))))
+        tensors.append(tensor_from_wire(entry, _read_payload(fd, int(entry["nbytes"]))))
     return header, tensors

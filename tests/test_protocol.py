@@ -3,6 +3,10 @@
 import contextlib
 import os
 import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -65,6 +69,42 @@ def test_size_mismatch_is_a_protocol_error(pipe):
     os.write(write_fd, struct.pack("<I", len(header)) + header + b"\0\0")
     with pytest.raises(protocol.ProtocolError, match="cannot have 2 bytes"):
         protocol.receive(read_fd)
+
+
+PEAK_AFTER_HUGE_HEADER = """
+import os, resource, struct
+from harness import protocol
+read_fd, write_fd = os.pipe()
+header = b'{"op": "output", "tensors": [{"dtype": "uint8", "shape": [1073741824], "nbytes": 1073741824}]}'
+os.write(write_fd, struct.pack("<I", len(header)) + header + b"abcd")
+os.close(write_fd)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    protocol.receive(read_fd)
+except EOFError:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB is Linux's")
+def test_a_header_that_names_a_huge_tensor_costs_only_what_was_sent():
+    """A hostile worker announces 1 GiB and sends 4 bytes: the parent's peak memory must not grow
+    by the 1 GiB (measured in a fresh process, whose peak is its own)."""
+    done = subprocess.run([sys.executable, "-c", PEAK_AFTER_HUGE_HEADER], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], check=True)
+    assert int(done.stdout) < 64 << 10, f"peak grew by {done.stdout.strip()} KiB"
+
+
+def test_a_payload_larger_than_the_pipe_round_trips_into_a_writable_tensor(pipe):
+    read_fd, write_fd = pipe
+    big = torch.arange(3 << 19, dtype=torch.int32).to(torch.float16)  # 3 MiB: many reads
+    sender = threading.Thread(target=protocol.send, args=(write_fd, {"op": "output"}, [big]))
+    sender.start()
+    _, received = protocol.receive(read_fd)
+    sender.join()
+    assert torch.equal(received[0], big)
+    received[0][0] = 7  # the buffer is writable and owned by the tensor
+    assert float(received[0][0]) == 7
 
 
 def test_closed_channel_is_eof(pipe):

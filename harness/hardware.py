@@ -36,6 +36,10 @@ def _sig(pattern: str, needs: str, why: str, applies: str, source_hint: str | No
 BLACKWELL_SOURCE = r"tcgen05|sm_10[03]a?\b|Sm100|e2m1x2|_scaled_mm\("
 """Tell-tales in a file's source that it needs Blackwell even where the error only says 'no GPU'."""
 
+BLACKWELL_BUILD = r"(sm|compute)_10[03]a\b|\b10\.[03]a\b|tcgen05|e2m1x2"
+"""Narrower: the file asks a compiler for sm_100a code or uses its instructions. A build or load
+failure of a file without these (a comment that names sm_100, an fp8 _scaled_mm) is its own bug."""
+
 SIGNATURES = (
     _sig(r"expects arch to be one of \[Arch\.sm_10|sm_10[03]a?\b.*(only|required|expect)", BLACKWELL,
          "it targets sm_100a/sm_103a (CuTe DSL tcgen05 MMA)", "gpu_below_sm100"),
@@ -45,7 +49,7 @@ SIGNATURES = (
     # Seen on an H100 (docs/results.md, run 7): CUDA C++ or Triton built for sm_100a fails to build or load.
     _sig(r"no kernel image is available|Error building extension|PTXAS error|ptxas (fatal|error)", BLACKWELL,
          "its CUDA code is built for sm_100a, and it cannot build or load on this GPU", "gpu_below_sm100",
-         BLACKWELL_SOURCE),
+         BLACKWELL_BUILD),
     _sig(r"CUBLAS_STATUS_NOT_SUPPORTED", BLACKWELL,
          "cuBLAS has no NVFP4 matmul below sm_100 (fp4 torch._scaled_mm)", "gpu_below_sm100", "_scaled_mm"),
     _sig(r"Invalid scaling configuration", BLACKWELL,

@@ -6,13 +6,16 @@ runs of docs/results.md, run 7). The worker wraps ``load_inline`` and ``load`` b
 when every architecture the call asks for (nvcc's ``-arch``/``-gencode`` flags, else
 ``TORCH_CUDA_ARCH_LIST``) is one this GPU cannot run, it raises at once with the line the build
 would have ended in ("no kernel image is available"), which ``harness.hardware`` turns into the
-``unsupported`` verdict. A call that names no architecture builds for this GPU and is left alone.
-This speeds a verdict; it guards nothing (the submission could call nvcc itself).
+``unsupported`` verdict. A call that names no architecture builds for this GPU and is left alone,
+and so is one without CUDA sources (nvcc never runs) or whose arch list holds a name this module
+does not read ("Hopper"): when in doubt, the build goes ahead. This speeds a verdict; it guards
+nothing (the submission could call nvcc itself).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -27,7 +30,9 @@ def requested(flags: Iterable[str], arch_list: str | None) -> list[tuple[int, st
     found = [(int(number), suffix) for flag in flags for number, suffix in ARCH.findall(str(flag))]
     if found or not arch_list:
         return found
-    entries = (ARCH_LIST_ENTRY.match(entry.strip()) for entry in re.split(r"[;\s]+", arch_list) if entry.strip())
+    entries = [ARCH_LIST_ENTRY.match(entry) for entry in re.split(r"[;\s]+", arch_list) if entry]
+    if not all(entries):  # a name such as "Hopper": we cannot tell what it builds, so claim nothing
+        return []
     return [(int(m.group(1)) * 10 + int(m.group(2)), m.group(3)) for m in entries if m]
 
 
@@ -55,13 +60,28 @@ def refusal(flags: Iterable[str], arch_list: str | None, device: int) -> str | N
             f"{names} and this GPU is sm_{device} (refused before nvcc ran)")
 
 
+def builds_cuda(arguments: dict[str, Any]) -> bool:
+    """Whether nvcc would run: load_inline with cuda_sources, or load with a .cu source."""
+    if arguments.get("cuda_sources"):
+        return True
+    sources = arguments.get("sources") or []
+    return any(str(source).endswith((".cu", ".cuh")) for source in ([sources] if isinstance(sources, str) else sources))
+
+
 def _guarded(build: Callable[..., Any], device: int) -> Callable[..., Any]:
+    signature = inspect.signature(build)
+
     @functools.wraps(build)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        flags = list(kwargs.get("extra_cuda_cflags") or [])
-        reason = refusal(flags, os.environ.get("TORCH_CUDA_ARCH_LIST"), device)
-        if reason:
-            raise RuntimeError(reason)
+        try:
+            arguments = signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:  # let torch report the bad call itself
+            return build(*args, **kwargs)
+        if builds_cuda(arguments):
+            reason = refusal(list(arguments.get("extra_cuda_cflags") or []), os.environ.get("TORCH_CUDA_ARCH_LIST"),
+                             device)
+            if reason:
+                raise RuntimeError(reason)
         return build(*args, **kwargs)
 
     return checked

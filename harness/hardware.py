@@ -50,6 +50,9 @@ SIGNATURES = (
     _sig(r"no kernel image is available|Error building extension|PTXAS error|ptxas (fatal|error)", BLACKWELL,
          "its CUDA code is built for sm_100a, and it cannot build or load on this GPU", "gpu_below_sm100",
          BLACKWELL_BUILD),
+    # harness.extension_arch refused the build: the flags or arch list themselves name sm_100a/sm_103a.
+    _sig(r"built only for (sm_10[03][af]?(, )?)+ and this GPU .*refused before nvcc ran", BLACKWELL,
+         "its CUDA code is built for sm_100a only", "gpu_below_sm100"),
     _sig(r"CUBLAS_STATUS_NOT_SUPPORTED", BLACKWELL,
          "cuBLAS has no NVFP4 matmul below sm_100 (fp4 torch._scaled_mm)", "gpu_below_sm100", "_scaled_mm"),
     _sig(r"Invalid scaling configuration", BLACKWELL,

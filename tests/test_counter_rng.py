@@ -273,16 +273,29 @@ def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, w
     """An evaluator run as another user than HOME's owner (the H100's unprivileged row) still compiles."""
     from problems import counter_rng
 
-    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", "")  # restored (removed) after the test, whatever it sets
     monkeypatch.setenv("TRITON_HOME", str(tmp_path / "not" / "made"))
     checked = []
     monkeypatch.setattr(counter_rng.os, "access", lambda path, mode: checked.append(Path(path)) or writable)
     counter_rng.writable_triton_cache()
     assert checked == [tmp_path]  # the nearest folder that exists
     if writable:
-        assert "TRITON_CACHE_DIR" not in os.environ
+        assert not os.environ["TRITON_CACHE_DIR"]
     else:
         assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()
+
+
+def test_the_private_triton_cache_is_one_folder_per_user_and_refuses_a_planted_one(tmp_path, monkeypatch):
+    """Compiled launchers are loaded from the cache: a folder another user made or can write is never used."""
+    from problems import counter_rng
+
+    monkeypatch.setattr(counter_rng.tempfile, "gettempdir", lambda: str(tmp_path))
+    first = counter_rng._private_cache_folder()
+    assert first == counter_rng._private_cache_folder() == tmp_path / f"nvfp4-triton-{os.getuid()}"
+    assert first.stat().st_mode & 0o777 == 0o700
+    first.chmod(0o777)  # as if planted for us by someone else
+    planted = counter_rng._private_cache_folder()
+    assert planted != first and planted.parent == Path(counter_rng.tempfile.gettempdir())
 
 
 def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeypatch):
@@ -291,7 +304,7 @@ def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeyp
     def refuse(self, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(self))
 
-    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", "")  # restored (removed) after the test, whatever it sets
     monkeypatch.setattr(counter_rng.Path, "exists", refuse)
     counter_rng.writable_triton_cache()
     assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()

@@ -159,8 +159,7 @@ class Evaluation:
         profile = session.profile({**case, "seed": self._seed(case, index)}, limit["warmup"]) if (
             self.mode == "profile") else None
         calls = max(1, self._phase_calls)
-        exposed = (f"; {sleep.exposed} call(s) exposed (the host's launch outran the queued sleep), "
-                   f"sleep raised to {sleep.us:.0f} us") if sleep.exposed else ""
+        exposed = f"; {sleep.summary()}" if sleep.exposed else ""
         outcome = CaseResult("benchmark", case, Status.PASSED,
                              f"{stats.runs} timed calls, every output checked{exposed}",
                              timing=stats, warmup_s=warmup_s, profile=profile,

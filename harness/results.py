@@ -104,7 +104,8 @@ class CaseResult:
     overhead_ms: float | None = None  # harness wall time per timed call beyond the call's own time
     overhead_split_ms: dict[str, float] | None = None  # per timed call: worker round trip, parent's inputs, check
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
-    exposed_calls: int = 0  # timed calls whose host launch outran the sleep (discarded, sleep raised)
+    exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES
+    # discarded with the sleep raised; later ones counted at the first sleep)
 
 
 @dataclass

@@ -26,7 +26,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -69,11 +69,17 @@ class QueuedSleep:
     A call is exposed when the GPU reached the start event before the host had queued all of it
     (the compiled core checks the event right after custom_kernel returns): host launch time may
     then lie between the events. Such a time is discarded and the sleep raised above twice the
-    call's host time, up to ``EXPOSED_RETRIES`` times a case.
+    call's host time, up to ``EXPOSED_RETRIES`` times a case. Past that the calls are exposed at
+    any sleep (they wait for the GPU inside custom_kernel): their times count, and the sleep goes
+    back to its first length, since a longer one would only cost wall time.
     """
 
     us: float
     exposed: int = 0
+    first_us: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.first_us = self.us
 
     @classmethod
     def after_warmup(cls, host_us: list[float]) -> QueuedSleep:
@@ -86,9 +92,17 @@ class QueuedSleep:
             return True
         self.exposed += 1
         if self.exposed > EXPOSED_RETRIES:
+            self.us = self.first_us
             return True
         self.us = min(MAX_QUEUED_SLEEP_US, max(2 * self.us, 2 * host_us + MIN_QUEUED_SLEEP_US))
         return False
+
+    def summary(self) -> str:
+        """What the exposed calls did to the case, for its reason line."""
+        text = f"{self.exposed} call(s) exposed (the host's launch outran the queued sleep)"
+        if self.exposed <= EXPOSED_RETRIES:
+            return f"{text}, sleep raised to {self.us:.0f} us"
+        return f"{text}; exposed at any sleep (custom_kernel waits for the GPU), counted after {EXPOSED_RETRIES}"
 
 
 @dataclass(frozen=True)

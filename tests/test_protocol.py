@@ -114,18 +114,18 @@ def test_closed_channel_is_eof(pipe):
         protocol.receive(read_fd)
 
 
-def test_the_result_pipe_is_widened_as_far_as_the_kernel_allows():
+@pytest.mark.skipif(not Path("/proc/sys/fs/pipe-max-size").exists(), reason="Linux pipes only")
+def test_the_result_pipe_is_widened_as_far_as_the_kernel_allows(pipe):
     """Fewer wake-ups per multi-MB output (8 MiB: 13.5 -> 8.3 ms on the CPU machine)."""
     import fcntl
-    from pathlib import Path
 
     from harness.runner import PIPE_BYTES, _widen_pipe
 
-    read_fd, write_fd = os.pipe()
-    try:
-        _widen_pipe(write_fd)
-        ceiling = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-        assert fcntl.fcntl(write_fd, fcntl.F_GETPIPE_SZ) >= min(PIPE_BYTES, ceiling)
-    finally:
-        os.close(read_fd)
-        os.close(write_fd)
+    read_fd, write_fd = pipe
+    target = min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+    try:  # what this process may have at all (a user over its pipe quota may not widen any pipe)
+        fcntl.fcntl(read_fd, fcntl.F_SETPIPE_SZ, target)
+    except OSError as error:
+        pytest.skip(f"the kernel refuses a {target}-byte pipe to this process: {error}")
+    _widen_pipe(write_fd)
+    assert fcntl.fcntl(write_fd, fcntl.F_GETPIPE_SZ) >= target

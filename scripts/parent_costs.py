@@ -21,9 +21,8 @@ from pathlib import Path
 
 import torch
 
-from harness.task import load_task, shape_text
+from harness.task import list_problems, load_task, shape_text
 
-PROBLEMS = ("nvfp4_gemv", "nvfp4_gemm", "nvfp4_dual_gemm", "nvfp4_group_gemm")
 REPEATS = 10
 
 
@@ -86,7 +85,7 @@ def costs(problem: str) -> dict:
 
 def main() -> int:
     rows = []
-    for problem in PROBLEMS:
+    for problem in list_problems():
         row = costs(problem)
         rows.append(row)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()

@@ -15,16 +15,26 @@ import json
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+EVAL_LIMIT_S = 600
+"""One ranked eval may take this long before it is killed (a hung file must not hang the device call)."""
+
 
 def timeline(log: Path, started: float, command: list[str]) -> int:
-    """Run the command; every line it prints goes to ``log`` stamped with seconds since ``started``."""
+    """Run the command; every line it prints goes to ``log`` stamped with seconds since ``started``.
+    Killed after EVAL_LIMIT_S (exit code -9)."""
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run, \
             log.open("w") as handle:
-        for line in run.stdout:
-            handle.write(f"{time.perf_counter() - started:7.2f} {line}")
+        watchdog = threading.Timer(EVAL_LIMIT_S, run.kill)
+        watchdog.start()
+        try:
+            for line in run.stdout:
+                handle.write(f"{time.perf_counter() - started:7.2f} {line}")
+        finally:
+            watchdog.cancel()
     return run.returncode
 
 

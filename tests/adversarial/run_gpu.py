@@ -43,7 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every stage limit")
     parser.add_argument("--part", default="1/1", help="K/N: run rows K, K+N, K+2N, ... of the plan (1-based)")
     args = parser.parse_args(argv)
-    part, parts = (int(v) for v in args.part.split("/"))
+    try:
+        part, parts = (int(v) for v in args.part.split("/"))
+    except ValueError:
+        parser.error(f"--part {args.part!r}: give K/N with whole numbers, e.g. 1/2")
+    if not 1 <= part <= parts:
+        parser.error(f"--part {args.part}: K must be between 1 and N")
 
     info = device_info()
     if not info["cuda"]:

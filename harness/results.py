@@ -101,7 +101,8 @@ class CaseResult:
     pct_of_sol: float | None = None
     warmup_s: float | None = None  # first call(s), including any JIT compile
     profile: str | None = None  # torch.profiler table of one call (profile mode)
-    overhead_ms: float | None = None  # harness wall time per timed call beyond the call's own time
+    overhead_ms: float | None = None  # harness wall time per timed call made (exposed ones included, as in
+    # overhead_split_ms) beyond the median call's own time
     overhead_split_ms: dict[str, float] | None = None  # per timed call: worker round trip, parent's inputs, check
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
     exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES

@@ -97,11 +97,19 @@ def _as_bytes_tensor(payload: bytes | torch.Tensor) -> torch.Tensor:
     return torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.empty(0, dtype=torch.uint8)
 
 
+def _dims(entry: dict[str, Any], key: str) -> list[int]:
+    """A shape or stride: a list of integers, nothing else."""
+    dims = entry.get(key)
+    if not isinstance(dims, list) or any(type(d) is not int for d in dims):
+        raise ProtocolError(f"a tensor entry whose {key} is not a list of integers")
+    return dims
+
+
 def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes | torch.Tensor) -> torch.Tensor:
     itemsize = torch.empty((), dtype=dtype).element_size()
     if len(payload) % itemsize:
         raise ProtocolError(f"a {len(payload)}-byte storage cannot hold {entry['dtype']} elements")
-    shape, stride = [int(s) for s in entry["shape"]], [int(s) for s in entry["stride"]]
+    shape, stride = _dims(entry, "shape"), _dims(entry, "stride")
     if len(shape) != len(stride) or any(s < 0 for s in shape + stride) or int(entry["offset"]) < 0:
         raise ProtocolError("a storage entry with a bad shape, stride or offset")
     storage = _as_bytes_tensor(payload)
@@ -118,7 +126,7 @@ def tensor_from_wire(entry: dict[str, Any], payload: bytes | torch.Tensor) -> to
         return f"tensor of unsupported dtype {entry.get('dtype')!r}"
     if "stride" in entry:
         return _view_of_storage(entry, dtype, payload)
-    shape = [int(s) for s in entry["shape"]]
+    shape = _dims(entry, "shape")
     count = 1
     for size in shape:
         count *= size
@@ -155,9 +163,17 @@ def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
         raise ProtocolError(f"unreadable header ({error})") from None
     if not isinstance(header, dict) or not isinstance(header.get("op"), str):
         raise ProtocolError("a header without an 'op'")
+    entries = header.get("tensors", [])
+    if not isinstance(entries, list):
+        raise ProtocolError("a header whose 'tensors' is not a list")
     tensors: list[torch.Tensor | str] = []
-    for entry in header.get("tensors", []):
-        if not isinstance(entry, dict) or not 0 <= int(entry.get("nbytes", -1)) <= MAX_TENSOR_BYTES:
+    for entry in entries:
+        nbytes = entry.get("nbytes") if isinstance(entry, dict) else None
+        if type(nbytes) is not int or not 0 <= nbytes <= MAX_TENSOR_BYTES:
             raise ProtocolError("a tensor entry with a bad size")
-        tensors.append(tensor_from_wire(entry, _read_payload(fd, int(entry["nbytes"]))))
+        payload = _read_payload(fd, nbytes)
+        try:
+            tensors.append(tensor_from_wire(entry, payload))
+        except (TypeError, ValueError, KeyError, OverflowError) as error:  # fields of the wrong kind
+            raise ProtocolError(f"a malformed tensor entry ({type(error).__name__}: {error})") from None
     return header, tensors

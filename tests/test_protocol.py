@@ -1,6 +1,7 @@
 """The result channel: round trips, and malformed or hostile bytes rejected without harm."""
 
 import contextlib
+import json
 import os
 import struct
 import subprocess
@@ -105,6 +106,23 @@ def test_a_payload_larger_than_the_pipe_round_trips_into_a_writable_tensor(pipe)
     assert torch.equal(received[0], big)
     received[0][0] = 7  # the buffer is writable and owned by the tensor
     assert float(received[0][0]) == 7
+
+
+@pytest.mark.parametrize("tensors", [
+    None, "x", [None], [{"dtype": "uint8", "shape": [1], "nbytes": "1"}],
+    [{"dtype": "uint8", "shape": [1], "nbytes": 1.5}],
+    [{"dtype": "uint8", "shape": [1], "nbytes": True}], [{"dtype": ["uint8"], "shape": [1], "nbytes": 1}],
+    [{"dtype": "uint8", "nbytes": 1}], [{"dtype": "uint8", "shape": "1", "nbytes": 1}],
+    [{"dtype": "uint8", "shape": [1], "stride": None, "offset": 0, "nbytes": 1}],
+    [{"dtype": "uint8", "shape": [1], "stride": [1], "offset": 2**64, "nbytes": 1}],
+], ids=lambda tensors: str(tensors)[:40])
+def test_malformed_tensor_entries_are_protocol_errors(pipe, tensors):
+    """Whatever a hostile worker puts in a header's fields, the parent sees one ProtocolError."""
+    read_fd, write_fd = pipe
+    header = json.dumps({"op": "output", "tensors": tensors}).encode()
+    os.write(write_fd, struct.pack("<I", len(header)) + header + b"\0")
+    with pytest.raises(protocol.ProtocolError):
+        protocol.receive(read_fd)
 
 
 def test_closed_channel_is_eof(pipe):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
 import queue
 import tempfile
 import threading
@@ -84,6 +85,11 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress
         with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
             path = Path(folder) / Path(job.filename).name
             path.write_bytes(job.source)
+            # The worker drops to an unprivileged uid only where that uid can read the file (harness.runner):
+            # a 0700 folder kept every service, leaderboard and cluster job's worker at the evaluator's uid
+            # (root on the GPU hosts). Searchable, not listable: the folder's random name stays private.
+            os.chmod(folder, 0o711)
+            path.chmod(0o644)
             result = evaluate_submission(job.problem, path, mode=job.mode, device=job.device,
                                          secret_seed=job.secret_seed, visible_devices=visible_devices,
                                          progress=progress)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 SECRET_ENV = "NVFP4_SECRET_SEED"
@@ -23,7 +24,16 @@ def call_seed(case_seed: int, call_index: int, secret: int | None = None) -> int
 
 
 def read_secret(seed_file: str | Path | None = None) -> int | None:
-    """The organizer's secret from a file or the environment (then removed from it)."""
+    """The organizer's secret from a file or the environment (then removed from it).
+
+    A regular file that its group or other users may read is refused: the worker runs as another
+    user (uid 65534 under a root evaluator), and could read it. Pipes such as /dev/stdin pass.
+    """
+    if seed_file:
+        path = Path(seed_file)
+        if path.is_file() and path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            raise ValueError(f"{path}: the secret seed file is readable by other users (a submission's worker "
+                             f"could read it); chmod 600 {path}")
     raw = Path(seed_file).read_text().strip() if seed_file else os.environ.pop(SECRET_ENV, None)
     if raw is None:
         return None

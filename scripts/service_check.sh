@@ -15,7 +15,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:${PYTHONPATH:-}"
 source scripts/carried_wheels.sh
 python3 -c "import fastapi, uvicorn, multipart, jinja2" || { echo "fastapi/uvicorn missing: see docs/service.md" >&2; exit 1; }
 
-python3 -c "import secrets; print(secrets.randbits(62))" > "$WORK/secret"
+(umask 077; python3 -c "import secrets; print(secrets.randbits(62))" > "$WORK/secret")
 DB="$WORK/service.db" PORT=8765
 TOKEN=$(python3 -m harness user add gpu-check --db "$DB" | tail -n 1 | awk '{print $NF}')
 python3 -m harness serve --port $PORT --db "$DB" --device "${DEVICE:-cuda}" --secret-seed-file "$WORK/secret" \

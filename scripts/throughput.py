@@ -42,6 +42,7 @@ def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     secret = out / "secret"
+    secret.touch(mode=0o600)  # harness.seeds refuses a secret file others may read
     secret.write_text(str(secrets.randbits(62)))
     rows = []
     files = [Path(f) for f in sys.argv[2:]] or sorted(Path("submissions").glob("*/triton_*.py"))

@@ -30,6 +30,10 @@ def test_secret_is_read_from_the_environment_and_removed(monkeypatch):
 def test_secret_file_and_bad_values(tmp_path):
     path = tmp_path / "seed"
     path.write_text("123\n")
+    path.chmod(0o644)
+    with pytest.raises(ValueError, match=r"readable by other users.*chmod 600"):
+        seeds.read_secret(path)
+    path.chmod(0o600)
     assert seeds.read_secret(path) == 123
     path.write_text("not a number")
     with pytest.raises(ValueError, match="must be an integer"):

@@ -63,6 +63,7 @@ def test_a_bad_choice_is_113_too(capsys):
 def test_a_bad_seed_and_a_bad_database_are_113(tmp_path, tree, capsys):
     seed = tmp_path / "seed"
     seed.write_text("not a number")
+    seed.chmod(0o600)
     assert run_cli(*_options(tmp_path, tree), "--secret-seed-file", str(seed), "--device", "cpu") == 113
     (tmp_path / "lb.db").write_bytes(b"garbage" * 200)
     assert run_cli(*_options(tmp_path, tree), "--device", "cpu") == 113

@@ -146,12 +146,20 @@ def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str], pa
     _die_with(parent)
 
 
-def _unprivileged_uid(submission: Path) -> int | None:
-    """The uid the worker drops to: only when the evaluator is root and that uid can read the code."""
+def _unprivileged_uid(submission: Path | None = None) -> int | None:
+    """The uid the worker drops to: only when the evaluator is root and that uid can read the code
+    (the harness's, and ``submission`` when given)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
-    needed = [Path(sys.executable), REPO_ROOT / "harness" / "worker.py", submission, Path(torch.__file__)]
+    needed = [Path(sys.executable), REPO_ROOT / "harness" / "worker.py", Path(torch.__file__)]
+    if submission is not None:
+        needed.append(submission)
     return sandbox.UNPRIVILEGED_UID if all(sandbox.readable_by_others(p) for p in needed) else None
+
+
+def workers_run_unprivileged() -> bool:
+    """Whether workers started here run as another user than this process (the sandbox's uid step)."""
+    return "uid" in sandbox.chosen_steps() and _unprivileged_uid() is not None
 
 
 class WorkerSession:

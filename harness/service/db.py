@@ -7,11 +7,14 @@ is simpler than a connection per thread and never sees "database is locked".
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from harness.leaderboard.store import Store, StoreError, apply_migrations
 
@@ -25,9 +28,12 @@ class ServiceDb:
 
     @classmethod
     def open(cls, path: str | Path) -> ServiceDb:
+        """Open (or create) the database, readable by its owner only: it holds every user's code."""
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            os.chmod(path, 0o600)  # SQLite gives its -wal and -shm files the database's mode
             connection = sqlite3.connect(str(path), check_same_thread=False)
             connection.execute("PRAGMA foreign_keys = ON")
             connection.execute("PRAGMA journal_mode = WAL")  # readers (user add) never block the service
@@ -52,3 +58,21 @@ class ServiceDb:
     def close(self) -> None:
         with self._lock:
             self.store.close()
+
+
+def claim(path: str | Path) -> IO[bytes]:
+    """Hold ``<db>.lock`` for this process's life: one service per database.
+
+    A second `harness serve` on the same file would re-queue the first one's running jobs and run
+    them again beside it (two timings on one GPU). Raises StoreError (one line) when it is taken.
+    """
+    lock_path = Path(f"{path}.lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    handle = lock_path.open("ab")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise StoreError(f"{path}: another harness serve is using this database; stop it first, or pass "
+                         "another --db") from None
+    return handle

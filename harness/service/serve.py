@@ -15,6 +15,10 @@ from harness.leaderboard.store import StoreError
 from harness.results import ExitCode
 
 DEFAULT_DB = "results/service.db"
+SAME_USER_REFUSAL = (
+    "workers would run as this service's own user, and a submission could then read the database (every "
+    "user's code) and the secret; run serve as root on a host where uid 65534 can run this Python (workers "
+    "drop to it), or with --cluster and workers on other hosts; --same-user-workers runs anyway (a trial)")
 log = logging.getLogger("harness.service")
 
 
@@ -22,9 +26,10 @@ def _handle(args: argparse.Namespace) -> int:
     import uvicorn
 
     from harness import seeds
-    from harness.cluster import open_executor
+    from harness.cluster import ClusterError, open_executor
+    from harness.runner import workers_run_unprivileged
     from harness.service.app import create_app
-    from harness.service.db import ServiceDb
+    from harness.service.db import ServiceDb, claim
     from harness.service.dispatcher import Dispatcher
     from harness.service.limits import Limits, parse_deadline
     from harness.task import list_problems
@@ -38,7 +43,10 @@ def _handle(args: argparse.Namespace) -> int:
             raise ValueError(f"--deadline: unknown problem(s) {', '.join(unknown)}: choose from {', '.join(problems)}")
         if min(args.max_file_bytes, args.per_hour, args.max_unfinished, args.parallel) < 1:
             raise ValueError("--max-file-bytes, --per-hour, --max-unfinished and --parallel must be at least 1")
+        if args.cluster is None and not workers_run_unprivileged() and not args.same_user_workers:
+            raise ValueError(SAME_USER_REFUSAL)
         secret = seeds.read_secret(args.secret_seed_file)
+        lock = claim(args.db)
         db = ServiceDb.open(args.db)
     except (OSError, ValueError, StoreError) as error:
         print(f"serve: error: {error}", file=sys.stderr)
@@ -47,11 +55,15 @@ def _handle(args: argparse.Namespace) -> int:
         log.warning("no secret seed ($%s or --secret-seed-file): leaderboard-mode runs use public seeds and are "
                     "not rankable", seeds.SECRET_ENV)
     settings = Limits(args.max_file_bytes, args.per_hour, args.max_unfinished, deadlines)
+    if args.same_user_workers and args.cluster is None and not workers_run_unprivileged():
+        log.warning("workers run as this service's user (--same-user-workers): a submission can read the "
+                    "database, every user's code in it, and the secret")
     try:
-        executor = open_executor(args.cluster, progress=lambda line: log.info("  %s", line))
-    except ValueError as error:
+        executor = open_executor(args.cluster, progress=lambda line: log.info("  %s", line), device=args.device)
+    except (ValueError, ClusterError) as error:
         print(f"serve: error: {error}", file=sys.stderr)
         db.close()
+        lock.close()
         return int(ExitCode.BAD_INPUT)
     dispatcher = Dispatcher(db, executor, device=args.device, secret_seed=secret, parallel=args.parallel)
     dispatcher.start()
@@ -60,6 +72,7 @@ def _handle(args: argparse.Namespace) -> int:
     finally:
         dispatcher.stop()
         db.close()
+        lock.close()
     return int(ExitCode.PASSED)
 
 
@@ -76,6 +89,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when the executing host has a GPU")
     parser.add_argument("--secret-seed-file", help="file holding the organizer's secret seed for ranked runs "
                         "(default: $NVFP4_SECRET_SEED)")
+    parser.add_argument("--same-user-workers", action="store_true",
+                        help="run even where in-process workers cannot drop to another user (a trial service: "
+                             "a submission can then read the database and the secret)")
     parser.add_argument("--parallel", type=int, default=1, help="jobs handed to the executor at once (default: 1)")
     parser.add_argument("--max-file-bytes", type=int, default=256 * 1024, help="upload limit (default: 262144)")
     parser.add_argument("--per-hour", type=int, default=30, help="submissions per user per hour (default: 30)")

@@ -53,8 +53,8 @@ class Server:
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "harness", "serve", "--port", str(self.port), "--db", str(self.db),
-                 "--device", "cpu", *self.options], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                 "--device", "cpu", "--same-user-workers", *self.options],  # CI: root cannot drop to 65534
+                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"the server exited: {self.log.read_text()[-2000:]}"

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import threading
 
-from harness.execution import EvalJob, Executor
+from harness.execution import EvalJob, Executor, HarnessFailure
 from harness.leaderboard.store import Store, load_result
 from harness.results import RunResult
 from harness.service import jobs
@@ -37,7 +37,13 @@ class Dispatcher:
         with self._db.locked() as store:
             requeued = jobs.requeue_running(store.connection)
             for job in jobs.unranked_leaderboard_jobs(store.connection):
-                self._add_run(store, job, load_result(job.result or {}))
+                result = load_result(job.result or {})
+                stored = jobs.stored_run(store.connection, job, hashlib.sha256(job.source).hexdigest(),
+                                         result.started_at)
+                if stored is None:
+                    self._add_run(store, job, result)
+                else:  # stored, then stopped before the link: link it, never store it twice
+                    jobs.link_run(store.connection, job.id, stored)
         if requeued:
             log.info("re-queued %d job(s) a previous run of the service left running", requeued)
         self._thread.start()
@@ -56,7 +62,10 @@ class Dispatcher:
                 self._hand_out()
                 for job, result in self._executor.completed(timeout_s=POLL_S):
                     self._in_flight -= 1
-                    self._record(int(job.key), result)
+                    try:
+                        self._record(int(job.key), result)
+                    except Exception:  # this job stays 'running' (re-queued on the next start); the rest go on
+                        log.exception("dispatcher: storing job %s failed", job.key)
             except Exception:  # the one writer must outlive a failed write; the job stays in the store
                 log.exception("dispatcher: a step failed; retrying in %.1f s", POLL_S)
                 self._stop.wait(POLL_S)
@@ -68,8 +77,14 @@ class Dispatcher:
             if job is None:
                 return
             secret = self._secret_seed if job.mode == RANKED_MODE else None
-            self._executor.submit(EvalJob(key=str(job.id), problem=job.problem, filename=job.filename,
-                                          source=job.source, mode=job.mode, device=self._device, secret_seed=secret))
+            try:
+                self._executor.submit(EvalJob(key=str(job.id), problem=job.problem, filename=job.filename,
+                                              source=job.source, mode=job.mode, device=self._device,
+                                              secret_seed=secret))
+            except Exception:  # the executor is gone (a Dask scheduler lost): the job waits in the queue
+                with self._db.locked() as store:
+                    jobs.release(store.connection, job.id)
+                raise
             self._in_flight += 1
             log.info("job %d (%s, %s mode, user %s) started, attempt %d", job.id, job.problem, job.mode,
                      job.user_name, job.attempts)
@@ -92,5 +107,6 @@ class Dispatcher:
         """A ranked-mode result joins the leaderboard under the user's name (never the file's claim)."""
         run_id = store.add(result, problem=job.problem, submission_path=f"{job.user_name}/{job.filename}",
                            sha256=hashlib.sha256(job.source).hexdigest(), author=job.user_name,
-                           device_name=str(result.device.get("name", "?")))
+                           device_name=str(result.device.get("name", "?")),
+                           harness_error=isinstance(result, HarnessFailure))
         jobs.link_run(store.connection, job.id, run_id)

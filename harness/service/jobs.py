@@ -80,9 +80,16 @@ def take_next(connection: sqlite3.Connection) -> Job | None:
     if row is None:
         return None
     with connection:
-        connection.execute("UPDATE submissions SET status = 'running', started_at = ?, attempts = attempts + 1 "
-                           "WHERE id = ?", (utc_now(), row[0]))
-    return get(connection, row[0])
+        taken = connection.execute("UPDATE submissions SET status = 'running', started_at = ?, "
+                                   "attempts = attempts + 1 WHERE id = ? AND status = 'queued'", (utc_now(), row[0]))
+    return get(connection, row[0]) if taken.rowcount == 1 else None
+
+
+def release(connection: sqlite3.Connection, job_id: int) -> None:
+    """A job the executor would not take goes back to the queue; that was no attempt."""
+    with connection:
+        connection.execute("UPDATE submissions SET status = 'queued', started_at = NULL, attempts = attempts - 1 "
+                           "WHERE id = ? AND status = 'running'", (job_id,))
 
 
 def finish(connection: sqlite3.Connection, job_id: int, result: dict[str, Any]) -> bool:
@@ -96,6 +103,14 @@ def finish(connection: sqlite3.Connection, job_id: int, result: dict[str, Any]) 
 def link_run(connection: sqlite3.Connection, job_id: int, run_id: int) -> None:
     with connection:
         connection.execute("UPDATE submissions SET run_id = ? WHERE id = ?", (run_id, job_id))
+
+
+def stored_run(connection: sqlite3.Connection, job: Job, sha256: str, started_at: str | None) -> int | None:
+    """The leaderboard run already stored for this job, if a stop came between storing and linking it."""
+    row = connection.execute("SELECT id FROM runs WHERE sha256 = ? AND author = ? AND submission_path = ? "
+                             "AND started_at IS ? ORDER BY id DESC LIMIT 1",
+                             (sha256, job.user_name, f"{job.user_name}/{job.filename}", started_at)).fetchone()
+    return int(row[0]) if row else None
 
 
 def unranked_leaderboard_jobs(connection: sqlite3.Connection) -> list[Job]:

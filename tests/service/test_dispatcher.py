@@ -125,3 +125,40 @@ def test_start_requeues_running_jobs_and_stores_a_finished_ranked_run_it_missed(
     assert jobs.get(db.connection, running).attempts == 2
     [run] = db.store.runs("nvfp4_gemv")
     assert jobs.get(db.connection, finished).run_id == run.id
+
+
+def test_a_run_stored_but_not_linked_before_a_stop_is_linked_not_stored_again(db):
+    user = authenticate(db.connection, add_user(db.connection, "ada"))
+    job_id = enqueue(db, user.id, "leaderboard")
+    with db.locked() as store:
+        job = jobs.take_next(store.connection)
+        result = RunResult(problem="nvfp4_gemv", submission_path="k.py", submission_sha256="", mode="leaderboard",
+                           device={"type": "cpu", "name": "cpu"}, harness_version="0.1.0", status=Status.PASSED,
+                           started_at="2026-11-24T03:00:00+00:00")
+        jobs.finish(store.connection, job_id, result.to_json())
+        Dispatcher._add_run(store, job, result)  # stored and linked ...
+        store.connection.execute("UPDATE submissions SET run_id = NULL WHERE id = ?", (job_id,))  # ... link lost
+        store.connection.commit()
+    dispatcher = Dispatcher(db, HeldExecutor(), device="cpu", secret_seed=None)
+    dispatcher.start()
+    dispatcher.stop()
+    [run] = db.store.runs("nvfp4_gemv")
+    assert jobs.get(db.connection, job_id).run_id == run.id
+
+
+class RefusingExecutor(HeldExecutor):
+    """An executor whose cluster is gone: every submit raises."""
+
+    def submit(self, job: EvalJob) -> None:
+        raise OSError("the scheduler is gone")
+
+
+def test_a_job_the_executor_refuses_goes_back_to_the_queue(db):
+    user = authenticate(db.connection, add_user(db.connection, "ada"))
+    job_id = enqueue(db, user.id, "test")
+    dispatcher = Dispatcher(db, RefusingExecutor(), device="cpu", secret_seed=None)
+    dispatcher.start()
+    time.sleep(1.2)  # at least two tries
+    dispatcher.stop()
+    job = jobs.get(db.connection, job_id)
+    assert (job.status, job.attempts) == ("queued", 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import sys
 import tempfile
@@ -197,28 +198,47 @@ def _write_sanitizer_report(text: str, path: Path | None) -> Path:
     return path
 
 
+def _json_target(path: str) -> Path:
+    """Where --json goes, checked before the run: a bad path must not cost a finished result."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"--json {path}: is a folder; give the path of a file, e.g. {target / 'result.json'}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--json {path}: its folder cannot be made ({error.strerror}); give another path") from None
+    if not os.access(target if target.exists() else target.parent, os.W_OK):
+        raise ValueError(f"--json {path}: cannot be written here; give another path")
+    return target
+
+
 def _handle(args: argparse.Namespace) -> int:
     problem, submission = args.problem, args.submission
     if submission is None:  # a single argument is the file; its POPCORN line names the problem
         problem, submission = None, problem
     try:
+        if not math.isfinite(args.timeout_scale) or args.timeout_scale <= 0:
+            raise ValueError(f"--timeout-scale {args.timeout_scale}: must be a finite number above 0")
+        json_path = _json_target(args.json) if args.json else None
         secret = seeds.read_secret(args.secret_seed_file) if args.mode == "leaderboard" else None
     except (OSError, ValueError) as error:
-        print(f"error: secret seed: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
 
     progress = for_stream(sys.stderr)
-    report_path = Path(args.json).with_suffix(".sanitizer.txt") if args.json else None
+    report_path = json_path.with_suffix(".sanitizer.txt") if json_path else None
     try:
         result = evaluate_submission(problem, Path(submission), args.mode, args.device, secret, progress=progress,
                                      timeout_scale=args.timeout_scale, keep_going=args.keep_going,
                                      sanitizer_tool=args.tool, sanitizer_report=report_path)
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C): the run stopped, its workers were killed, nothing was written", file=sys.stderr)
+        return 130
     finally:
         progress.close()
     print(report.render(result))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result.to_json(), indent=2))
+    if json_path:
+        json_path.write_text(json.dumps(result.to_json(), indent=2))
     return int(result.exit_code)
 
 

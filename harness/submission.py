@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DIRECTIVE = re.compile(r"^#!POPCORN[ \t]+(\w+)[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^#!POPCORN[ \t]+(\w+)[ \t]+(\S[^\r\n]*?)[ \t\r]*$", re.MULTILINE)  # CRLF files too
 
 
 class SubmissionFileError(Exception):
@@ -29,11 +29,16 @@ class SubmissionFile:
 
 def read_submission(path: str | Path) -> SubmissionFile:
     path = Path(path)
+    if path.is_dir():
+        raise SubmissionFileError(f"{path}: is a folder; pass the path of your submission .py file")
     if not path.is_file():
         raise SubmissionFileError(f"{path}: no such file; pass the path of your submission.py")
+    if path.suffix != ".py":
+        raise SubmissionFileError(f"{path}: not a .py file; Python imports only .py files: rename it to "
+                                  f"{path.with_suffix('.py').name}")
     source = path.read_bytes()
     try:
-        text = source.decode()
+        text = source.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine for Python
         ast.parse(text, filename=str(path))
     except UnicodeDecodeError:
         raise SubmissionFileError(f"{path}: not UTF-8 text; save it as UTF-8") from None

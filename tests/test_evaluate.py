@@ -209,3 +209,33 @@ def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spe
         assert outcome.exposed_calls == 1 and outcome.timing.max_us == 5.0
         assert outcome.queued_sleep_us >= 620.0  # 2 x 300 us + the floor
     assert "exposed" in outcome.reason and set(outcome.overhead_split_ms) == {"worker", "inputs", "check"}
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    (["--json", "{tmp}"], "is a folder"),
+    (["--json", "{tmp}/a_file/result.json"], "cannot be made"),
+    (["--timeout-scale", "nan"], "must be a finite number above 0"),
+    (["--timeout-scale", "inf"], "must be a finite number above 0"),
+])
+def test_bad_options_are_refused_before_the_run_in_one_line(tmp_path, capsys, options, words):
+    """A bad --json path once cost a finished run its result (a traceback after the report)."""
+    from harness.cli import main
+
+    (tmp_path / "a_file").write_text("")
+    argv = ["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--device", "cpu"]
+    assert main(argv + [option.format(tmp=tmp_path) for option in options]) == 113
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_ctrl_c_ends_the_run_with_one_line_and_130(monkeypatch, capsys, tmp_path):
+    from harness import evaluate
+    from harness.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "evaluate_submission", interrupted)
+    target = tmp_path / "r.json"
+    assert main(["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--json", str(target)]) == 130
+    assert "interrupted" in capsys.readouterr().err and not target.exists()

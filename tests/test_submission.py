@@ -28,3 +28,20 @@ def test_syntax_error_is_one_clear_line(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(SubmissionFileError, match="no such file"):
         read_submission(tmp_path / "absent.py")
+
+
+def test_crlf_and_byte_order_mark_files_read_as_python_does(tmp_path):
+    """Windows editors write CRLF and sometimes a BOM: the directives must not carry a '\\r'."""
+    path = tmp_path / "s.py"
+    path.write_bytes(b"\xef\xbb\xbf#!POPCORN leaderboard nvfp4_gemv\r\n#!POPCORN author  Ada L \r\n"
+                     b"def custom_kernel(data):\r\n    return data\r\n")
+    file = read_submission(path)
+    assert (file.leaderboard, file.author) == ("nvfp4_gemv", "Ada L")
+
+
+@pytest.mark.parametrize(("name", "words"), [("folder.py", "is a folder"), ("kernel.txt", "not a .py file")])
+def test_a_folder_or_another_suffix_is_named_as_such(tmp_path, name, words):
+    path = tmp_path / name
+    path.mkdir() if name == "folder.py" else path.write_text("def custom_kernel(data):\n    return data\n")
+    with pytest.raises(SubmissionFileError, match=words):
+        read_submission(path)

@@ -1,10 +1,13 @@
 """The ranking rule, as small pure functions over stored runs (no I/O, no clock).
 
 Rule: per problem, on one device and harness version, a submission's score is the geometric
-mean of its benchmark medians (lower is better). A file (by sha256) counts with its best run;
-an author appears once in the ranking, with their best file; their other files are listed
-below it. Runs that failed are listed apart with their reason; runs that passed but are not
-rankable (CPU wall clock, incomplete) are listed apart too. Neither kind is ever ranked.
+mean of its benchmark medians (lower is better). A file (by author and sha256: the same bytes
+from two authors are two entries) counts with its best run; an author appears once in the
+ranking, with their best file; their other files are listed below it. Runs that failed are
+listed apart with their status label only: the raw reason can hold text the submission chose
+(a crash message), and public pages must not be a channel for it (owners see it through the
+service, organizers in the store). Runs that passed but are not rankable (CPU wall clock,
+incomplete) are listed apart too. Neither kind is ever ranked.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from harness.score import geometric_mean
 
 TIE_DECIMALS_US = 3
 """Scores equal to the nanosecond share a rank (the earlier submission is listed first)."""
+
+UNKNOWN_DEVICES = frozenset({"", "?"})
+"""Device names stored for runs that never reached a GPU (the service's harness failures)."""
 
 
 def score_us(run: RunResult) -> float | None:
@@ -36,7 +42,11 @@ def is_failure(run: RunResult) -> bool:
 
 
 def status_label(run: RunResult) -> str:
-    """The status as the board shows it: 'needs an sm_100 (Blackwell) GPU' rather than a crash."""
+    """The status as public pages show it: 'needs an sm_100 (Blackwell) GPU' rather than a crash.
+
+    Only harness-composed text: the 'needs ...' head comes from harness.hardware's fixed table;
+    any other reason may hold what the submission printed, so it is never shown.
+    """
     if run.status == Status.UNSUPPORTED and run.reason.startswith("needs "):
         return run.reason.split(":")[0]
     return run.status.value
@@ -73,12 +83,12 @@ def competition_ranks(scores: Sequence[float]) -> list[int]:
 
 @dataclass(frozen=True)
 class Entry:
-    """One submission file (by sha256) as the board shows it."""
+    """One submission file of one author (by author and sha256) as the board shows it."""
 
     stored: StoredRun
     score_us: float | None
     rank: int | None = None
-    note: str = ""  # why it is not ranked: the failure reason or "not rankable (cpu)"
+    note: str = ""  # why it is not ranked: the status label or "not rankable (cpu)", never the raw reason
 
     @property
     def result(self) -> RunResult:
@@ -102,13 +112,20 @@ class Board:
         return self.ranking + self.others
 
 
+def reached_a_device(run: StoredRun) -> bool:
+    """Whether a run can pick the board's device: a harness failure ('?', no device) must not
+    move the board off every real run."""
+    return run.device_name not in UNKNOWN_DEVICES and not run.harness_error
+
+
 def _scope(runs: Sequence[StoredRun], device_name: str | None, version: str | None) -> tuple[str | None, str | None]:
-    """The device and harness version the board is for: as asked when runs match, else the latest run's."""
+    """The device and harness version the board is for: as asked when runs match, else the latest
+    real run's (the latest run's only when no run reached a device)."""
     if any(r.device_name == device_name and r.result.harness_version == version for r in runs):
         return device_name, version
     if not runs:
         return device_name, version
-    latest = max(runs, key=lambda r: r.id)
+    latest = max([r for r in runs if reached_a_device(r)] or runs, key=lambda r: r.id)
     return latest.device_name, latest.result.harness_version
 
 
@@ -120,42 +137,55 @@ def _by_path(entry: Entry) -> tuple[str, int]:
     return entry.stored.submission_path, entry.stored.id
 
 
+def _entries(shown: Sequence[StoredRun]) -> dict[tuple[str, str], list[StoredRun]]:
+    """Runs grouped by (author, sha256): the same bytes uploaded by two people are two entries,
+    so one author's upload can neither take over nor hide another's."""
+    by_file: dict[tuple[str, str], list[StoredRun]] = {}
+    for run in shown:
+        by_file.setdefault((run.author, run.sha256), []).append(run)
+    return by_file
+
+
+def _file_entry(file_runs: Sequence[StoredRun]) -> tuple[str, Entry]:
+    """('ranked' | 'failed' | 'not_rankable', entry): the best ranked run, else the latest run."""
+    ranked = [Entry(r, score_us(r.result)) for r in file_runs if is_ranked(r.result)]
+    if ranked:
+        return "ranked", min(ranked, key=_order)
+    latest = max(file_runs, key=lambda r: r.id)
+    if is_failure(latest.result):
+        return "failed", Entry(latest, None, note=status_label(latest.result))
+    return "not_rankable", Entry(latest, score_us(latest.result), note=why_not_rankable(latest.result))
+
+
+def _one_per_author(candidates: list[Entry]) -> tuple[list[Entry], list[Entry]]:
+    """(ranking, others): each author's best entry ranked, their other entries listed below."""
+    best, others, authors = [], [], set()
+    for entry in sorted(candidates, key=_order):
+        (others if entry.stored.author in authors else best).append(entry)
+        authors.add(entry.stored.author)
+    ranks = competition_ranks([e.score_us for e in best if e.score_us is not None])
+    return [Entry(e.stored, e.score_us, rank) for e, rank in zip(best, ranks)], others
+
+
 def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None = None,
                 harness_version: str | None = None) -> Board:
     """Apply the ranking rule to one problem's stored runs."""
     runs = [r for r in runs if r.problem == problem]
     device_name, harness_version = _scope(runs, device_name, harness_version)
     shown = [r for r in runs if r.device_name == device_name and r.result.harness_version == harness_version]
-    by_file: dict[str, list[StoredRun]] = {}
-    for run in shown:
-        by_file.setdefault(run.sha256, []).append(run)
-    candidates, not_rankable, failed = [], [], []
-    for file_runs in by_file.values():
-        ranked = [Entry(r, score_us(r.result)) for r in file_runs if is_ranked(r.result)]
-        if ranked:
-            candidates.append(min(ranked, key=_order))
-            continue
-        latest = max(file_runs, key=lambda r: r.id)
-        if is_failure(latest.result):
-            status, reason = latest.result.status.value, latest.result.reason
-            failed.append(Entry(latest, None, note=f"{status}: {reason}" if reason else status))
-        else:
-            not_rankable.append(Entry(latest, score_us(latest.result), note=why_not_rankable(latest.result)))
-    candidates.sort(key=_order)
-    best, others, authors = [], [], set()
-    for entry in candidates:
-        (others if entry.stored.author in authors else best).append(entry)
-        authors.add(entry.stored.author)
-    ranks = competition_ranks([e.score_us for e in best if e.score_us is not None])
-    ranking = [Entry(e.stored, e.score_us, rank) for e, rank in zip(best, ranks)]
+    kinds: dict[str, list[Entry]] = {"ranked": [], "failed": [], "not_rankable": []}
+    for file_runs in _entries(shown).values():
+        kind, entry = _file_entry(file_runs)
+        kinds[kind].append(entry)
+    ranking, others = _one_per_author(kinds["ranked"])
     return Board(
         problem=problem,
         device_name=device_name,
         harness_version=harness_version,
         ranking=ranking,
         others=others,
-        not_rankable=sorted(not_rankable, key=_by_path),
-        failed=sorted(failed, key=_by_path),
+        not_rankable=sorted(kinds["not_rankable"], key=_by_path),
+        failed=sorted(kinds["failed"], key=_by_path),
         hidden_runs=len(runs) - len(shown),
         updated_at=max((r.recorded_at for r in shown), default=""),
     )

@@ -4,6 +4,10 @@ Why self-contained: the pages travel as a CI artifact and are opened from disk, 
 not fetch anything. The HTML comes from the Jinja2 templates in ``templates/`` (autoescaped);
 the functions here compute what they show (numbers, chart geometry) as plain data. Every
 function is pure text in, text out; ``write_site`` writes files.
+
+Why no failure reasons: these pages are public, and a reason can hold whatever the submission
+printed or raised (another user's code, a secret it could read). A run that did not pass shows
+its status label only (rank.status_label); the reason stays in the store and the service API.
 """
 
 from __future__ import annotations
@@ -187,9 +191,8 @@ def render_markdown(board: Board, generated_at: str) -> str:
                            [[file_name(e, p), e.stored.author, fmt_us(e.score_us), e.note] for e in board.not_rankable])
     if board.failed:
         lines += ["", "## Failed", ""]
-        lines += _md_table(["submission", "author", "status", "reason"],
-                           [[file_name(e, p), e.stored.author, status_label(e.result), e.result.reason or NONE]
-                            for e in board.failed])
+        lines += _md_table(["submission", "author", "status"],
+                           [[file_name(e, p), e.stored.author, status_label(e.result)] for e in board.failed])
     if board.hidden_runs:
         lines += ["", f"{board.hidden_runs} stored run(s) from other devices or harness versions are not shown."]
     return "\n".join(lines) + "\n"
@@ -269,9 +272,10 @@ def _row(entry: Entry, problem: str, shapes: Sequence[dict[str, Any]], colour: s
 
 
 def _listed_row(entry: Entry, problem: str, failed: bool) -> dict[str, Any]:
-    text = entry.result.reason if failed else entry.note
-    return {**_row(entry, problem, []), "status": status_label(entry.result) if failed else "passed",
-            "text": one_line(text or NONE, 300)}
+    """A not rankable row (its harness-written note) or a failed one (its status label, never the reason)."""
+    if failed:
+        return {**_row(entry, problem, []), "status": status_label(entry.result), "text": None}
+    return {**_row(entry, problem, []), "status": "passed", "text": one_line(entry.note or NONE, 300)}
 
 
 def render_html(board: Board, generated_at: str) -> str:

@@ -63,28 +63,67 @@ def schema_version(connection: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+def sql_statements(script: str) -> list[str]:
+    """A migration file's statements, one each.
+
+    Why not executescript: it commits first, which would drop the write lock the migration
+    holds. sqlite3.complete_statement keeps a ';' inside a string, comment or trigger body.
+    """
+    statements, buffer = [], ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \t\r\n;"):
+                statements.append(buffer)
+            buffer = ""
+    if buffer.strip(" \t\r\n;"):
+        statements.append(buffer)  # incomplete: let SQLite say what is wrong with it
+    return statements
+
+
+def _create_version_table(connection: sqlite3.Connection) -> None:
+    """schema_version, created under the write lock (a file that is not a database fails here)."""
+    if connection.in_transaction:
+        connection.commit()
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        connection.commit()
+    except sqlite3.Error:
+        connection.rollback()
+        raise
+
+
+def _apply(connection: sqlite3.Connection, version: int, name: str, path: Path) -> bool:
+    """Apply one migration and its version row in one transaction; False when already there.
+
+    Why the lock first: several processes may open a new database at once. Each takes the write
+    lock (BEGIN IMMEDIATE) and only then reads the version, so a file is applied exactly once.
+    """
+    statements = sql_statements(path.read_text())
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        if schema_version(connection) >= version:
+            connection.rollback()
+            return False
+        for statement in statements:
+            connection.execute(statement)
+        connection.execute("INSERT INTO schema_version VALUES (?, ?, ?)", (version, name, utc_now()))
+        connection.commit()
+    except sqlite3.Error as error:
+        connection.rollback()
+        raise StoreError(f"{path}: migration failed: {error}") from None
+    return True
+
+
 def apply_migrations(connection: sqlite3.Connection, directory: Path = MIGRATIONS_DIR) -> list[int]:
     """Apply the migrations newer than the database, each in its own transaction; return them."""
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS schema_version "
-        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    connection.commit()
-    current = schema_version(connection)
-    applied = []
-    for version, name, path in migration_files(directory):
-        if version <= current:
-            continue
-        # The file and its version row commit together, or neither does.
-        script = (f"BEGIN;\n{path.read_text()}\n"
-                  f"INSERT INTO schema_version VALUES ({version}, '{name}', '{utc_now()}');\nCOMMIT;")
-        try:
-            connection.executescript(script)
-        except sqlite3.Error as error:
-            connection.rollback()
-            raise StoreError(f"{path}: migration failed: {error}") from None
-        applied.append(version)
-    return applied
+    files = migration_files(directory)
+    _create_version_table(connection)
+    return [version for version, name, path in files if _apply(connection, version, name, path)]
 
 
 def _number(value: Any) -> float | None:

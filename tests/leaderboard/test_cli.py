@@ -10,6 +10,7 @@ import pytest
 
 from harness import evaluate
 from harness.leaderboard import cli
+from harness.leaderboard.store import Store
 from harness.results import Status
 
 from .samples import FakeEvaluate, make_run
@@ -112,6 +113,9 @@ def test_real_evaluator_failures_are_listed(tmp_path):
     assert run_cli("--submissions", str(tmp_path / "submissions"), "--db", str(tmp_path / "lb.db"),
                    "--out", str(tmp_path / "site"), "--device", "cpu", "--problem", "nvfp4_gemv") == 0
     board = json.loads((tmp_path / "site" / "nvfp4_gemv" / "leaderboard.json").read_text())
-    reasons = {e["file"]: e["note"] for e in board["failed"]}
+    assert {e["file"]: e["note"] for e in board["failed"]} == {"syntax.py": "bad_input", "no_kernel.py": "bad_input"}
+    assert "not_a_module_anywhere" not in (tmp_path / "site" / "nvfp4_gemv" / "index.html").read_text()
+    with Store.open(tmp_path / "lb.db") as store:  # the reasons stay in the store, for the organizer
+        reasons = {Path(r.submission_path).name: r.result.reason for r in store.runs("nvfp4_gemv")}
     assert "syntax error at line 1" in reasons["syntax.py"]
     assert "not_a_module_anywhere" in reasons["no_kernel.py"]

@@ -1,5 +1,6 @@
 """The ranking rule: geomean of benchmark medians, best per file and per author, failures apart."""
 
+import dataclasses
 import math
 
 import pytest
@@ -70,7 +71,7 @@ def test_one_entry_per_author_others_listed_below():
     assert board.others[0].rank is None
 
 
-def test_failures_are_listed_apart_with_their_reason_never_ranked():
+def test_failures_are_listed_apart_with_their_status_never_their_reason():
     runs = [stored(make_run((20.0, 20.0, 20.0)), run_id=1, author="a", file="ok.py")]
     for run_id, status in enumerate((Status.FAILED, Status.REJECTED, Status.CRASHED, Status.TIMEOUT), 2):
         run = make_run(None, status=status, reason=f"{status.value} because")
@@ -79,7 +80,39 @@ def test_failures_are_listed_apart_with_their_reason_never_ranked():
     assert [e.stored.author for e in board.ranking] == ["a"]
     assert sorted(e.result.status for e in board.failed) == sorted(
         [Status.FAILED, Status.REJECTED, Status.CRASHED, Status.TIMEOUT])
-    assert all(e.rank is None and e.note.endswith("because") for e in board.failed)
+    assert all(e.rank is None and e.note == e.result.status.value for e in board.failed)
+    assert all(e.result.reason.endswith("because") for e in board.failed)  # kept in the stored result
+
+
+def test_a_run_without_a_device_does_not_blank_the_board():
+    """The service stores '?' for a run whose evaluation raised; the latest such run must not
+    move the board off every real run (nor must a harness error on another GPU)."""
+    real = [stored(make_run((10.0, 10.0, 10.0)), run_id=1, author="a", file="a.py"),
+            stored(make_run((12.0, 12.0, 12.0)), run_id=2, author="b", file="b.py")]
+    broken = make_run(None, status=Status.CRASHED, reason="HarnessFailure: its Dask worker died 2 times")
+    broken.device = {}
+    unknown = stored(broken, run_id=3, author="c", file="c.py", device_name="?")
+    blank = dataclasses.replace(stored(broken, run_id=4, author="d", file="d.py"), device_name="")
+    raised = dataclasses.replace(stored(broken, run_id=5, author="e", file="e.py", device_name="NVIDIA H100"),
+                                 harness_error=True)
+    board = build_board("nvfp4_gemv", [*real, unknown, blank, raised])
+    assert board.device_name == B200 and [e.stored.author for e in board.ranking] == ["a", "b"]
+    assert board.hidden_runs == 3
+    only_unknown = build_board("nvfp4_gemv", [unknown])  # nothing real: still listed, not lost
+    assert only_unknown.device_name == "?" and [e.stored.author for e in only_unknown.failed] == ["c"]
+
+
+def test_same_bytes_from_two_authors_are_two_entries():
+    same = "identical file bytes"
+    runs = [stored(make_run((20.0, 20.0, 20.0)), run_id=1, author="alice", file="mine.py", content=same),
+            stored(make_run((15.0, 15.0, 15.0)), run_id=2, author="bob", file="copy.py", content=same),
+            stored(make_run((30.0, 30.0, 30.0)), run_id=3, author="alice", file="old.py")]
+    board = build_board("nvfp4_gemv", runs)
+    assert [(e.rank, e.stored.author, e.stored.id) for e in board.ranking] == [(1, "bob", 2), (2, "alice", 1)]
+    assert [e.stored.id for e in board.others] == [3]  # still one best entry per author
+    failed = make_run(None, status=Status.TIMEOUT, reason="slow")
+    runs.append(stored(failed, run_id=4, author="carol", file="c.py", content=same))
+    assert [e.stored.author for e in build_board("nvfp4_gemv", runs).failed] == ["carol"]
 
 
 def test_not_rankable_runs_are_listed_not_ranked():

@@ -1,11 +1,19 @@
 """The SQLite store: migrations applied once and in order, runs and cases round-trip, cache lookups."""
 
+import multiprocessing
 import sqlite3
 
 import pytest
 
 from harness import __version__
-from harness.leaderboard.store import Store, StoreError, apply_migrations, load_result, migration_files
+from harness.leaderboard.store import (
+    Store,
+    StoreError,
+    apply_migrations,
+    load_result,
+    migration_files,
+    sql_statements,
+)
 
 from .samples import B200, make_run, sha
 
@@ -51,6 +59,46 @@ def test_a_failing_migration_leaves_no_trace(tmp_path):
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "t" in tables and "u" not in tables
     assert connection.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 1
+
+
+def _open_at_once(path, barrier, results):
+    """One of several processes opening the same new database at the same moment."""
+    barrier.wait()
+    try:
+        with Store.open(path) as store:
+            results.put(("ok", store.version))
+    except Exception as error:  # the parent reports whatever went wrong
+        results.put(("error", f"{type(error).__name__}: {error}"))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path):
+    """Each takes the write lock before reading the version, so no file is applied twice."""
+    context, processes = multiprocessing.get_context("fork"), 6
+    for attempt in range(10):
+        path, barrier, results = tmp_path / f"lb{attempt}.db", context.Barrier(processes), context.Queue()
+        workers = [context.Process(target=_open_at_once, args=(path, barrier, results)) for _ in range(processes)]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get(timeout=60) for _ in workers]
+        for worker in workers:
+            worker.join(timeout=60)
+        assert outcomes == [("ok", len(migration_files()))] * processes
+        with Store.open(path) as store:
+            rows = store.connection.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+        assert [v for (v,) in rows] == list(range(1, len(migration_files()) + 1))
+
+
+def test_migration_statements_split_where_sqlite_would():
+    script = ("CREATE TABLE t (x TEXT DEFAULT 'a;b'); -- a comment; with a semicolon\n"
+              "CREATE TRIGGER g AFTER INSERT ON t BEGIN UPDATE t SET x = 'c'; END;\n"
+              "INSERT INTO t VALUES ('d')")
+    statements = sql_statements(script)
+    assert len(statements) == 3 and all(sqlite3.complete_statement(s) for s in statements)
+    connection = sqlite3.connect(":memory:")
+    for statement in statements:
+        connection.execute(statement)
+    assert connection.execute("SELECT x FROM t").fetchall() == [("c",)]
 
 
 @pytest.mark.parametrize("names", [["0001_a.sql", "0003_c.sql"], ["0001_a.sql", "0001_b.sql"], ["1_a.sql"]])

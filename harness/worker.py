@@ -10,6 +10,7 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 import traceback
@@ -78,7 +79,19 @@ def _classify(error: BaseException) -> SubmissionError:
     return SubmissionError("crashed", f"{text.splitlines()[0] if text else type(error).__name__}{where}")
 
 
-def _output_tensors(result: Any) -> tuple[str, list[torch.Tensor]]:
+def _dense_on(device: torch.device, tensors: list[torch.Tensor]) -> None:
+    """Raise unless every output is a dense tensor on the run's device (the core copies raw storage:
+    a sparse tensor has none it can read, a meta tensor no memory at all)."""
+    for tensor in tensors:
+        if tensor.layout != torch.strided:
+            raise SubmissionError("failed", f"custom_kernel returned a tensor of layout {tensor.layout}; return a "
+                                  "dense (strided) tensor")
+        if tensor.device.type != device.type:
+            raise SubmissionError("failed", f"custom_kernel returned a tensor on {tensor.device.type}; return it on "
+                                  f"{device.type}, where its inputs are")
+
+
+def _output_tensors(result: Any, device: torch.device) -> tuple[str, list[torch.Tensor]]:
     """('tensor' | 'list', tensors) for a well-formed output; raise for anything else.
 
     Only exact ``torch.Tensor``, ``list`` and ``tuple`` objects pass, checked by type before
@@ -98,13 +111,34 @@ def _output_tensors(result: Any) -> tuple[str, list[torch.Tensor]]:
                                   "subclass whose methods could do work after the timer stopped; return a plain "
                                   "torch.Tensor")
     if type(result) is torch.Tensor:
+        _dense_on(device, [result])
         return "tensor", [result]
     if type(result) in (list, tuple) and all(type(t) is torch.Tensor for t in items):
+        _dense_on(device, items)
         return "list", items
     kind = type(result).__name__
     if type(result) in (list, tuple):
         kind = f"a {kind} holding " + ", ".join(sorted({type(t).__name__ for t in items}))
     raise SubmissionError("failed", f"custom_kernel returned {kind}, expected a tensor or a list of tensors")
+
+
+def _check_entry_point(kernel: Any, file_name: str) -> None:
+    """custom_kernel must be a function that takes the data tuple as its one argument (a plain check
+    for a clear message at import, not a guard)."""
+    if kernel is None:
+        raise SubmissionError("bad_input", f"{file_name} defines no custom_kernel(data) function")
+    if not callable(kernel):
+        raise SubmissionError("bad_input", f"{file_name}: custom_kernel is a {type(kernel).__name__}, not a function; "
+                              "define def custom_kernel(data)")
+    try:
+        signature = inspect.signature(kernel)
+    except (TypeError, ValueError):  # no Python signature (a builtin): the first call will tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise SubmissionError("bad_input", f"{file_name}: custom_kernel{signature} must take one argument, the data "
+                              "tuple: define def custom_kernel(data)") from None
 
 
 def _active_modes() -> list[str]:
@@ -164,8 +198,7 @@ class Worker:
         else:
             contest_modules.load_module("submission", submission_path)
         kernel = getattr(sys.modules["submission"], "custom_kernel", None)
-        if not callable(kernel):
-            raise SubmissionError("bad_input", f"{submission_path.name} defines no custom_kernel(data) function")
+        _check_entry_point(kernel, submission_path.name)
         self.kernel = kernel
         self._check_integrity("at import")
         sealed = isinstance(self.timer, timing.SealedTimer)
@@ -215,7 +248,7 @@ class Worker:
             result = self.kernel(data)
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
-            structure, outputs = _output_tensors(result)
+            structure, outputs = _output_tensors(result, self.device)
             self.send({"op": "output", "time_us": 0.0, "host_us": 0.0, "structure": structure, "unfinished": False},
                       outputs)
         except BaseException as error:  # classified for the output log; the sanitizer's report says more
@@ -250,7 +283,7 @@ class Worker:
         """The compiled core times the call and copies the outputs; this only forwards its answer."""
         answer = self.timer.time_call(data, int(request["index"]), int(request["case"]["seed"]), request["sleep_us"])
         if answer[0] == "bad_output":
-            _output_tensors(answer[1])  # raises the reason
+            _output_tensors(answer[1], self.device)  # raises the reason
             raise SubmissionError("failed", "custom_kernel returned something other than a tensor or list of tensors")
         if answer[0] == "modes":
             raise SubmissionError("rejected", f"custom_kernel left a {', '.join(_active_modes()) or 'torch mode'} "
@@ -261,7 +294,7 @@ class Worker:
                  for dtype, shape, stride, offset, payload in views]
         header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
                   "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
-        return header, parts, _output_tensors(result)[1]
+        return header, parts, _output_tensors(result, self.device)[1]
 
     def _python_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
         """Unsealed timing (no compiled core): CPU runs and unranked GPU runs only."""
@@ -270,7 +303,7 @@ class Worker:
         if modes:
             raise SubmissionError("rejected", f"custom_kernel left a {', '.join(modes)} active; it would run inside "
                                   "the harness after the timer stopped; exit every mode before returning")
-        structure, outputs = _output_tensors(result)
+        structure, outputs = _output_tensors(result, self.device)
         # Queued right behind the end event: what the caller could read when the call returned.
         snapshot = [t.detach().clone() for t in outputs]
         time_us = elapsed_us()

@@ -61,13 +61,21 @@ def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
         ("#!POPCORN leaderboard nvfp4_gemv\nimport not_a_module\n", Status.BAD_INPUT, "pip install not_a_module"),
         ("#!POPCORN leaderboard nvfp4_gemv\nfrom utils import ceil_div\n", Status.BAD_INPUT,
          "the contest runner's utils module has no such name; define it in your submission"),
+        ("#!POPCORN leaderboard nvfp4_gemv\ncustom_kernel = 3\n", Status.BAD_INPUT, "custom_kernel is a int, not a"),
+        ("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data, extra):\n    return data[-1]\n", Status.BAD_INPUT,
+         "custom_kernel(data, extra) must take one argument, the data tuple"),
+        # Outputs the compiled core cannot copy: no segfault (meta), no harness traceback (sparse).
+        ("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return data[-1].to('meta')\n",
+         Status.FAILED, "custom_kernel returned a tensor on meta; return it on cpu"),
+        ("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return [data[-1].to_sparse()]\n",
+         Status.FAILED, "a tensor of layout torch.sparse_coo; return a dense (strided) tensor"),
     ],
 )
 def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
     result = evaluate_submission(None, _write(tmp_path, body), "test", "cpu")
     assert result.status == status and needle in result.reason
     assert "\n" not in result.reason and "Traceback" not in result.reason
-    assert result.exit_code == ExitCode.BAD_INPUT
+    assert result.exit_code == (ExitCode.BAD_INPUT if status == Status.BAD_INPUT else ExitCode.CHECK_FAILED)
 
 
 def test_missing_gpu_is_a_device_failure(tmp_path):

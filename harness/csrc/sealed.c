@@ -287,7 +287,12 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
         goto done;
     }
     for (int i = 0; i < count; i++) {
-        if (describe_output(hooks, on_gpu, PyTuple_GET_ITEM(items, i), &views[i])) goto done;
+        if (describe_output(hooks, on_gpu, PyTuple_GET_ITEM(items, i), &views[i])) {
+            /* not a dense tensor on this device (sparse, meta, elsewhere): the worker names why */
+            PyErr_Clear();
+            answer = Py_BuildValue("(sO)", "bad_output", result);
+            goto done;
+        }
         total += views[i].nbytes;
     }
     if (total > MAX_OUTPUT_BYTES) { PyErr_SetString(PyExc_ValueError, "outputs larger than 2 GiB"); goto done; }

@@ -63,6 +63,10 @@ int describe_output(PyObject *hooks, int on_gpu, PyObject *tensor, output_view *
         PyErr_SetString(PyExc_ValueError, on_gpu ? "an output tensor is not on the GPU" : "an output tensor is not on the CPU");
         return -1;
     }
+    if (!pointer && nbytes) {  /* a meta tensor: no memory to copy from */
+        PyErr_SetString(PyExc_ValueError, "an output tensor has no memory (a meta tensor)");
+        return -1;
+    }
     view->pointer = (unsigned long long)pointer;
     view->nbytes = (unsigned long long)nbytes;
     return 0;

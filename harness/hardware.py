@@ -9,7 +9,10 @@ submission needs, what this machine is, what can be checked here instead.
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +61,8 @@ SIGNATURES = (
     _sig(r"Invalid scaling configuration", BLACKWELL,
          "fp4 torch._scaled_mm runs only on sm_100 GPUs", "cpu", "_scaled_mm"),
     _sig(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
-         r"libcuda\.so|CUDA driver (initialization failed|version is insufficient)|cudaGetDeviceCount",
+         r"libcuda\.so|CUDA driver (initialization failed|version is insufficient)|cudaGetDeviceCount|"
+         r"(runs|works) on CUDA GPUs only|(requires|needs) a CUDA GPU",
          ANY_GPU, "it calls CUDA directly", "cpu"),
     _sig(r"InterpreterError", ANY_GPU, "its Triton kernel uses inline PTX, which the CPU interpreter cannot run",
          "cpu", "inline_asm"),
@@ -101,8 +105,31 @@ def _applies(signature: Signature, device: Mapping[str, Any]) -> bool:
     return device.get("type") == "cuda" and major.isdigit() and int(major) < 10
 
 
+def code_only(source: str) -> str:
+    """The source without comments and docstrings: a file that explains why it avoids sm_100a
+    instructions must not be taken for one that uses them. String literals stay (inline PTX)."""
+    try:
+        tree = ast.parse(source)
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return source
+    lines = source.splitlines(keepends=True)
+    spans = [(t.start, t.end) for t in tokens if t.type == tokenize.COMMENT]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
+                getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            first = body[0]
+            spans.append(((first.lineno, first.col_offset), (first.end_lineno, first.end_col_offset)))
+    for (row, col), (end_row, end_col) in sorted(spans, reverse=True):
+        head, tail = lines[row - 1][:col], lines[end_row - 1][end_col:]
+        lines[row - 1:end_row] = [head + tail]
+    return "".join(lines)
+
+
 def diagnose(reason: str, source: str, device: Mapping[str, Any]) -> str | None:
     """The one-line 'unsupported' verdict for a failure caused by this machine, else None."""
+    source = code_only(source)
     for signature in SIGNATURES:
         if not signature.pattern.search(reason) or not _applies(signature, device):
             continue

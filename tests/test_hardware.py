@@ -24,6 +24,9 @@ PTXAS = "ptxas fatal: Instruction 'cvt with .e2m1x2' not supported on .target 's
         ("AssertionError: Torch not compiled with CUDA enabled", "", CPU, "needs a CUDA GPU"),
         ("ValueError: Invalid scaling configuration", "torch._scaled_mm(", CPU, "needs an sm_100 (Blackwell) GPU"),
         ("InterpreterError: AssertionError('')", "tl.inline_asm_elementwise(", CPU, "needs a CUDA GPU"),
+        # A file's own refusal, as the shipped CuTe DSL GEMV words it.
+        ("RuntimeError: cute_gemv runs on CUDA GPUs only (sm_90 or later) (at cute_gemv.py:231)", "", CPU,
+         "needs a CUDA GPU"),
         ("ModuleNotFoundError: No module named 'cutlass'", "import cutlass", H100,
          "needs the CuTe DSL (nvidia-cutlass-dsl)"),
         # Seen on real contest files on a CPU-only machine (docs/results.md, run 5).
@@ -85,3 +88,14 @@ def test_a_fault_seen_by_the_timing_core_is_a_cuda_error(error, kind):
     from harness.worker import _classify
 
     assert _classify(error).kind == kind
+
+
+def test_comments_and_docstrings_do_not_make_a_file_blackwell_only():
+    """The shipped CuTe DSL GEMV explains in its docstring why it avoids `cvt ... e2m1x2` (sm_100a):
+    on a CPU it needs a GPU, not a Blackwell one; PTX in a string literal still counts."""
+    explained = '"""Decodes by hand: cvt ... e2m1x2 needs sm_100a."""\nimport torch  # not tcgen05\n'
+    verdict = diagnose("RuntimeError: cute_gemv runs on CUDA GPUs only (sm_90 or later)", explained, CPU)
+    assert verdict is not None and verdict.startswith("needs a CUDA GPU:")
+    used = 'KERNEL = "cvt.rn.f16x2.e2m1x2 $0, $1;"\n'
+    verdict = diagnose("RuntimeError: cute_gemv runs on CUDA GPUs only", used, CPU)
+    assert verdict is not None and verdict.startswith("needs an sm_100 (Blackwell) GPU:")

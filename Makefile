@@ -16,7 +16,7 @@ install:
 # Correctness on every test shape, then timing on every benchmark shape (CPU when no GPU).
 # The problem comes from PROBLEM or from the file's '#!POPCORN leaderboard' line.
 eval:
-	$(PYTHON) -m harness eval $(PROBLEM) $(SUBMISSION) --mode $(MODE) \
+	$(PYTHON) -m harness eval $(PROBLEM) "$(SUBMISSION)" --mode $(MODE) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(JSON),--json $(JSON))
 
 test:

@@ -29,7 +29,7 @@ from harness.results import ExitCode, RunResult, Status, worst
 from harness.score import geometric_mean
 from harness.sol import work
 from harness.submission import SubmissionFileError, read_submission
-from harness.task import Task, TaskError, load_task
+from harness.task import Task, TaskError, list_problems, load_task
 
 MODES = ("all", "test", "benchmark", "leaderboard", "profile", "sanitize")
 CPU_MAX_FLOPS = 5e7
@@ -217,6 +217,8 @@ def _handle(args: argparse.Namespace) -> int:
     if submission is None:  # a single argument is the file; its POPCORN line names the problem
         problem, submission = None, problem
     try:
+        if args.submission is None and args.problem in list_problems():
+            raise ValueError(f"no submission file: python -m harness eval {args.problem} path/to/submission.py")
         if not math.isfinite(args.timeout_scale) or args.timeout_scale <= 0:
             raise ValueError(f"--timeout-scale {args.timeout_scale}: must be a finite number above 0")
         json_path = _json_target(args.json) if args.json else None

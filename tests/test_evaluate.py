@@ -224,6 +224,7 @@ def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spe
     (["--json", "{tmp}/a_file/result.json"], "cannot be made"),
     (["--timeout-scale", "nan"], "must be a finite number above 0"),
     (["--timeout-scale", "inf"], "must be a finite number above 0"),
+    (["--no-file"], "no submission file: python -m harness eval nvfp4_gemv path/to/submission.py"),
 ])
 def test_bad_options_are_refused_before_the_run_in_one_line(tmp_path, capsys, options, words):
     """A bad --json path once cost a finished run its result (a traceback after the report)."""
@@ -231,6 +232,8 @@ def test_bad_options_are_refused_before_the_run_in_one_line(tmp_path, capsys, op
 
     (tmp_path / "a_file").write_text("")
     argv = ["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--device", "cpu"]
+    if options == ["--no-file"]:
+        argv, options = ["eval", "nvfp4_gemv", "--device", "cpu"], []
     assert main(argv + [option.format(tmp=tmp_path) for option in options]) == 113
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]

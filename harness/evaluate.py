@@ -227,6 +227,9 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
 
+    if args.mode == "leaderboard" and secret is None:
+        print(f"note: no secret seed (${seeds.SECRET_ENV} or --secret-seed-file): public seeds, so the run is not "
+              "rankable", file=sys.stderr)
     progress = for_stream(sys.stderr)
     report_path = json_path.with_suffix(".sanitizer.txt") if json_path else None
     try:

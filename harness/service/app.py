@@ -12,20 +12,21 @@ from typing import Annotated, Any
 import jinja2
 from fastapi import Depends, FastAPI, File, Form, Header, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException
 
 from harness import __version__
 from harness.leaderboard import render
 from harness.leaderboard.rank import Board, build_board
 from harness.service import jobs, limits
+from harness.service.body_cap import BodyCap
 from harness.service.db import ServiceDb
 from harness.service.limits import Limits, Refused
 from harness.service.users import User, authenticate
 
 TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "templates"),
                                autoescape=True)
-FORM_OVERHEAD_BYTES = 64 * 1024  # multipart headers and the small fields around the file
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id is no submission, not an OverflowError
 
 
 def _generated_at() -> str:
@@ -57,15 +58,7 @@ def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         return JSONResponse({"error": f"bad request: {where}: {first.get('msg', 'invalid')}"}, status_code=400)
 
-    @app.middleware("http")
-    async def size_cap(request: Request, call_next: Any) -> Response:
-        """Refuse an oversized upload from its header, before the body is read."""
-        length = request.headers.get("content-length", "")
-        if request.method == "POST" and length.isdigit() and int(length) > settings.max_file_bytes + (
-                FORM_OVERHEAD_BYTES):
-            line = f"request too large: {length} bytes, the file limit is {settings.max_file_bytes}"
-            return JSONResponse({"error": line}, status_code=413)
-        return await call_next(request)
+    app.add_middleware(BodyCap, max_file_bytes=settings.max_file_bytes)
 
     def current_user(authorization: str | None = Header(None)) -> User:
         if not authorization:
@@ -80,6 +73,8 @@ def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
     CurrentUser = Annotated[User, Depends(current_user)]
 
     def own_job(job_id: int, user: User) -> tuple[jobs.Job, int | None]:
+        if not 0 < job_id <= MAX_ID:
+            raise Refused(404, f"no submission {job_id} of yours")
         with db.locked() as store:
             job = jobs.get(store.connection, job_id)
             if job is None or job.user_id != user.id:  # someone else's job is as absent as a missing one

@@ -59,6 +59,11 @@ def check_source(source: bytes, filename: str) -> str:
         raise Refused(400, f"{filename}: not UTF-8 text; save it as UTF-8") from None
     except SyntaxError as error:
         raise Refused(400, f"{filename}: not valid Python: line {error.lineno}: {error.msg}") from None
+    except ValueError as error:  # a null byte, before Python 3.11.4
+        raise Refused(400, f"{filename}: not valid Python: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own depth limits: a tiny file can reach them
+        raise Refused(400, f"{filename}: too deeply nested to parse: split the nested expression "
+                           "into several statements") from None
     return text
 
 

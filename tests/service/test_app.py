@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import pytest
 import requests
 
+from harness.service.body_cap import FORM_OVERHEAD_BYTES
 from tests.leaderboard.test_browser import CHROMIUM, IN_CI, chromium, png_pixels
 
 from .conftest import DUAL, GEMV, SECRET_SEED, add_user, bearer, harness, wait_done
@@ -110,6 +112,9 @@ BAD_REQUESTS = {
                    "no problem"),
     "no file": ("ada", {}, {"mode": "test"}, 400, "file"),
     "after the deadline": ("ada", "gemv", {"problem": "nvfp4_gemm", "mode": "leaderboard"}, 403, "deadline"),
+    # the parser's depth limits (RecursionError, MemoryError) are reached by small files
+    "nested subscripts": ("ada", {"file": ("k.py", b"a" + b"[0]" * 6000)}, {}, 400, "too deeply nested"),
+    "nested minus signs": ("ada", {"file": ("k.py", b"-" * 19000 + b"1")}, {}, 400, "k.py: "),
 }
 
 
@@ -126,6 +131,44 @@ def test_a_bad_request_gets_a_4xx_and_one_line_and_queues_nothing(service, name)
     assert words in line and "\n" not in line
     after = requests.get(f"{server.url}/submissions", headers=bearer(tokens["ada"]), timeout=10).json()
     assert after == before
+
+
+MULTIPART_HEAD = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"k.py\"\r\n"
+                  b"Content-Type: text/x-python\r\n\r\n")
+
+
+def test_a_chunked_upload_is_refused_once_it_passes_the_limit_without_reading_on(service):
+    """No Content-Length and no token: 413 as soon as the cap is passed, not after the body's end."""
+    server, _ = service
+    data = MULTIPART_HEAD + b"#" * (20000 + FORM_OVERHEAD_BYTES)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+        sock.sendall(b"POST /submissions HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n"
+                     b"Content-Type: multipart/form-data; boundary=b\r\n\r\n")
+        sock.sendall(b"%x\r\n%s\r\n" % (len(data), data))  # and never the last chunk: the body has no end
+        answer = sock.makefile("rb").read()  # until the server closes the connection
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 "), answer[:300]
+    line = json.loads(body)["error"]
+    assert line.startswith("request too large: over ") and line.endswith("the file limit is 20000")
+
+
+def test_a_chunked_upload_under_the_limit_is_accepted(service):
+    server, tokens = service
+    parts = [MULTIPART_HEAD, GEMV.read_bytes(), b"\r\n--b--\r\n"]  # a generator: requests sends it chunked
+    answer = requests.post(f"{server.url}/submissions", headers={**bearer(tokens["ada"]), "Content-Type":
+                                                                 "multipart/form-data; boundary=b"},
+                           data=iter(parts), timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert wait_done(server, tokens["ada"], answer.json()["id"])["result"]["status"] == "passed"
+
+
+@pytest.mark.parametrize("path", ["/submissions/99999999999999999999999", "/submissions/99999999999999999999999/code",
+                                  "/submissions/9223372036854775808", "/submissions/0/code", "/submissions/-1"])
+def test_an_id_beyond_sqlites_integers_is_no_submission(service, path):
+    server, tokens = service
+    answer = requests.get(server.url + path, headers=bearer(tokens["ada"]), timeout=10)
+    assert answer.status_code == 404, answer.text
+    assert answer.json() == {"error": f"no submission {path.split('/')[2]} of yours"}
 
 
 def test_the_client_says_when_the_token_is_refused(service):

@@ -56,6 +56,14 @@ def test_source_must_be_utf8_python():
         check_source(b"x = 1\nx = = 2\n", "k.py")
 
 
+def test_source_too_deep_for_the_parser_is_refused_not_raised():
+    """The parser's RecursionError and MemoryError (stack overflow) are a 400, not a 500."""
+    for source in (b"a" + b"[0]" * 50000, b"-" * 200000 + b"1"):
+        with pytest.raises(Refused) as refused:
+            check_source(source, "k.py")
+        assert refused.value.status_code == 400 and str(refused.value).startswith("k.py: ")
+
+
 CRASH = b"#!POPCORN leaderboard nvfp4_gemv\nraise SystemExit(3)\n"  # fails at import: a fast job
 
 

@@ -36,6 +36,13 @@ def test_unknown_problem_names_the_choices():
          r"cpu_tests\[2\] is outside the shape_contract \(m=40 is not a multiple of 128\)"),
         (lambda s: s["shape_contract"].update(q={"multiple_of": 2}), "shape_contract.q must name a case key"),
         (lambda s: s["shape_contract"].update(m={"divisible": 2}), "shape_contract.m must name a case key"),
+        (lambda s: s["shape_contract"].update(m={"multiple_of": 0}), r"shape_contract\.m\.multiple_of must be a pos"),
+        (lambda s: s["tests"][0].update(m="128"), r"tests\[0\]\.m must be a positive integer"),
+        (lambda s: s["tests"][0].update(seed=-1), r"tests\[0\]\.seed must be a non-negative integer"),
+        (lambda s: s["timeouts_s"].update(test=float("nan")), r"timeouts_s\.test must be a finite positive number"),
+        (lambda s: s["tolerance"].update(rtol=-1.0), r"tolerance\.rtol must be a finite non-negative number"),
+        (lambda s: s["speed_of_light"].update(flops="2*m*q*l"), r"speed_of_light\.flops fails on tests\[0\]"),
+        (lambda s: s.update(name="nvfp4_gemm"), "name 'nvfp4_gemm' does not match the folder's name 'nvfp4_gemv'"),
     ],
 )
 def test_malformed_specs_are_rejected_with_the_fix(mutate, message):

@@ -1,8 +1,8 @@
 """The ranking rule, as small pure functions over stored runs (no I/O, no clock).
 
 Rule: per problem, on one device and harness version, a submission's score is the geometric
-mean of its benchmark medians (lower is better). A file (by author and sha256: the same bytes
-from two authors are two entries) counts with its best run; an author appears once in the
+mean of its benchmark medians (lower is better). A file (by author and sha256: two authors who
+upload the same bytes have two entries) counts with its best run; an author appears once in the
 ranking, with their best file; their other files are listed below it. Runs that failed are
 listed apart with their status label only: the raw reason can hold text the submission chose
 (a crash message), and public pages must not be a channel for it (owners see it through the

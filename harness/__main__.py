@@ -1,9 +1,18 @@
-"""``python -m harness``: one line, not a traceback, when this Python lacks the harness's own
-dependencies (a newcomer's `make eval` with a Python that `make install` did not set up)."""
+"""``python -m harness``: one line, not a traceback, when this Python lacks a module the harness
+imports (a newcomer's `make eval` with a Python that `make install` did not set up, or `serve`
+without the service extra). A submission's own imports fail in its worker, not here."""
 
 import sys
 
-DECLARED = {"torch", "yaml", "numpy", "jinja2", "rich", "requests"}  # pyproject.toml's dependencies
+EXTRAS = {"fastapi": "service", "starlette": "service", "uvicorn": "service", "multipart": "service",
+          "distributed": "cluster", "dask": "cluster"}  # pyproject.toml's optional dependencies
+
+
+def _install_hint(module: str) -> str:
+    extra = EXTRAS.get(module)
+    if extra:
+        return f"pip install -e '.[{extra}]' (the {extra} extra) with this Python"
+    return "run `make install` with this Python (or pip install -e '.[test]'), or run the Python you installed into"
 
 
 def _run() -> int:
@@ -15,8 +24,6 @@ def _run() -> int:
 try:
     code = _run()
 except ModuleNotFoundError as error:
-    if error.name not in DECLARED:
-        raise
-    sys.exit(f"error: {error.name} is not installed for {sys.executable}: run `make install` with this Python "
-             f"(or pip install -e '.[test]'), or run the Python you installed into")
+    name = (error.name or "").split(".")[0]
+    sys.exit(f"error: {name or error} is not installed for {sys.executable}: {_install_hint(name)}")
 sys.exit(code)

@@ -34,7 +34,9 @@ def read_secret(seed_file: str | Path | None = None) -> int | None:
         if path.is_file() and path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
             raise ValueError(f"{path}: the secret seed file is readable by other users (a submission's worker "
                              f"could read it); chmod 600 {path}")
-    raw = Path(seed_file).read_text().strip() if seed_file else os.environ.pop(SECRET_ENV, None)
+        raw = path.read_text().strip()
+    else:
+        raw = os.environ.pop(SECRET_ENV, None)
     if raw is None:
         return None
     try:

@@ -27,6 +27,27 @@ class SubmissionFile:
     author: str | None  # from '#!POPCORN author <name>'
 
 
+def parse_source(source: bytes, name: str) -> str:
+    """The file's text once it is UTF-8 Python that parses (never executed); else one line saying why.
+
+    Shared by `harness eval` and the service's upload check, so both refuse the same files alike.
+    """
+    try:
+        text = source.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine for Python
+        ast.parse(text, filename=name)
+    except UnicodeDecodeError:
+        raise SubmissionFileError(f"{name}: not UTF-8 text; save it as UTF-8") from None
+    except SyntaxError as error:
+        raise SubmissionFileError(f"{name}: syntax error at line {error.lineno}: {error.msg}; fix it and run again"
+                                  ) from None
+    except ValueError as error:  # a null byte, before Python 3.11.4
+        raise SubmissionFileError(f"{name}: not valid Python: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own depth limits: a tiny file can reach them
+        raise SubmissionFileError(f"{name}: too deeply nested to parse: split the nested expression into several "
+                                  "statements") from None
+    return text
+
+
 def read_submission(path: str | Path) -> SubmissionFile:
     path = Path(path)
     if path.is_dir():
@@ -37,15 +58,7 @@ def read_submission(path: str | Path) -> SubmissionFile:
         raise SubmissionFileError(f"{path}: not a .py file; Python imports only .py files: rename it to "
                                   f"{path.with_suffix('.py').name}")
     source = path.read_bytes()
-    try:
-        text = source.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine for Python
-        ast.parse(text, filename=str(path))
-    except UnicodeDecodeError:
-        raise SubmissionFileError(f"{path}: not UTF-8 text; save it as UTF-8") from None
-    except SyntaxError as error:
-        raise SubmissionFileError(
-            f"{path}: syntax error at line {error.lineno}: {error.msg}; fix it and run again"
-        ) from None
+    text = parse_source(source, str(path))
     directives = dict((key.lower(), value) for key, value in DIRECTIVE.findall(text))
     return SubmissionFile(
         path=path.resolve(),

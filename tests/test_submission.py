@@ -45,3 +45,11 @@ def test_a_folder_or_another_suffix_is_named_as_such(tmp_path, name, words):
     path.mkdir() if name == "folder.py" else path.write_text("def custom_kernel(data):\n    return data\n")
     with pytest.raises(SubmissionFileError, match=words):
         read_submission(path)
+
+
+def test_a_file_too_deeply_nested_for_the_parser_is_one_line(tmp_path):
+    """The parser's RecursionError / MemoryError: `harness submit` printed a traceback for such a file."""
+    path = tmp_path / "deep.py"
+    path.write_bytes(b"a" + b"[0]" * 6000)
+    with pytest.raises(SubmissionFileError, match="too deeply nested to parse"):
+        read_submission(path)

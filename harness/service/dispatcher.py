@@ -105,7 +105,7 @@ class Dispatcher:
     @staticmethod
     def _add_run(store: Store, job: jobs.Job, result: RunResult) -> None:
         """A ranked-mode result joins the leaderboard under the user's name (never the file's claim)."""
-        run_id = store.add(result, problem=job.problem, submission_path=f"{job.user_name}/{job.filename}",
+        run_id = store.add(result, problem=job.problem, submission_path=jobs.board_path(job),
                            sha256=hashlib.sha256(job.source).hexdigest(), author=job.user_name,
                            device_name=str(result.device.get("name", "?")),
                            harness_error=isinstance(result, HarnessFailure))

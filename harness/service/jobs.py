@@ -105,11 +105,16 @@ def link_run(connection: sqlite3.Connection, job_id: int, run_id: int) -> None:
         connection.execute("UPDATE submissions SET run_id = ? WHERE id = ?", (run_id, job_id))
 
 
+def board_path(job: Job) -> str:
+    """The job's file as the leaderboard names it: under the user's name, never the file's claim."""
+    return f"{job.user_name}/{job.filename}"
+
+
 def stored_run(connection: sqlite3.Connection, job: Job, sha256: str, started_at: str | None) -> int | None:
     """The leaderboard run already stored for this job, if a stop came between storing and linking it."""
     row = connection.execute("SELECT id FROM runs WHERE sha256 = ? AND author = ? AND submission_path = ? "
                              "AND started_at IS ? ORDER BY id DESC LIMIT 1",
-                             (sha256, job.user_name, f"{job.user_name}/{job.filename}", started_at)).fetchone()
+                             (sha256, job.user_name, board_path(job), started_at)).fetchone()
     return int(row[0]) if row else None
 
 

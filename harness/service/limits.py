@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import datetime
 import re
 import sqlite3
 from dataclasses import dataclass, field
 
 from harness.service import jobs
-from harness.submission import DIRECTIVE
+from harness.submission import DIRECTIVE, SubmissionFileError, parse_source
 
 MODES = ("test", "benchmark", "leaderboard")
 RANKED_MODE = "leaderboard"
@@ -53,18 +52,9 @@ def safe_filename(name: str | None) -> str:
 def check_source(source: bytes, filename: str) -> str:
     """The upload as text; Refused(400) unless it is UTF-8 Python that parses (never executed here)."""
     try:
-        text = source.decode()
-        ast.parse(text, filename=filename)
-    except UnicodeDecodeError:
-        raise Refused(400, f"{filename}: not UTF-8 text; save it as UTF-8") from None
-    except SyntaxError as error:
-        raise Refused(400, f"{filename}: not valid Python: line {error.lineno}: {error.msg}") from None
-    except ValueError as error:  # a null byte, before Python 3.11.4
-        raise Refused(400, f"{filename}: not valid Python: {error}") from None
-    except (RecursionError, MemoryError):  # the parser's own depth limits: a tiny file can reach them
-        raise Refused(400, f"{filename}: too deeply nested to parse: split the nested expression "
-                           "into several statements") from None
-    return text
+        return parse_source(source, filename)
+    except SubmissionFileError as error:
+        raise Refused(400, str(error)) from None
 
 
 def choose_problem(asked: str | None, text: str, known: list[str]) -> str:

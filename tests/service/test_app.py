@@ -107,7 +107,7 @@ BAD_REQUESTS = {
     "wrong token": ("nvfp4_0123456789abcdef_" + "x" * 40, "gemv", {}, 401, "token refused"),
     "malformed token": ("letmein", "gemv", {}, 401, "token refused"),
     "not python": ("ada", {"file": ("k.py", b"def custom_kernel(data)\n    return data\n")}, {}, 400,
-                   "not valid Python: line 1"),
+                   "syntax error at line 1"),
     "no problem": ("ada", {"file": ("k.py", b"def custom_kernel(data):\n    return data\n")}, {}, 400,
                    "no problem"),
     "no file": ("ada", {}, {"mode": "test"}, 400, "file"),

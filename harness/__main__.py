@@ -16,7 +16,7 @@ def _install_hint(module: str) -> str:
 
 
 def _run() -> int:
-    from harness.cli import main
+    from harness.commands.main import main
 
     return main()
 

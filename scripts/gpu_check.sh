@@ -7,7 +7,7 @@
 #   env         nvidia-smi, torch and triton versions
 #   reference   every test and benchmark shape's reference on the GPU, checked against the CPU's
 #   calibrate   this GPU's measured copy bandwidth and matmul rate; sol: the speed-of-light tables
-#   build       compile the timing core (harness._sealed) in place
+#   build       compile the timing core (harness.worker._sealed) in place
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
@@ -74,10 +74,10 @@ for step in $steps; do
     reference) run_step reference python3 scripts/reference_check.py "$WORK/reference.json" ;;
     calibrate) run_step calibrate python3 -m harness calibrate --force ;;
     sol) run_step sol bash -c 'for p in nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm; do python3 -m harness sol $p; done' ;;
-    build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness._sealed; print(\"core OK\")"' ;;
+    build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness.worker._sealed; print(\"core OK\")"' ;;
     b2b) run_step b2b b2b ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
-    inputs) run_step inputs python3 scripts/input_digests.py --device cuda --out "$WORK/inputs" ;;
+    inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;

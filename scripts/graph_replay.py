@@ -31,8 +31,8 @@ from pathlib import Path
 import torch
 from timing_validation import graph_per_call_us  # this folder's script: one graph-replay method
 
-from harness import contest_modules
-from harness.task import load_task, shape_text
+from harness.contract.task_spec import load_task, shape_text
+from harness.worker import contest_modules
 
 POOL = 4
 ROUNDS = 8

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from harness.task import list_problems, load_task, shape_text
+from harness.contract.task_spec import list_problems, load_task, shape_text
 
 REPEATS = 10
 

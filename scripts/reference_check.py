@@ -3,7 +3,7 @@
 For every problem and every test and benchmark shape: time generate_input(device="cuda") and
 ref_kernel on the GPU; on shapes small enough for the CPU, also check that the GPU reference
 passes the problem's check against the CPU reference. (That the inputs are bit-identical on both
-devices is scripts/input_digests.py's check.)
+devices is scripts/check_input_digests.py's check.)
 
 Usage: python scripts/reference_check.py OUT.json
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from harness.sol import work
-from harness.task import list_problems, load_task
+from harness.contract.task_spec import list_problems, load_task
+from harness.contract.work_formula import work
 
 CPU_CROSS_CHECK_MAX_FLOPS = 2e9
 

@@ -1,4 +1,4 @@
-"""Which of the worker's protections (harness/sandbox.py) this machine allows with CUDA still working.
+"""Which of the worker's protections (harness/worker/sandbox.py) this machine allows with CUDA still working.
 
 Each protection alone, then all together, in a fresh child process that afterwards initializes
 CUDA and runs one kernel. Prints one line per variant and writes them as JSON.
@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from harness import sandbox
+from harness.judge import worker_confinement
 
 CHILD = """
 import ctypes, os, sys
 sys.path.insert(0, {repo!r})
-from harness import sandbox
+from harness.worker import sandbox
 steps = sys.argv[1].split(",")
 libc = ctypes.CDLL(None, use_errno=True)
 if "no_new_privs" in steps: libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -49,7 +49,7 @@ if status == 0:
     status = cuda.cuMemcpyDtoH_v2(copy, ctypes.c_uint64(base.value + offset), ctypes.c_size_t(size))
 print("ipc ok" if status == 0 and bytes(copy) == bytes(range(size)) else f"ipc FAIL (CUresult {{status}})")
 """
-STEPS = sandbox.STEPS
+STEPS = worker_confinement.STEPS
 
 
 def shared_buffer() -> tuple[torch.Tensor, dict[str, str]]:
@@ -60,13 +60,13 @@ def shared_buffer() -> tuple[torch.Tensor, dict[str, str]]:
 
 
 def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[str, str] | None = None) -> dict:
-    uid = sandbox.UNPRIVILEGED_UID if "uid" in steps and os.geteuid() == 0 else None
+    uid = worker_confinement.UNPRIVILEGED_UID if "uid" in steps and os.geteuid() == 0 else None
 
     def child() -> None:
         if "netns" in steps:
-            sandbox.private_network()
+            worker_confinement.private_network()
         if uid is not None:
-            sandbox.drop_privileges(uid)
+            worker_confinement.drop_privileges(uid)
 
     env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, "PROBE_WRITABLE": writable, **(ipc_env or {})}
     try:
@@ -96,7 +96,7 @@ def main(out_path: str) -> int:
                   flush=True)
     Path(out_path).write_text(json.dumps(results, indent=2))
     usable = STEPS if results[-1]["ok"] else [r["steps"][0] for r in results[1:-1] if r["ok"]]
-    print(f"{sandbox.STEPS_ENV}={','.join(usable)}")
+    print(f"{worker_confinement.STEPS_ENV}={','.join(usable)}")
     del buffer
     return 0
 

@@ -4,9 +4,9 @@
    subtracted) against the per-call time of 50 calls replayed in one CUDA graph, each call on
    its own buffers (so neither side reads from L2). Goal: within 5%.
 2. A large device-to-device copy: the timer's median against bytes moved / the copy bandwidth
-   that ``harness.calibrate`` measured. Goal: within 2%.
+   that ``harness.sol.calibration`` measured. Goal: within 2%.
 
-Both checks time through the compiled core (harness._sealed) when it is built, as ranked runs
+Both checks time through the compiled core (harness.worker._sealed) when it is built, as ranked runs
 do: the core is bound to a "kernel" that runs the thunk it is given. Without it, through the
 Python CudaTimer.
 
@@ -24,9 +24,11 @@ import types
 
 import torch
 
-from harness import timing
-from harness.calibrate import measure
-from harness.timing import MIN_QUEUED_SLEEP_US, CudaTimer
+from harness.judge import queued_sleep
+from harness.judge.queued_sleep import MIN_QUEUED_SLEEP_US
+from harness.sol.calibration import measure
+from harness.worker import sealed_core
+from harness.worker.timers import CudaTimer
 
 GRAPH_CALLS = 50
 POOL = 64
@@ -58,24 +60,24 @@ def graph_per_call_us(kernels: list, replays: int = 10) -> float:
 _call_index = itertools.count()
 
 
-def sealed_timer() -> timing.SealedTimer:
+def sealed_timer() -> sealed_core.SealedTimer:
     """The compiled core with a throwaway key, bound to a kernel that calls the thunk it is given."""
     read_fd, write_fd = os.pipe()
     os.write(write_fd, os.urandom(32))
     os.close(write_fd)
-    timer = timing.SealedTimer(read_fd, torch.device("cuda"))
+    timer = sealed_core.SealedTimer(read_fd, torch.device("cuda"))
     timer.bind(lambda _: types.SimpleNamespace(custom_kernel=lambda thunk: thunk()), None)
     return timer
 
 
-def timer_median_us(timer: CudaTimer | timing.SealedTimer, kernels: list,
+def timer_median_us(timer: CudaTimer | sealed_core.SealedTimer, kernels: list,
                     calls: int = 200) -> tuple[float, int]:
     """(median time, exposed calls): the core's calls follow the harness's sleep rule (QueuedSleep)."""
     samples: list[float] = []
-    sleep = timing.QueuedSleep(MIN_QUEUED_SLEEP_US)
+    sleep = queued_sleep.QueuedSleep(MIN_QUEUED_SLEEP_US)
     for index in range(calls):
         kernel = kernels[index % len(kernels)]
-        if isinstance(timer, timing.SealedTimer):
+        if isinstance(timer, sealed_core.SealedTimer):
             answer = timer.time_call(kernel, next(_call_index), 0, sleep.us)
             if sleep.counts(answer[2], answer[4]):
                 samples.append(answer[1])
@@ -85,7 +87,7 @@ def timer_median_us(timer: CudaTimer | timing.SealedTimer, kernels: list,
     return statistics.median(samples), sleep.exposed
 
 
-def small_kernel_check(timer: CudaTimer | timing.SealedTimer) -> dict:
+def small_kernel_check(timer: CudaTimer | sealed_core.SealedTimer) -> dict:
     elements = 768 * 1024  # 3 MiB of fp32 read, 3 MiB written: about 4 us on an H100
     pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
     kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
@@ -104,7 +106,7 @@ def small_kernel_check(timer: CudaTimer | timing.SealedTimer) -> dict:
     }
 
 
-def copy_check(timer: CudaTimer | timing.SealedTimer, bandwidth_bytes_per_s: float) -> dict:
+def copy_check(timer: CudaTimer | sealed_core.SealedTimer, bandwidth_bytes_per_s: float) -> dict:
     size = 1 << 30
     src, dst = torch.empty(size, dtype=torch.uint8, device="cuda"), torch.empty(size, dtype=torch.uint8, device="cuda")
     src.random_()
@@ -122,7 +124,7 @@ def copy_check(timer: CudaTimer | timing.SealedTimer, bandwidth_bytes_per_s: flo
     }
 
 
-def sleep_sweep(timer: CudaTimer | timing.SealedTimer) -> dict:
+def sleep_sweep(timer: CudaTimer | sealed_core.SealedTimer) -> dict:
     """The small kernel and a call that launches nothing, at several queued sleeps.
 
     If a time falls as the sleep grows, the sleep ran out before the host launched the call and
@@ -138,7 +140,7 @@ def sleep_sweep(timer: CudaTimer | timing.SealedTimer) -> dict:
         exposed, host = {"small": 0, "nothing": 0}, {"small": [], "nothing": []}
         for index in range(60):
             for name, kernel in (("small", kernels[index % POOL]), ("nothing", lambda: idle)):
-                if isinstance(timer, timing.SealedTimer):
+                if isinstance(timer, sealed_core.SealedTimer):
                     answer = timer.time_call(kernel, next(_call_index), 0, sleep_us)
                     samples[name].append(answer[1])
                     exposed[name] += answer[4]
@@ -153,7 +155,7 @@ def sleep_sweep(timer: CudaTimer | timing.SealedTimer) -> dict:
 
 
 def main(out_path: str) -> int:
-    timer = sealed_timer() if timing.sealed_available() else CudaTimer(torch.device("cuda"))
+    timer = sealed_timer() if sealed_core.sealed_available() else CudaTimer(torch.device("cuda"))
     ceilings = measure("cuda")
     results = {
         "device": torch.cuda.get_device_name(),
@@ -162,7 +164,7 @@ def main(out_path: str) -> int:
         "large_copy": copy_check(timer, ceilings["copy_bytes_per_s"]),
         "sleep_sweep": sleep_sweep(timer),
     }
-    if isinstance(timer, timing.SealedTimer):  # the Python timer on the same kernels, for comparison
+    if isinstance(timer, sealed_core.SealedTimer):  # the Python timer on the same kernels, for comparison
         python_timer = CudaTimer(torch.device("cuda"))
         results["python_timer"] = {"method": python_timer.method, "small_kernel": small_kernel_check(python_timer),
                                    "sleep_sweep": sleep_sweep(python_timer)}

@@ -7,14 +7,15 @@ import json
 
 import pytest
 
-from harness import calibrate
+from harness.commands import calibrate_command
+from harness.sol import calibration
 
 torch = pytest.importorskip("torch")
 SMALL = {"copy_bytes": 1 << 20, "matmul_n": 64, "repeats": 2}
 
 
 def test_measure_cpu():
-    record = calibrate.measure("cpu", **SMALL)
+    record = calibration.measure("cpu", **SMALL)
     assert record["device_name"] == "cpu"
     assert record["copy_bytes_per_s"] > 0
     assert set(record["matmul_flops_per_s"]) == {"fp32"} and record["matmul_flops_per_s"]["fp32"] > 0
@@ -23,48 +24,48 @@ def test_measure_cpu():
 
 def test_measure_rejects_other_devices():
     with pytest.raises(ValueError):
-        calibrate.measure("tpu")
+        calibration.measure("tpu")
 
 
 def test_cache_written_then_reused_then_forced(tmp_path, monkeypatch):
     path = tmp_path / "sub" / "calibration.json"
-    first, reused = calibrate.calibrate("cpu", cache_path=path, **SMALL)
+    first, reused = calibration.calibrate("cpu", cache_path=path, **SMALL)
     assert not reused and path.is_file()
     assert json.loads(path.read_text())["devices"]["cpu"] == first
 
     def must_not_measure(*args, **kwargs):
         raise AssertionError("a cached device was measured again")
 
-    monkeypatch.setattr(calibrate, "measure", must_not_measure)
-    again, reused = calibrate.calibrate("cpu", cache_path=path)
+    monkeypatch.setattr(calibration, "measure", must_not_measure)
+    again, reused = calibration.calibrate("cpu", cache_path=path)
     assert reused and again == first
-    assert calibrate.load_calibration("cpu", path) == first
+    assert calibration.load_calibration("cpu", path) == first
 
-    monkeypatch.setattr(calibrate, "measure", lambda device, **sizes: {**first, "measured_at": "forced"})
-    forced, reused = calibrate.calibrate("cpu", cache_path=path, force=True)
+    monkeypatch.setattr(calibration, "measure", lambda device, **sizes: {**first, "measured_at": "forced"})
+    forced, reused = calibration.calibrate("cpu", cache_path=path, force=True)
     assert not reused and forced["measured_at"] == "forced"
-    assert calibrate.load_calibration("cpu", path)["measured_at"] == "forced"
+    assert calibration.load_calibration("cpu", path)["measured_at"] == "forced"
 
 
 def test_cache_keeps_other_devices(tmp_path):
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps({"format": 1, "devices": {"NVIDIA H100 80GB HBM3": {"copy_bytes_per_s": 3e12}}}))
-    calibrate.calibrate("cpu", cache_path=path, **SMALL)
+    calibration.calibrate("cpu", cache_path=path, **SMALL)
     devices = json.loads(path.read_text())["devices"]
     assert set(devices) == {"NVIDIA H100 80GB HBM3", "cpu"}
 
 
 def test_load_calibration_missing_or_corrupt(tmp_path):
-    assert calibrate.load_calibration("cpu", tmp_path / "absent.json") is None
+    assert calibration.load_calibration("cpu", tmp_path / "absent.json") is None
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text("{not json")
-    assert calibrate.load_calibration("cpu", corrupt) is None
-    assert calibrate.load_calibration("NVIDIA B200", corrupt) is None
+    assert calibration.load_calibration("cpu", corrupt) is None
+    assert calibration.load_calibration("NVIDIA B200", corrupt) is None
 
 
 def _run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    calibrate.register(parser.add_subparsers(dest="command", required=True))
+    calibrate_command.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.handler(args)
 
@@ -80,9 +81,9 @@ def test_cli_cuda_without_gpu_exits_110(tmp_path, capsys):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU default")
 def test_cli_defaults_to_cpu_with_a_note(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(calibrate, "CPU_COPY_BYTES", SMALL["copy_bytes"])
-    monkeypatch.setattr(calibrate, "CPU_MATMUL_N", SMALL["matmul_n"])
-    monkeypatch.setattr(calibrate, "CPU_REPEATS", SMALL["repeats"])
+    monkeypatch.setattr(calibration, "CPU_COPY_BYTES", SMALL["copy_bytes"])
+    monkeypatch.setattr(calibration, "CPU_MATMUL_N", SMALL["matmul_n"])
+    monkeypatch.setattr(calibration, "CPU_REPEATS", SMALL["repeats"])
     path = tmp_path / "calibration.json"
     assert _run(["calibrate", "--cache", str(path)]) == 0
     captured = capsys.readouterr()

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import cluster
-from harness.cluster import open_executor
-from harness.execution import HarnessFailure
+from harness.contract.results import Status
+from harness.execution import dask_executor
+from harness.execution.dask_executor import open_executor
+from harness.execution.eval_job import HarnessFailure
 from harness.leaderboard import runner
 from harness.leaderboard.store import Store
-from harness.results import Status
 
 REPO = Path(__file__).resolve().parents[1]
 ADVERSARIAL = REPO / "tests" / "adversarial" / "submissions"
@@ -59,7 +59,7 @@ def test_cluster_gives_the_serial_verdicts(tmp_path):
     executor = open_executor("local", device="cpu")
     try:
         assert executor.device_name == "cpu" and executor.worker_names is None
-        on_cluster, stored = _run(submissions, tmp_path / "cluster.db", executor)
+        on_cluster, stored = _run(submissions, tmp_path / "dask_executor.db", executor)
     finally:
         executor.close()
     verdicts = [(o.submission.path.name, o.result.status, o.result.reason) for o in serial]
@@ -124,23 +124,23 @@ def test_a_second_death_is_stored_as_a_harness_failure(tmp_path):
     outcomes, stored, _ = _run_killing(tmp_path, kills=2, with_other_job=False)
     slow = outcomes["slow.py"]
     assert slow.harness_error and slow.result.status == Status.CRASHED
-    assert f"its Dask worker died {cluster.ALLOWED_FAILURES + 1} times" in slow.result.reason
+    assert f"its Dask worker died {dask_executor.ALLOWED_FAILURES + 1} times" in slow.result.reason
     assert [(run.submission_path.rsplit("/", 1)[-1], run.harness_error) for run in stored] == [("slow.py", True)]
 
 
 def test_bad_cluster_addresses_are_one_line(monkeypatch):
-    with pytest.raises(cluster.ClusterError, match="expected 'local' or a scheduler address"):
+    with pytest.raises(dask_executor.ClusterError, match="expected 'local' or a scheduler address"):
         open_executor("localhost:8786")
-    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 2)
-    with pytest.raises(cluster.ClusterError, match="no Dask scheduler answered"):
+    monkeypatch.setattr(dask_executor, "CONNECT_TIMEOUT_S", 2)
+    with pytest.raises(dask_executor.ClusterError, match="no Dask scheduler answered"):
         open_executor("tcp://127.0.0.1:9")
 
 
 def test_workers_of_another_model_are_left_out():
     lines: list[str] = []
-    chosen, model = cluster.choose_workers({"a-gpu0": "NVIDIA H200", "a-gpu1": "NVIDIA H200",
+    chosen, model = dask_executor.choose_workers({"a-gpu0": "NVIDIA H200", "a-gpu1": "NVIDIA H200",
                                             "b-gpu0": "NVIDIA H100"}, lines.append)
     assert (chosen, model) == (["a-gpu0", "a-gpu1"], "NVIDIA H200")
     assert lines == ["note: running on the 2 worker(s) with NVIDIA H200 only; left out: 1x NVIDIA H100 "
                      "(timings from different models never rank together)"]
-    assert cluster.choose_workers({"x": "cpu", "y": "cpu"}, lines.append) == (None, "cpu") and len(lines) == 1
+    assert dask_executor.choose_workers({"x": "cpu", "y": "cpu"}, lines.append) == (None, "cpu") and len(lines) == 1

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.evaluate import evaluate_submission
-from harness.results import ExitCode, Status
-from harness.task import list_problems
+from harness.contract.results import ExitCode, Status
+from harness.contract.task_spec import list_problems
+from harness.judge.run import evaluate_submission
 from problems import contest_utils
 
 CONTEST = Path(__file__).resolve().parent / "contest"

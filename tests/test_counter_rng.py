@@ -1,6 +1,6 @@
 """The counter-based generator: its hash against a pure-Python one, its streams, its distributions.
 
-Bit identity between the CPU and CUDA is checked on a GPU by ``scripts/input_digests.py
+Bit identity between the CPU and CUDA is checked on a GPU by ``scripts/check_input_digests.py
 --device cuda``; here the same integer function is pinned down against an independent
 implementation, so the stored digests and the GPU check compare against a known function, and
 the fused Triton kernels of the CUDA path are run by Triton's CPU interpreter against the torch

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.evaluate import evaluate_submission, select_cases
-from harness.progress import as_progress
-from harness.results import ExitCode, Status
-from harness.task import list_problems, load_task
+from harness.commands import eval_command
+from harness.contract.results import ExitCode, Status
+from harness.contract.task_spec import list_problems, load_task
+from harness.display.progress import as_progress
+from harness.judge import queued_sleep, seal
+from harness.judge.run import evaluate_submission, select_cases
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -130,9 +132,8 @@ def test_a_fresh_worker_after_a_crash_is_not_announced_again(tmp_path):
 
 
 def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeypatch):
-    from harness import timing
 
-    monkeypatch.setattr(timing, "_sealed", None)
+    monkeypatch.setattr(seal, "sealed_core_built", lambda: False)
     result = evaluate_submission("nvfp4_gemv", Path("submissions/nvfp4_gemv/torch_reference.py"), "leaderboard",
                                  "cuda", secret_seed=1)
     assert result.status == Status.BAD_INPUT
@@ -142,7 +143,7 @@ def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeyp
 
 def _benchmark_against(make_session):
     """One CPU benchmark case of the GEMV baseline driven against a scripted worker stand-in."""
-    from harness.evaluation import Evaluation
+    from harness.judge.evaluation import Evaluation
 
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
     baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
@@ -161,7 +162,7 @@ class _RecheckingSession:
         self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False):
-        from harness.runner import CallOutput
+        from harness.judge.worker_channel import CallOutput
 
         data = self.reference.generate_input(**case, device="cpu")
         return CallOutput(time_us=5.0, host_us=1.0, output=self.reference.ref_kernel(data), unfinished=False)
@@ -205,13 +206,12 @@ class _ExposingSession(_RecheckingSession):
 
 @pytest.mark.parametrize("always", [False, True])
 def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spent(always):
-    from harness import timing
 
     outcome, _ = _benchmark_against(lambda reference: _ExposingSession(reference, always))
     assert outcome.status == Status.PASSED
     if always:  # a call that waits for the GPU inside: exposed at any sleep, accepted after the retries,
         # at the sleep it started with (a longer one would only cost wall time)
-        assert outcome.exposed_calls > timing.EXPOSED_RETRIES and outcome.timing.max_us == 999.0
+        assert outcome.exposed_calls > queued_sleep.EXPOSED_RETRIES and outcome.timing.max_us == 999.0
         assert outcome.queued_sleep_us < 620.0
     else:
         assert outcome.exposed_calls == 1 and outcome.timing.max_us == 5.0
@@ -228,7 +228,7 @@ def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spe
 ])
 def test_bad_options_are_refused_before_the_run_in_one_line(tmp_path, capsys, options, words):
     """A bad --json path once cost a finished run its result (a traceback after the report)."""
-    from harness.cli import main
+    from harness.commands.main import main
 
     (tmp_path / "a_file").write_text("")
     argv = ["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--device", "cpu"]
@@ -240,13 +240,12 @@ def test_bad_options_are_refused_before_the_run_in_one_line(tmp_path, capsys, op
 
 
 def test_ctrl_c_ends_the_run_with_one_line_and_130(monkeypatch, capsys, tmp_path):
-    from harness import evaluate
-    from harness.cli import main
+    from harness.commands.main import main
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(evaluate, "evaluate_submission", interrupted)
+    monkeypatch.setattr(eval_command, "evaluate_submission", interrupted)
     target = tmp_path / "r.json"
     assert main(["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--json", str(target)]) == 130
     assert "interrupted" in capsys.readouterr().err and not target.exists()

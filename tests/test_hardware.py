@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.hardware import diagnose
+from harness.judge.hardware_verdict import diagnose
 
 H100 = {"type": "cuda", "name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}
 B200 = {"type": "cuda", "name": "NVIDIA B200", "capability": "10.0"}
@@ -85,7 +85,7 @@ def test_other_failures_stay_the_submissions(reason, source, device):
 ])
 def test_a_fault_seen_by_the_timing_core_is_a_cuda_error(error, kind):
     """The core's driver calls report the submission's kernel fault (H100, docs/results.md run 7)."""
-    from harness.worker import _classify
+    from harness.worker.failures import classify as _classify
 
     assert _classify(error).kind == kind
 

@@ -1,6 +1,6 @@
 """Stored input digests: the CPU inputs of every cpu_tests case are the bits recorded in tests/data.
 
-The same file is what ``scripts/input_digests.py --device cuda`` compares the GPU's inputs with.
+The same file is what ``scripts/check_input_digests.py --device cuda`` compares the GPU's inputs with.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("input_digests_script", ROOT / "scripts" / "input_digests.py")
+    spec = importlib.util.spec_from_file_location("input_digests_script", ROOT / "scripts" / "check_input_digests.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -26,7 +26,7 @@ def load_script():
 
 def test_cpu_inputs_match_the_stored_digests():
     lines = differences(read_stored(), current_digests("cpu"))
-    assert not lines, "\n".join(lines) + "\n(if the change is intended: python scripts/input_digests.py --write)"
+    assert not lines, "\n".join(lines) + "\n(if the change is intended: python scripts/check_input_digests.py --write)"
 
 
 def test_the_digest_covers_dtype_shape_strides_and_bytes():

@@ -2,7 +2,7 @@
 
 import io
 
-from harness.progress import LineProgress, LiveProgress, as_progress, for_stream
+from harness.display.progress import LineProgress, LiveProgress, as_progress, for_stream
 
 
 class Terminal(io.StringIO):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import protocol
+from harness.contract import protocol
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_size_mismatch_is_a_protocol_error(pipe):
 
 PEAK_AFTER_HUGE_HEADER = """
 import os, resource, struct
-from harness import protocol
+from harness.contract import protocol
 read_fd, write_fd = os.pipe()
 header = b'{"op": "output", "tensors": [{"dtype": "uint8", "shape": [1073741824], "nbytes": 1073741824}]}'
 os.write(write_fd, struct.pack("<I", len(header)) + header + b"abcd")
@@ -137,7 +137,7 @@ def test_the_result_pipe_is_widened_as_far_as_the_kernel_allows(pipe):
     """Fewer wake-ups per multi-MB output (8 MiB: 13.5 -> 8.3 ms on the CPU machine)."""
     import fcntl
 
-    from harness.runner import PIPE_BYTES, _widen_pipe
+    from harness.judge.worker_process import PIPE_BYTES, _widen_pipe
 
     read_fd, write_fd = pipe
     target = min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))

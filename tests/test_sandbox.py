@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import sandbox
+from harness.judge import worker_confinement
 
 CHILD = textwrap.dedent("""
     import os, sys
-    from harness import sandbox
+    from harness.worker import sandbox
     inside, outside = sys.argv[1], sys.argv[2]
     print(sandbox._landlock([inside]))
     os.makedirs(os.path.join(inside, "tmp"))
@@ -45,10 +45,10 @@ def test_landlock_allows_renames_in_the_workdir_and_refuses_writes_elsewhere(tmp
 
 
 def test_steps_come_from_the_environment(monkeypatch):
-    monkeypatch.delenv(sandbox.STEPS_ENV, raising=False)
-    assert sandbox.chosen_steps() == frozenset(sandbox.STEPS)
-    monkeypatch.setenv(sandbox.STEPS_ENV, "netns, uid,bogus")
-    assert sandbox.chosen_steps() == frozenset({"netns", "uid"})
+    monkeypatch.delenv(worker_confinement.STEPS_ENV, raising=False)
+    assert worker_confinement.chosen_steps() == frozenset(worker_confinement.STEPS)
+    monkeypatch.setenv(worker_confinement.STEPS_ENV, "netns, uid,bogus")
+    assert worker_confinement.chosen_steps() == frozenset({"netns", "uid"})
 
 
 def test_a_worker_dies_with_its_evaluator(tmp_path):
@@ -59,7 +59,8 @@ def test_a_worker_dies_with_its_evaluator(tmp_path):
     submission.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
     evaluator = subprocess.Popen([sys.executable, "-m", "harness", "eval", "nvfp4_gemv", str(submission),
                                   "--device", "cpu", "--mode", "test"], cwd=repo,
-                                 env={**os.environ, sandbox.STEPS_ENV: "not_dumpable"},  # writes its pid outside
+                                 # writes its pid outside
+                                 env={**os.environ, worker_confinement.STEPS_ENV: "not_dumpable"},
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not pid_file.exists() or not pid_file.read_text():

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import sanitize
-from harness.evaluate import evaluate_submission
-from harness.evaluation import Evaluation
-from harness.progress import as_progress
-from harness.results import ExitCode, Status
-from harness.task import load_task
+from harness.contract.results import ExitCode, Status
+from harness.contract.task_spec import load_task
+from harness.display.progress import as_progress
+from harness.judge import run, sanitize
+from harness.judge.evaluation import Evaluation
+from harness.judge.run import evaluate_submission
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "data" / "sanitizer"
@@ -187,7 +187,7 @@ def test_sanitize_mode_without_compute_sanitizer_is_one_line(tmp_path, monkeypat
 
 
 def test_sanitize_selects_every_test_shape_once():
-    from harness.evaluate import select_cases
+    from harness.judge.run import select_cases
 
     task = load_task("nvfp4_gemm")
     cases, _ = select_cases(task, "sanitize", "cuda")
@@ -244,10 +244,9 @@ def test_a_call_that_raises_under_the_sanitizer_is_reported_by_its_exit(tmp_path
 
 
 def test_the_saved_report_sits_beside_the_json(tmp_path, monkeypatch):
-    from harness import evaluate
 
     stand_in = _stand_in_sanitizer(tmp_path, "clean_memcheck.log")
-    monkeypatch.setattr(evaluate, "_sanitizer_for", lambda device, tool: stand_in)
+    monkeypatch.setattr(run, "_sanitizer_for", lambda device, tool: stand_in)
     monkeypatch.setattr(sanitize, "run", lambda evaluation, cases, exe, tools: ([], "#### recorded\n"))
     path = tmp_path / "out" / "r.sanitizer.txt"
     result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", "sanitize", "cpu",

@@ -1,4 +1,4 @@
-"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.seal).
+"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.judge.seal).
 
 The core runs here in its CPU mode (wall clock), in this test process: one init and one bind per
 process, so one module-scoped fixture holds it.
@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import _sealed, protocol, seal, timing
+from harness.contract import protocol
+from harness.judge import seal
+from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def core():
     key, read_fd = seal.new_key_pipe()
-    timer = timing.SealedTimer(read_fd, torch.device("cpu"))
+    timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
     outputs = {}
 
     def kernel(data):
@@ -49,7 +51,7 @@ def _received(answer):
 
 BACKEND_CHECK = """
 import hashlib, hmac, os, sys
-from harness import _sealed
+from harness.worker import _sealed
 message = os.urandom(3 << 20) + bytes(63)
 cases = ((b"k" * 32, b"call"), (b"x" * 100, b""), (bytes(5), b"m" * 1000), (b"k" * 32, message))
 ok = all(_sealed.hmac_sha256(k, m) == hmac.new(k, m, hashlib.sha256).digest() for k, m in cases)
@@ -141,12 +143,12 @@ def test_a_view_outside_its_storage_is_a_protocol_error():
 
 
 def test_without_the_core_the_worker_falls_back_to_the_python_timer_and_never_reads_the_key(monkeypatch):
-    from harness.worker import Worker
+    from harness.worker.serve_loop import Worker
 
-    monkeypatch.setattr(timing, "_sealed", None)
+    monkeypatch.setattr(sealed_core, "_sealed", None)
     _, read_fd = seal.new_key_pipe()
     worker = Worker(-1, -1, read_fd)
     worker.device = torch.device("cpu")
-    assert isinstance(worker._make_timer(), timing.CpuTimer)
+    assert isinstance(worker._make_timer(), timers.CpuTimer)
     with pytest.raises(OSError):
         os.fstat(read_fd)  # closed unread

@@ -7,8 +7,11 @@ import dataclasses
 
 import pytest
 
-from harness import sol
-from harness.task import TaskError, list_problems, load_task
+from harness.commands import sol_command
+from harness.contract import task_spec, work_formula
+from harness.contract.task_error import TaskError
+from harness.contract.task_spec import list_problems, load_task
+from harness.sol import breakdown
 
 PUBLISHED = [
     (problem, index, case, load_task(problem).speed_of_light.published_b200_us[index])
@@ -25,7 +28,7 @@ def test_every_published_b200_figure_is_checked():
 @pytest.mark.parametrize(("problem", "index", "case", "published_us"), PUBLISHED,
                          ids=[f"{p}-{i}" for p, i, _, _ in PUBLISHED])
 def test_published_b200_figure_reproduced(problem, index, case, published_us):
-    computed_us = sol.speed_of_light(problem, case, "B200") * 1e6
+    computed_us = breakdown.speed_of_light(problem, case, "B200") * 1e6
     assert computed_us == pytest.approx(published_us, rel=1e-3)
 
 
@@ -35,14 +38,14 @@ def test_sol_is_computed_from_the_formula():
     case = task.benchmarks[0]
     doubled = dataclasses.replace(task, speed_of_light=dataclasses.replace(
         task.speed_of_light, bytes=f"2 * ({task.speed_of_light.bytes})"))
-    base = sol.breakdown(task, case, "B200")
+    base = breakdown.breakdown(task, case, "B200")
     assert base.bound == "memory"
-    assert sol.breakdown(doubled, case, "B200").seconds == pytest.approx(2 * base.seconds)
+    assert breakdown.breakdown(doubled, case, "B200").seconds == pytest.approx(2 * base.seconds)
     assert base.bytes == 7168 * 16384 / 2 + 16384 / 2 + 7168 * 16384 / 16 + 128 * 16384 / 16 + 2 * 7168
 
 
 def test_contest_convention_rates_on_b200():
-    result = sol.breakdown("nvfp4_dual_gemm", load_task("nvfp4_dual_gemm").benchmarks[1], "B200")
+    result = breakdown.breakdown("nvfp4_dual_gemm", load_task("nvfp4_dual_gemm").benchmarks[1], "B200")
     assert result.bandwidth_bytes_per_s == pytest.approx(7.68e12)
     assert result.math_flops_per_s == pytest.approx(6.9e15, rel=1e-6)
     assert (result.bound, result.math_dtype) == ("math", "fp4")
@@ -57,22 +60,23 @@ def test_per_group_sums_over_groups():
 
     expected_bytes = one(80, 4096, 7168)[0] + one(176, 1024, 256)[0]
     expected_flops = one(80, 4096, 7168)[1] + one(176, 1024, 256)[1]
-    assert sol.work(task, case) == (pytest.approx(expected_bytes), pytest.approx(expected_flops))
-    single = sol.work(task, {"m": [80], "n": [4096], "k": [7168], "g": 1, "seed": 1})
+    assert work_formula.work(task, case) == (pytest.approx(expected_bytes), pytest.approx(expected_flops))
+    single = work_formula.work(task, {"m": [80], "n": [4096], "k": [7168], "g": 1, "seed": 1})
     assert single[0] < expected_bytes
 
 
 def test_per_group_rejects_ragged_lists_and_scalar_formula_rejects_lists():
     with pytest.raises(TaskError, match="one common length"):
-        sol.work(load_task("nvfp4_group_gemm"), {"m": [1, 2], "n": [3], "k": [4, 5], "g": 2, "seed": 1})
+        work_formula.work(load_task("nvfp4_group_gemm"), {"m": [1, 2], "n": [3], "k": [4, 5], "g": 2, "seed": 1})
     with pytest.raises(TaskError, match="per_group"):
-        sol.work(load_task("nvfp4_gemm"), {"m": [1, 2], "n": 3, "k": 4, "l": 1, "seed": 1})
+        work_formula.work(load_task("nvfp4_gemm"), {"m": [1, 2], "n": 3, "k": 4, "l": 1, "seed": 1})
 
 
 def test_evaluator_arithmetic():
     names = {"m": 7, "k": 12}
-    assert sol.evaluate_expression("(m + 1) * k // 5 - 2 ** 3 / 4 + -m", names) == (7 + 1) * 12 // 5 - 2**3 / 4 - 7
-    assert sol.evaluate_expression("3", {}) == 3.0
+    expression = "(m + 1) * k // 5 - 2 ** 3 / 4 + -m"
+    assert work_formula.evaluate_expression(expression, names) == (7 + 1) * 12 // 5 - 2**3 / 4 - 7
+    assert work_formula.evaluate_expression("3", {}) == 3.0
 
 
 @pytest.mark.parametrize("expression", [
@@ -98,14 +102,14 @@ def test_evaluator_arithmetic():
 ])
 def test_evaluator_rejects(expression):
     with pytest.raises(TaskError):
-        sol.evaluate_expression(expression, {"m": 7, "k": 12})
+        work_formula.evaluate_expression(expression, {"m": 7, "k": 12})
 
 
 def test_evaluator_rejects_non_numeric_case_values():
     with pytest.raises(TaskError, match="not a number"):
-        sol.evaluate_expression("m * 2", {"m": "7"})
+        work_formula.evaluate_expression("m * 2", {"m": "7"})
     with pytest.raises(TaskError, match="not a number"):
-        sol.evaluate_expression("m * 2", {"m": True})
+        work_formula.evaluate_expression("m * 2", {"m": True})
 
 
 @pytest.mark.parametrize(("name", "key"), [
@@ -119,57 +123,57 @@ def test_evaluator_rejects_non_numeric_case_values():
     ("cpu", "cpu"),
 ])
 def test_resolve_device(name, key):
-    assert sol.resolve_device(name) == key
+    assert breakdown.resolve_device(name) == key
 
 
 @pytest.mark.parametrize("name", ["NVIDIA GeForce RTX 9090", "NVIDIA A100-SXM4-40GB", "bad\nname"])
 def test_unknown_device_one_line(name):
-    with pytest.raises(sol.UnknownDeviceError) as raised:
-        sol.speed_of_light("nvfp4_gemv", load_task("nvfp4_gemv").benchmarks[0], name)
+    with pytest.raises(breakdown.UnknownDeviceError) as raised:
+        breakdown.speed_of_light("nvfp4_gemv", load_task("nvfp4_gemv").benchmarks[0], name)
     message = str(raised.value)
     assert "\n" not in message
-    assert "harness/devices.yml" in message and "torch_names" in message
+    assert "harness/sol/devices.yml" in message and "torch_names" in message
 
 
 def test_h100_uses_fp16_tensor_rate_and_its_own_bandwidth():
-    table = sol.load_table()
+    table = breakdown.load_table()
     h100 = table.devices["H100 SXM"]
-    result = sol.breakdown("nvfp4_dual_gemm", load_task("nvfp4_dual_gemm").benchmarks[0], "NVIDIA H100 80GB HBM3")
+    result = breakdown.breakdown("nvfp4_dual_gemm", load_task("nvfp4_dual_gemm").benchmarks[0], "NVIDIA H100 80GB HBM3")
     assert h100.tensor_dense_flops_per_s["fp4"] is None
     assert result.math_dtype == "fp16"
     assert result.math_flops_per_s == pytest.approx(h100.tensor_dense_flops_per_s["fp16"] * 1.5e9 / h100.rated_clock_hz)
     assert result.math_flops_per_s < h100.tensor_dense_flops_per_s["fp8"]  # fp8 cannot hold the exact product
     assert result.bandwidth_bytes_per_s == pytest.approx(0.96 * 3.35e12)
     assert "exact in fp16/bf16" in result.math_note
-    peak = sol.breakdown("nvfp4_dual_gemm", load_task("nvfp4_dual_gemm").benchmarks[0], "H100 SXM", "datasheet")
+    peak = breakdown.breakdown("nvfp4_dual_gemm", load_task("nvfp4_dual_gemm").benchmarks[0], "H100 SXM", "datasheet")
     assert peak.math_flops_per_s == pytest.approx(989.4e12)
     assert peak.bandwidth_bytes_per_s == pytest.approx(3.35e12)
 
 
 def test_convention_clock_never_exceeds_the_boost_clock():
     """The A100 boosts to 1.41 GHz: the contest's 1.5 GHz must not raise it above its datasheet rate."""
-    a100 = sol.breakdown("nvfp4_gemm", load_task("nvfp4_gemm").benchmarks[0], "NVIDIA A100-SXM4-80GB")
+    a100 = breakdown.breakdown("nvfp4_gemm", load_task("nvfp4_gemm").benchmarks[0], "NVIDIA A100-SXM4-80GB")
     assert (a100.math_dtype, a100.math_flops_per_s) == ("fp16", pytest.approx(312e12))
-    table = sol.load_table()
+    table = breakdown.load_table()
     for key, device in table.devices.items():
         for dtype, rate in device.tensor_dense_flops_per_s.items():
-            scaled = sol.tensor_rate(device, dtype, table.conventions["contest"])
+            scaled = breakdown.tensor_rate(device, dtype, table.conventions["contest"])
             assert rate is None or scaled <= rate, (key, dtype)
 
 
 def test_gemv_is_memory_bound_everywhere():
     task = load_task("nvfp4_gemv")
-    for key in sol.load_table().devices:
-        assert {sol.breakdown(task, case, key).bound for case in task.benchmarks} == {"memory"}, key
+    for key in breakdown.load_table().devices:
+        assert {breakdown.breakdown(task, case, key).bound for case in task.benchmarks} == {"memory"}, key
 
 
 def test_table_entries_are_consistent():
     """SMs x per-SM rate x rated clock = the datasheet rate; GPUs have names, peaks and a math path."""
-    table = sol.load_table()
+    table = breakdown.load_table()
     assert set(table.devices) >= {"B200", "H100 SXM", "H100 PCIe", "H200", "A100 SXM 80GB", "cpu"}
     for key, device in table.devices.items():
         assert device.dram_bytes_per_s > 0
-        sol.nvfp4_math_rate(device, table.conventions["contest"])
+        breakdown.nvfp4_math_rate(device, table.conventions["contest"])
         if key != "cpu":
             assert device.torch_names and device.rated_clock_hz and device.sm_count
         if device.fp16_flops_per_clock_per_sm:
@@ -183,14 +187,14 @@ def test_table_entries_are_consistent():
 def test_current_device_name_is_cpu_without_cuda():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
-        assert sol.current_device_name() == torch.cuda.get_device_name()
+        assert breakdown.current_device_name() == torch.cuda.get_device_name()
     else:
-        assert sol.current_device_name() == "cpu"
+        assert breakdown.current_device_name() == "cpu"
 
 
 def _run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    sol.register(parser.add_subparsers(dest="command", required=True))
+    sol_command.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.handler(args)
 
@@ -201,7 +205,7 @@ def test_cli_prints_every_benchmark_shape(problem, capsys):
     out = capsys.readouterr().out
     task = load_task(problem)
     for case, published_us in zip(task.benchmarks, task.speed_of_light.published_b200_us):
-        line = next(line for line in out.splitlines() if line.startswith(sol.shape_text(case) + " "))
+        line = next(line for line in out.splitlines() if line.startswith(task_spec.shape_text(case) + " "))
         assert f"{published_us:.3f}" in line
     assert "published B200 us" in out
 

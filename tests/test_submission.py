@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from harness.submission import SubmissionFileError, read_submission
+from harness.contract.submission_file import SubmissionFileError, read_submission
 
 
 def test_directives_and_hash(tmp_path):

@@ -3,7 +3,8 @@
 import pytest
 import yaml
 
-from harness.task import PROBLEMS_DIR, TaskError, list_problems, load_task, parse_task
+from harness.contract.task_error import TaskError
+from harness.contract.task_spec import PROBLEMS_DIR, list_problems, load_task, parse_task
 
 
 def test_the_four_problems_load():

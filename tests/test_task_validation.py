@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.evaluate import evaluate_submission
-from harness.results import ExitCode, Status
-from harness.task import PROBLEMS_DIR, TaskError, load_task
+from harness.contract.results import ExitCode, Status
+from harness.contract.task_error import TaskError
+from harness.contract.task_spec import PROBLEMS_DIR, load_task
+from harness.judge.run import evaluate_submission
 
 Spec = dict[str, Any]
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from harness.timing import CpuTimer, StoppingRule, summarize
+from harness.judge.stopping import StoppingRule, summarize
+from harness.worker.timers import CpuTimer
 
 
 def test_stops_at_min_runs_when_quiet():

@@ -16,9 +16,10 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from harness.contract.results import RunResult, Status
+from harness.judge.modes import MODES
+from harness.judge.score import geometric_mean
 from harness.leaderboard.store import StoredRun
-from harness.results import RunResult, Status
-from harness.score import geometric_mean
 
 TIE_DECIMALS_US = 3
 """Scores equal to the nanosecond share a rank (the earlier submission is listed first)."""
@@ -44,7 +45,7 @@ def is_failure(run: RunResult) -> bool:
 def status_label(run: RunResult) -> str:
     """The status as public pages show it: 'needs an sm_100 (Blackwell) GPU' rather than a crash.
 
-    Only harness-composed text: the 'needs ...' head comes from harness.hardware's fixed table;
+    Only harness-composed text: the 'needs ...' head comes from harness.judge.hardware_verdict's fixed table;
     any other reason may hold what the submission printed, so it is never shown.
     """
     if run.status == Status.UNSUPPORTED and run.reason.startswith("needs "):
@@ -63,7 +64,7 @@ def why_not_rankable(run: RunResult) -> str:
         return f"not rankable ({kind})"
     if score_us(run) is None:
         return "not rankable (no complete timing)"
-    if run.mode != "leaderboard":
+    if run.mode not in MODES or not MODES[run.mode].ranked:
         return f"not rankable ({run.mode} mode: public seeds)"
     return "not rankable (no secret seed, or an incomplete run)"
 

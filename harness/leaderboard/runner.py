@@ -3,7 +3,7 @@
 Why it is careful: one organizer run covers every contestant, so nothing one file does may stop
 it. The evaluator isolates the submission itself, and ``run_job`` turns any exception of the
 evaluator into a "crashed" HarnessFailure. Where the jobs run is the executor's business (in this
-process one after another, or on a Dask cluster, harness.execution / harness.cluster); this
+process one after another, or on a Dask cluster, harness.execution); this
 module only submits them, longest first, and is the one writer of the store.
 """
 
@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import __version__
-from harness.execution import EvalJob, Executor, HarnessFailure, SerialExecutor
+from harness.contract.results import RunResult, Status
+from harness.display.progress import Progress, as_progress
+from harness.execution.eval_job import EvalJob, HarnessFailure
+from harness.execution.serial_executor import Executor, SerialExecutor
+from harness.judge.modes import RANKED_MODE
 from harness.leaderboard.rank import why_not_rankable
 from harness.leaderboard.store import Store
-from harness.progress import Progress, as_progress
-from harness.results import RunResult, Status
 
 AUTHOR_LINE = re.compile(r"^#!POPCORN\s+author\s+(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
-MODE = "leaderboard"
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def run_all(
 
     expected = expected_durations(store, [submission for _, submission in pending.values()])
     jobs = longest_first([
-        EvalJob(key=key, problem=s.problem, filename=s.path.name, source=s.path.read_bytes(), mode=MODE,
+        EvalJob(key=key, problem=s.problem, filename=s.path.name, source=s.path.read_bytes(), mode=RANKED_MODE.name,
                 device=device, secret_seed=secret_seed, expected_s=expected[(s.problem, s.sha256)])
         for key, (_, s) in pending.items()
     ])

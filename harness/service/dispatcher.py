@@ -12,12 +12,13 @@ import hashlib
 import logging
 import threading
 
-from harness.execution import EvalJob, Executor, HarnessFailure
+from harness.contract.results import RunResult
+from harness.execution.eval_job import EvalJob, HarnessFailure
+from harness.execution.serial_executor import Executor
+from harness.judge.modes import MODES
 from harness.leaderboard.store import Store, load_result
-from harness.results import RunResult
 from harness.service import jobs
 from harness.service.db import ServiceDb
-from harness.service.limits import RANKED_MODE
 
 log = logging.getLogger("harness.service")
 POLL_S = 0.5
@@ -76,7 +77,7 @@ class Dispatcher:
                 job = jobs.take_next(store.connection)
             if job is None:
                 return
-            secret = self._secret_seed if job.mode == RANKED_MODE else None
+            secret = self._secret_seed if MODES[job.mode].ranked else None
             try:
                 self._executor.submit(EvalJob(key=str(job.id), problem=job.problem, filename=job.filename,
                                               source=job.source, mode=job.mode, device=self._device,
@@ -98,7 +99,7 @@ class Dispatcher:
             if not jobs.finish(store.connection, job_id, result.to_json()):
                 log.warning("job %d answered twice; the second answer is dropped", job_id)
                 return
-            if job.mode == RANKED_MODE:
+            if MODES[job.mode].ranked:
                 self._add_run(store, job, result)
         log.info("job %d done: %s", job_id, result.status.value)
 

@@ -7,11 +7,10 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
+from harness.contract.submission_file import DIRECTIVE, SubmissionFileError, parse_source
+from harness.judge.modes import MODES, SERVICE_MODES
 from harness.service import jobs
-from harness.submission import DIRECTIVE, SubmissionFileError, parse_source
 
-MODES = ("test", "benchmark", "leaderboard")
-RANKED_MODE = "leaderboard"
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.py$")
 
 
@@ -69,8 +68,8 @@ def choose_problem(asked: str | None, text: str, known: list[str]) -> str:
 
 
 def check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise Refused(400, f"bad mode '{mode}': choose one of {', '.join(MODES)}")
+    if mode not in SERVICE_MODES:
+        raise Refused(400, f"bad mode '{mode}': choose one of {', '.join(SERVICE_MODES)}")
 
 
 def check_size(size: int, limits: Limits) -> None:
@@ -81,7 +80,7 @@ def check_size(size: int, limits: Limits) -> None:
 def check_deadline(problem: str, mode: str, limits: Limits, now: datetime.datetime | None = None) -> None:
     deadline = limits.deadlines.get(problem)
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    if mode == RANKED_MODE and deadline is not None and now > deadline:
+    if MODES[mode].ranked and deadline is not None and now > deadline:
         raise Refused(403, f"the deadline of {problem} was {deadline.isoformat()}: ranked submissions are closed "
                            "(test and benchmark modes still run)")
 

@@ -7,18 +7,15 @@ once, when the user is added; losing it means adding a new user name.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import re
 import secrets
 import sqlite3
-import sys
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from harness.leaderboard.store import StoreError, utc_now
-from harness.results import ExitCode
+from harness.leaderboard.store import utc_now
 
 TOKEN = re.compile(r"^nvfp4_([0-9a-f]{16})_([A-Za-z0-9_-]{20,})$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -66,33 +63,3 @@ def authenticate(connection: sqlite3.Connection, token: str,
         return None
     user_id, name, salt, expected = row
     return User(user_id, name) if hmac.compare_digest(_hash(secret, salt), expected) else None
-
-
-def _handle(args: argparse.Namespace) -> int:
-    from harness.service.db import ServiceDb
-
-    try:
-        db = ServiceDb.open(args.db)
-    except StoreError as error:
-        print(f"user: error: --db: {error}", file=sys.stderr)
-        return int(ExitCode.BAD_INPUT)
-    try:
-        with db.locked() as store:
-            token = add_user(store.connection, args.name)
-    except ValueError as error:
-        print(f"user: error: {error}", file=sys.stderr)
-        return int(ExitCode.BAD_INPUT)
-    finally:
-        db.close()
-    print(f"added user '{args.name}' to {args.db}; this token is shown once, keep it secret:")
-    print(f"token: {token}")
-    return int(ExitCode.PASSED)
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("user", help="manage the submission service's users")
-    actions = parser.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="add a user and print their token once")
-    add.add_argument("name", help="the user's name (their name on the leaderboard)")
-    add.add_argument("--db", required=True, help="the service's SQLite database")
-    add.set_defaults(handler=_handle)

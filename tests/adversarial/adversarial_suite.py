@@ -80,7 +80,7 @@ SKIPPED = "skipped"
 
 
 def load_rows(path: Path = VERDICTS) -> list[Row]:
-    from harness.results import Status
+    from harness.contract.results import Status
 
     rows = [Row(**entry) for entry in yaml.safe_load(path.read_text())["rows"]]
     for row in rows:
@@ -101,7 +101,7 @@ def load_rows(path: Path = VERDICTS) -> list[Row]:
 
 def reduced_problem(problem: str, scratch: Path, timeouts_s: dict[str, float] | None = None) -> Path:
     """A copy of the problem's task folder with one test and one benchmark; returns its path."""
-    from harness.task import PROBLEMS_DIR
+    from harness.contract.task_spec import PROBLEMS_DIR
 
     source = PROBLEMS_DIR / problem
     spec = yaml.safe_load((source / "task.yml").read_text())
@@ -172,7 +172,7 @@ def _run_cli_with_secret_env(row: Row, problem_dir: Path, device: str, timeout_s
 
 def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
     """Evaluate one row's submission on ``device`` ('cpu' or 'cuda'); never raises for its verdict."""
-    from harness.evaluate import evaluate_submission
+    from harness.judge.run import evaluate_submission
 
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-") as scratch:
         os.chmod(scratch, 0o755)  # readable by the unprivileged evaluator of env-secret rows

@@ -9,8 +9,8 @@ from statistics import geometric_mean
 from typing import Any
 
 from harness import __version__
+from harness.contract.results import CaseResult, RunResult, Status, TimingStats
 from harness.leaderboard.store import Store, StoredRun
-from harness.results import CaseResult, RunResult, Status, TimingStats
 
 B200 = "NVIDIA B200"
 GEMV_SHAPES = ({"m": 7168, "k": 16384, "l": 1, "seed": 1111}, {"m": 4096, "k": 7168, "l": 8, "seed": 1111},

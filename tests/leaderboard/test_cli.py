@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import evaluate
-from harness.leaderboard import cli
+from harness.commands import leaderboard_command
+from harness.contract.results import Status
+from harness.judge import run
 from harness.leaderboard.store import Store
-from harness.results import Status
 
 from .samples import FakeEvaluate, make_run
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run_cli(*argv):
     parser = argparse.ArgumentParser(prog="python -m harness")
-    cli.register(parser.add_subparsers(dest="command", required=True))
+    leaderboard_command.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["leaderboard", *argv])
     return args.handler(args)
 
@@ -81,7 +81,7 @@ def test_full_run_writes_pages_and_reuses_stored_runs(tmp_path, tree, monkeypatc
     fake = FakeEvaluate({"fast.py": make_run((10.0, 20.0, 5.0), device_type="cpu"),
                          "broken.py": make_run(None, status=Status.TIMEOUT, reason="a timed call ran past 600 s",
                                                device_type="cpu")})
-    monkeypatch.setattr(evaluate, "evaluate_submission", fake)
+    monkeypatch.setattr(run, "evaluate_submission", fake)
     monkeypatch.setenv("NVFP4_SECRET_SEED", "1234")
     assert run_cli(*_options(tmp_path, tree), "--device", "cpu") == 0
     assert [c["secret_seed"] for c in fake.calls] == [1234, 1234] and "NVFP4_SECRET_SEED" not in os.environ

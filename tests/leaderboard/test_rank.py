@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from harness.contract.results import Status
 from harness.leaderboard.rank import (
     build_board,
     competition_ranks,
@@ -13,7 +14,6 @@ from harness.leaderboard.rank import (
     status_label,
     why_not_rankable,
 )
-from harness.results import Status
 
 from .samples import B200, make_run, sha, stored
 

@@ -6,10 +6,10 @@ import re
 import pytest
 
 from harness import __version__
+from harness.contract.results import Status
 from harness.leaderboard import render
 from harness.leaderboard.rank import build_board
 from harness.leaderboard.store import Store
-from harness.results import Status
 
 from .samples import B200, SAMPLE_AUTHORS, fill_sample_store, make_run, stored
 

@@ -6,11 +6,12 @@ import subprocess
 
 import pytest
 
-from harness import __version__, evaluate
-from harness.execution import EvalJob, HarnessFailure
+from harness import __version__
+from harness.contract.results import Status
+from harness.execution.eval_job import EvalJob, HarnessFailure
+from harness.judge import run
 from harness.leaderboard import runner
 from harness.leaderboard.store import Store
-from harness.results import Status
 
 from .samples import FakeEvaluate, make_run, sha
 
@@ -42,7 +43,7 @@ def install(monkeypatch):
 
     def put(results):
         fake = FakeEvaluate(results)
-        monkeypatch.setattr(evaluate, "evaluate_submission", fake)
+        monkeypatch.setattr(run, "evaluate_submission", fake)
         return fake
 
     return put

@@ -24,9 +24,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harness.evaluate import evaluate_submission  # noqa: E402
-from harness.results import Status  # noqa: E402
-from harness.task import PROBLEMS_DIR  # noqa: E402
+from harness.contract.results import Status  # noqa: E402
+from harness.contract.task_spec import PROBLEMS_DIR  # noqa: E402
+from harness.judge.run import evaluate_submission  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFECTS = (  # (file, tool that must find it, words its line must hold)

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from harness.execution import EvalJob
-from harness.results import RunResult, Status
+from harness.contract.results import RunResult, Status
+from harness.execution.eval_job import EvalJob
 from harness.service import jobs
 from harness.service.db import ServiceDb
 from harness.service.dispatcher import Dispatcher

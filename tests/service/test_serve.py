@@ -9,7 +9,7 @@ from .conftest import harness
 
 def test_serve_refuses_workers_that_would_run_as_its_own_user(tmp_path):
     """Here (root, with Python under a folder uid 65534 cannot search) workers cannot drop privileges."""
-    from harness.runner import workers_run_unprivileged
+    from harness.judge.worker_process import workers_run_unprivileged
 
     if workers_run_unprivileged():
         pytest.skip("workers drop to uid 65534 on this host: nothing to refuse")

@@ -2,7 +2,7 @@
 core's MAC key out of its own process memory and sign a faster time.
 
 A KNOWN HOLE (docs/security.md, "Native code in the same process"): the key is a static of
-harness/_sealed*.so, at an offset its ELF symbol table names; ctypes reads it, and harness.seal
+harness/worker/_sealed*.so, at an offset its ELF symbol table names; ctypes reads it, and harness.judge.seal
 computes valid MACs with it. This row expects the forgery to pass, so the suite notices the day it
 stops working (then flip the row to rejected).
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 import _honest
 import _reach
 
-from harness import protocol, seal
+from harness.contract import protocol
+from harness.judge import seal
 
 
 def _symbol_offset(path, name):
@@ -43,7 +44,7 @@ def _base_address(path):
     raise LookupError(path)
 
 
-core = sys.modules["harness._sealed"].__file__
+core = sys.modules["harness.worker._sealed"].__file__
 KEY = ctypes.string_at(_base_address(core) + _symbol_offset(core, b"key"), seal.KEY_BYTES)
 worker = _reach.worker()
 timer = _reach.timer()

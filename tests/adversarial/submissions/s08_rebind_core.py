@@ -7,7 +7,7 @@ import os
 import _honest
 import torch
 
-from harness import _sealed
+from harness.worker import _sealed
 
 read_fd, write_fd = os.pipe()
 os.write(write_fd, bytes(32))

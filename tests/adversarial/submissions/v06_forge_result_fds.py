@@ -8,7 +8,7 @@ import stat
 
 import _honest
 
-from harness import protocol
+from harness.contract import protocol
 
 FORGED_HEADER = {"op": "output", "time_us": 0.001, "host_us": 0.001, "structure": "tensor", "unfinished": False}
 

@@ -5,8 +5,8 @@ then only looks its answer up. With the organizer's secret, no call matches: gar
 import _honest
 import torch
 
-from harness.seeds import call_seed
-from harness.task import load_task
+from harness.contract.task_spec import load_task
+from harness.judge.seeds import call_seed
 from problems.nvfp4_gemv.reference import generate_input
 
 CALLS_PER_CASE = 16

@@ -1,0 +1,72 @@
+"""``python -m harness calibrate``: measure this GPU's copy bandwidth and matmul rate, once, cached."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.sol.breakdown import UnknownDeviceError, load_table, resolve_device
+from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate
+
+
+def _versus_datasheet(record: dict[str, Any]) -> list[str]:
+    """Measured ceilings as a percentage of the device table's peaks, when the device is known."""
+    try:
+        entry = load_table().devices[resolve_device(record["device_name"])]
+    except UnknownDeviceError:
+        return ["  (not in harness/sol/devices.yml: no datasheet figures to compare with)"]
+    kind = "nominal" if entry.key == "cpu" else "datasheet"
+    lines = [f"  copy = {100 * record['copy_bytes_per_s'] / entry.dram_bytes_per_s:.0f}% of the {kind} "
+             f"{entry.dram_bytes_per_s / 1e12:.3g} TB/s DRAM peak ({entry.key})"]
+    for label, rate in record["matmul_flops_per_s"].items():
+        peak = entry.tensor_dense_flops_per_s.get(label) or entry.vector_flops_per_s.get(label)
+        if peak:
+            lines.append(f"  {label} matmul = {100 * rate / peak:.0f}% of the {kind} {peak / 1e12:.4g} TFLOP/s")
+    return lines
+
+
+def render(record: dict[str, Any], reused: bool, path: Path) -> str:
+    how = "cached" if reused else "measured"
+    lines = [f"calibration of {record['device_name']} ({how} {record['measured_at']}; {path})",
+             f"  device-to-device copy: {record['copy_bytes_per_s'] / 1e12:.3f} TB/s (bytes read + written, "
+             f"{record['copy_bytes'] / 2**20:.0f} MiB buffer)"]
+    for label, rate in record["matmul_flops_per_s"].items():
+        lines.append(f"  {label} matmul {record['matmul_n']}^3: {rate / 1e12:.2f} TFLOP/s")
+    lines.append(f"  method: {record['method']}; {record['detail']}")
+    return "\n".join(lines + _versus_datasheet(record))
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _handle(args: argparse.Namespace) -> int:
+    device = args.device
+    if device is None:
+        device = "cuda" if _cuda_available() else "cpu"
+        if device == "cpu":
+            print("note: no CUDA GPU visible: calibrating the CPU (give --device cuda on a GPU machine)",
+                  file=sys.stderr)
+    path = Path(args.cache) if args.cache else CACHE_PATH
+    try:
+        record, reused = calibrate(device, force=args.force, cache_path=path)
+    except NoGpuError as error:
+        print(f"error: --device cuda: {error}", file=sys.stderr)
+        return NO_GPU_EXIT
+    except RuntimeError as error:  # a CUDA fault or out of memory while measuring
+        print(f"error: calibration failed on {device}: {' '.join(str(error).split())[:300]}", file=sys.stderr)
+        return NO_GPU_EXIT
+    print(render(record, reused, path))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("calibrate", help="measure this GPU's copy bandwidth and matmul rate (cached)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
+    parser.add_argument("--force", action="store_true", help="measure again even if results/calibration.json has it")
+    parser.add_argument("--cache", help=f"cache file (default: {CACHE_PATH.relative_to(CACHE_PATH.parent.parent)})")
+    parser.set_defaults(handler=_handle)

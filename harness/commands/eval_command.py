@@ -1,0 +1,90 @@
+"""``python -m harness eval``: check a submission on every test shape, then time it.
+
+The command's part only: arguments, the --json target checked before the run, the report printed
+and the exit code. The run itself is ``harness.judge.run.evaluate_submission``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+from harness.contract.results import ExitCode
+from harness.contract.task_spec import list_problems
+from harness.display import report
+from harness.display.progress import for_stream
+from harness.judge import sanitize, seeds
+from harness.judge.modes import DEFAULT_MODE, MODES, mode_named
+from harness.judge.run import evaluate_submission
+
+
+def _json_target(path: str) -> Path:
+    """Where --json goes, checked before the run: a bad path must not cost a finished result."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"--json {path}: is a folder; give the path of a file, e.g. {target / 'result.json'}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--json {path}: its folder cannot be made ({error.strerror}); give another path") from None
+    if not os.access(target if target.exists() else target.parent, os.W_OK):
+        raise ValueError(f"--json {path}: cannot be written here; give another path")
+    return target
+
+
+def _handle(args: argparse.Namespace) -> int:
+    problem, submission = args.problem, args.submission
+    if submission is None:  # a single argument is the file; its POPCORN line names the problem
+        problem, submission = None, problem
+    try:
+        if args.submission is None and args.problem in list_problems():
+            raise ValueError(f"no submission file: python -m harness eval {args.problem} path/to/submission.py")
+        if not math.isfinite(args.timeout_scale) or args.timeout_scale <= 0:
+            raise ValueError(f"--timeout-scale {args.timeout_scale}: must be a finite number above 0")
+        json_path = _json_target(args.json) if args.json else None
+        mode = mode_named(args.mode)
+        secret = seeds.read_secret(args.secret_seed_file) if mode.ranked else None
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+
+    if mode.ranked and secret is None:
+        print(f"note: no secret seed (${seeds.SECRET_ENV} or --secret-seed-file): public seeds, so the run is not "
+              "rankable", file=sys.stderr)
+    progress = for_stream(sys.stderr)
+    report_path = json_path.with_suffix(".sanitizer.txt") if json_path else None
+    try:
+        result = evaluate_submission(problem, Path(submission), mode, args.device, secret, progress=progress,
+                                     timeout_scale=args.timeout_scale, keep_going=args.keep_going,
+                                     sanitizer_tool=args.tool, sanitizer_report=report_path)
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C): the run stopped, its workers were killed, nothing was written", file=sys.stderr)
+        return 130
+    finally:
+        progress.close()
+    print(report.render(result))
+    if json_path:
+        json_path.write_text(json.dumps(result.to_json(), indent=2))
+    return int(result.exit_code)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("eval", help="check and time a submission")
+    parser.add_argument("problem", help="problem name (or the submission file, if it has a #!POPCORN line)")
+    parser.add_argument("submission", nargs="?", help="path of the submission .py file")
+    parser.add_argument("--mode", choices=list(MODES), default=DEFAULT_MODE.name,
+                        help="; ".join(f"{m.name}: {m.help}" for m in MODES.values()))
+    parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when a GPU is visible")
+    parser.add_argument("--json", help="write the full result as JSON to this file")
+    parser.add_argument("--secret-seed-file", help="ranked mode: file holding the organizer's secret seed "
+                        f"(default: ${seeds.SECRET_ENV})")
+    parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="run every case even when the first ones fail the same way")
+    parser.add_argument("--tool", choices=sanitize.TOOL_CHOICES, default="memcheck",
+                        help="sanitize mode: the compute-sanitizer tool (all = each in turn)")
+    parser.set_defaults(handler=_handle)

@@ -1,0 +1,1 @@
+"""What a person reads: the report table and the live progress display."""

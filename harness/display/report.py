@@ -1,0 +1,124 @@
+"""What a person reads: one line per case while it runs, and the final table."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from harness.contract.results import CaseResult, RunResult, Status
+from harness.contract.task_spec import shape_text
+
+STATUS_WORDS = {
+    Status.PASSED: "PASS",
+    Status.FAILED: "FAIL",
+    Status.REJECTED: "REJECTED",
+    Status.CRASHED: "CRASHED",
+    Status.CUDA_ERROR: "CUDA ERROR",
+    Status.TIMEOUT: "TIMEOUT",
+    Status.BAD_INPUT: "BAD INPUT",
+    Status.UNSUPPORTED: "UNSUPPORTED",
+    Status.NOT_RUN: "not run",
+    Status.HARNESS_FAULT: "HARNESS FAULT",
+}
+
+
+def read_clocks(index: int = 0) -> dict[str, object]:
+    """SM and memory clocks now, from nvidia-smi when present (reported, never changed)."""
+    if shutil.which("nvidia-smi") is None:
+        return {}
+    query = "clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", str(index)],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    names = ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w")
+    return dict(zip(names, (v.strip() for v in out.split(","))))
+
+
+def case_summary(case: CaseResult) -> str:
+    if case.status == Status.PASSED and case.timing:
+        sol = f", {case.pct_of_sol:.1f}% of SOL" if case.pct_of_sol else ""
+        return f"{case.timing.median_us:.2f} us median over {case.timing.runs} calls{sol}"
+    return f"{STATUS_WORDS[case.status]}: {case.reason}" if case.reason else STATUS_WORDS[case.status]
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _test_lines(tests: list[CaseResult]) -> list[str]:
+    """One line per test shape; a run of shapes not run for one reason is one line."""
+    lines: list[str] = []
+    index = 0
+    while index < len(tests):
+        case = tests[index]
+        end = index + 1
+        while case.status == Status.NOT_RUN and end < len(tests) and tests[end].status == Status.NOT_RUN \
+                and tests[end].reason == case.reason:
+            end += 1
+        shape = shape_text(case.case) if end == index + 1 else f"{end - index} shapes"
+        lines.append(f"  {STATUS_WORDS[case.status]:<9} {shape:<40} {case.reason}")
+        index = end
+    return lines
+
+
+def render(result: RunResult) -> str:
+    device = result.device.get("name", result.device.get("type", "?"))
+    lines = [f"{result.problem}: {result.submission_path} "
+             f"({result.mode} mode, {device}, harness {result.harness_version})"]
+    tests = [c for c in result.cases if c.kind == "test"]
+    if tests:
+        lines.append("")
+        lines.append(f"Correctness: {sum(c.status == Status.PASSED for c in tests)}/{len(tests)} test shapes passed")
+        lines += _test_lines(tests)
+    timed = [c for c in result.cases if c.kind == "benchmark"]
+    if timed:
+        rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "compile+1st s", "harness ms/call",
+                 "status"]]
+        for case in timed:
+            t = case.timing
+            rows.append([
+                shape_text(case.case),
+                f"{t.median_us:.2f}" if t else "-",
+                f"{t.p10_us:.2f}-{t.p90_us:.2f}" if t else "-",
+                str(t.runs) if t else "-",
+                f"{case.sol_us:.2f}" if case.sol_us else "-",
+                f"{case.pct_of_sol:.1f}" if case.pct_of_sol else "-",
+                f"{case.warmup_s:.2f}" if case.warmup_s is not None else "-",
+                f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-",
+                STATUS_WORDS[case.status],
+            ])
+        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""), *_table(rows)]
+        for case in timed:
+            if case.status != Status.PASSED:
+                lines.append(f"  {shape_text(case.case)}: {case.reason}")
+        if result.geomean_us:
+            pct = f", {result.geomean_pct_of_sol:.1f}% of SOL" if result.geomean_pct_of_sol else ""
+            lines.append(f"Geometric mean: {result.geomean_us:.2f} us{pct}")
+        if not result.rankable:
+            why = "CPU wall-clock times" if result.device.get("type") == "cpu" else (
+                "only leaderboard mode with the organizer's secret seed is ranked" if result.status == Status.PASSED
+                else "some case did not pass")
+            lines.append(f"Not rankable: {why}")
+    for case in timed:
+        if case.profile:
+            lines += ["", f"Profile of one call, {shape_text(case.case)} (torch.profiler):", case.profile]
+    if result.stdout_tail.strip():
+        lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
+        lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]
+    if result.status == Status.PASSED and result.reason:
+        lines += ["", f"Note: {result.reason}"]
+    if result.sanitizer_report:
+        lines += ["", f"Full compute-sanitizer report: {result.sanitizer_report}"]
+    verdict = STATUS_WORDS[result.status] if result.status != Status.NOT_RUN else "nothing run"
+    lines += ["", f"Result: {verdict} (exit code {int(result.exit_code)})" + (f": {result.reason}" if result.reason
+                                                                             and result.status != Status.PASSED
+                                                                             else "")]
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""The one execution path: a submission's source in, a ``RunResult`` out.
+
+The leaderboard, the Dask cluster and the submission service all evaluate through ``run_job``;
+an executor (``harness.execution.serial_executor``, ``harness.execution.dask_executor``) decides
+only *where* jobs run and hands finished results back to the one caller that writes the store.
+
+A job carries the file's bytes, not a path: a Dask worker on another host has no access to the
+organizer's checkout.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import __version__
+from harness.contract.results import RunResult, Status
+from harness.judge.modes import RANKED_MODE
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """One evaluation to run somewhere."""
+
+    key: str  # unique per job (a store id, a path): how results are matched to jobs
+    problem: str
+    filename: str  # the file's own name (kept: error messages and the report show it)
+    source: bytes
+    mode: str = RANKED_MODE.name  # a name of harness.judge.modes.MODES (the job crosses to Dask as data)
+    device: str | None = None  # None: cuda when the executing host has a GPU, else cpu
+    secret_seed: int | None = field(default=None, repr=False)  # never in a log line
+    expected_s: float | None = None  # a stored duration of this file, for longest-first ordering
+
+
+@dataclass
+class HarnessFailure(RunResult):
+    """A 'crashed' run the harness made because evaluating the job failed, not the submission.
+
+    Its own type, so that whoever stores it marks it a harness error (never a cache hit: the
+    next run retries the file) without parsing the reason.
+    """
+
+
+def harness_failure(job: EvalJob, reason: str) -> HarnessFailure:
+    """The record of a job that produced no RunResult (the evaluator raised, its worker died)."""
+    return HarnessFailure(
+        problem=job.problem,
+        submission_path=job.filename,
+        submission_sha256=hashlib.sha256(job.source).hexdigest(),
+        mode=job.mode,
+        device={"type": job.device or "unknown"},
+        harness_version=__version__,
+        status=Status.CRASHED,
+        reason=f"{reason} (a harness error, not the submission's: the next run retries it)",
+        started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def exception_text(error: BaseException) -> str:
+    """'RuntimeError: boom at evaluate.py:12': the exception and the line that raised it."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress | None = None) -> RunResult:
+    """Evaluate one job in this process: its source goes to a private folder, then the evaluator.
+
+    Never raises: an exception of the evaluator comes back as a ``HarnessFailure``, so one
+    broken evaluation cannot lose the others of a run.
+    """
+    from harness.judge.run import evaluate_submission
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
+            path = Path(folder) / Path(job.filename).name
+            path.write_bytes(job.source)
+            # The worker drops to an unprivileged uid only where that uid can read the file (worker_process):
+            # a 0700 folder kept every service, leaderboard and cluster job's worker at the evaluator's uid
+            # (root on the GPU hosts). Searchable, not listable: the folder's random name stays private.
+            os.chmod(folder, 0o711)
+            path.chmod(0o644)
+            result = evaluate_submission(job.problem, path, mode=job.mode, device=job.device,
+                                         secret_seed=job.secret_seed, visible_devices=visible_devices,
+                                         progress=progress)
+        if not isinstance(result, RunResult):
+            raise TypeError(f"expected a RunResult, got {type(result).__name__}")
+        # The private folder is gone and means nothing to the reader: name the file as submitted.
+        result.submission_path = job.filename
+        for record in (result, *result.cases):
+            record.reason = record.reason.replace(str(path), job.filename)
+    except Exception as error:  # any failure of one evaluation is recorded, never fatal to the run
+        return harness_failure(job, f"the evaluator raised {exception_text(error)}")
+    return result

@@ -1,0 +1,56 @@
+"""Where jobs run: the ``Executor`` interface, and jobs one after another in this process."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Protocol
+
+from harness.contract.results import RunResult
+from harness.execution.eval_job import EvalJob, Progress, run_job
+
+
+class Executor(Protocol):
+    """Where jobs run. ``submit`` never blocks; ``completed`` returns finished jobs to one caller."""
+
+    def submit(self, job: EvalJob) -> None: ...
+
+    def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
+        """Jobs finished since the last call; waits up to ``timeout_s`` for at least one."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    """Jobs one after another on a background thread of this process (no cluster)."""
+
+    def __init__(self, progress: Progress | None = None) -> None:
+        self._progress = progress
+        self._jobs: queue.Queue[EvalJob | None] = queue.Queue()
+        self._done: queue.Queue[tuple[EvalJob, RunResult]] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="serial-executor", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if self._progress:
+                self._progress(f"{job.problem}/{job.filename}: started")
+            self._done.put((job, run_job(job, progress=self._progress)))
+
+    def submit(self, job: EvalJob) -> None:
+        self._jobs.put(job)
+
+    def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
+        finished = []
+        try:
+            finished.append(self._done.get(timeout=timeout_s))
+            while True:
+                finished.append(self._done.get_nowait())
+        except queue.Empty:
+            pass
+        return finished
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()

@@ -1,0 +1,6 @@
+"""The trusted parent: everything that decides a verdict or a time.
+
+It spawns and talks to the worker, makes every call's seed, computes every expected output,
+checks every output, verifies every MAC, applies the stopping rule. It never imports the
+submission or the worker's code.
+"""

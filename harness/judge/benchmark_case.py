@@ -1,0 +1,96 @@
+"""One benchmark case: warm-up, timed calls until the stopping rule says enough, the verdict.
+
+Every timed output is checked (``CallChecker``); the event overhead is rechecked after the case,
+and a time under the datasheet ceiling is rejected (it cannot be real).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harness.contract.results import CaseResult, Status
+from harness.judge import seal
+from harness.judge.call_checker import CallChecker
+from harness.judge.queued_sleep import MIN_QUEUED_SLEEP_US, QueuedSleep
+from harness.judge.stopping import StoppingRule, summarize
+from harness.judge.worker_channel import WorkerSession
+
+WARMUP_CALLS = 3
+
+
+@dataclass
+class BenchmarkCase:
+    """What timing one case needs besides the worker: the checker, the rule, limits and bounds."""
+
+    checker: CallChecker
+    rule: StoppingRule
+    timeouts_s: dict[str, float]
+    timer_method: str
+    profiled: bool
+    on_gpu: bool
+
+    def run(self, session: WorkerSession, case: dict[str, Any], sol_us: float | None, ceiling_us: float | None,
+            note: Any) -> CaseResult:
+        """Time ``case``; ``sol_us`` / ``ceiling_us``: its speed of light and datasheet ceiling, if known."""
+        limit = self.timeouts_s
+        started = time.perf_counter()
+        first = self.checker.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"],
+                                          prefetch=True)
+        warmup_s = time.perf_counter() - started
+        host_us = [first.host_us]
+        for index in range(1, WARMUP_CALLS):
+            warm = self.checker.checked_call(session, case, index, MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"],
+                                             prefetch=True)
+            host_us.append(warm.host_us)
+        # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
+        sleep = QueuedSleep.after_warmup(host_us[1:])
+        samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep, started)
+        drift = session.recheck_overhead(limit["warmup"])
+        if drift and seal.overhead_moved(*drift)[0]:
+            note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
+                 f"(spread {drift[2]:.2f} us); measuring this case again")
+            samples, index, wall_s = self._timed_loop(session, case, index, sleep, time.perf_counter())
+            drift = session.recheck_overhead(limit["warmup"])
+            if drift and seal.overhead_moved(*drift)[0]:
+                return CaseResult("benchmark", case, Status.HARNESS_FAULT,
+                                  f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
+                                  "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")
+        stats = summarize(samples, self.timer_method)
+        profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["warmup"]) if (
+            self.profiled) else None
+        calls = max(1, self.checker.phase_calls)
+        exposed = f"; {sleep.summary()}" if sleep.exposed else ""
+        outcome = CaseResult("benchmark", case, Status.PASSED,
+                             f"{stats.runs} timed calls, every output checked{exposed}",
+                             timing=stats, warmup_s=warmup_s, profile=profile,
+                             overhead_ms=1e3 * wall_s / calls - stats.median_us / 1e3,  # per call made, as the split
+                             overhead_split_ms={k: round(v / calls, 3) for k, v in self.checker.phases_ms.items()},
+                             queued_sleep_us=sleep.us, exposed_calls=sleep.exposed)
+        if sol_us:
+            outcome.sol_us = sol_us
+            outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf
+        if self.on_gpu and ceiling_us and stats.median_us < ceiling_us:
+            outcome.status = Status.REJECTED
+            outcome.reason = (f"median {stats.median_us:.2f} us is faster than the device's datasheet peaks allow "
+                              f"({ceiling_us:.2f} us), with the harness's own measurement rechecked: the timing "
+                              "cannot be real")
+        return outcome
+
+    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int, sleep: QueuedSleep,
+                    started: float) -> tuple[list[float], int, float]:
+        """Timed calls until the stopping rule says enough: (times in us, the next call index, wall s)."""
+        samples: list[float] = []
+        self.checker.reset_phases()
+        loop_start = time.perf_counter()
+        while not self.rule.done(samples, time.perf_counter() - loop_start):
+            if time.perf_counter() - started > self.timeouts_s["benchmark"]:
+                break
+            result = self.checker.checked_call(session, case, index, sleep.us, "a timed call",
+                                               self.timeouts_s["benchmark"], prefetch=True)
+            index += 1
+            if sleep.counts(result.host_us, result.exposed):
+                samples.append(result.time_us)
+        return samples, index, time.perf_counter() - loop_start

@@ -1,0 +1,81 @@
+"""One call made and judged: its seed, the worker's answer, the parent's own inputs and the check.
+
+The expected output is computed here, in the parent, from the call's seed, after the worker has
+answered: never in the worker's memory, never competing with a timed call for the GPU.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from harness.contract.results import Status
+from harness.contract.task_spec import Task
+from harness.judge import seeds
+from harness.judge.worker_channel import CallOutput, WorkerFailure, WorkerSession
+
+
+class CallChecker:
+    """Makes calls through a worker session and checks every output against the reference."""
+
+    def __init__(self, task: Task, secret: int | None, check_device: torch.device, plain: bool) -> None:
+        self.task = task
+        self.secret = secret
+        self.check_device = check_device
+        self.plain = plain  # sanitize mode: no timer, no flush, no seal
+        self.reference: ModuleType = importlib.import_module(task.reference_module)
+        self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
+        self.phases_ms: dict[str, float] = {}  # where the harness's time per call goes
+        self.phase_calls = 0
+
+    def close(self) -> None:
+        """Stop the thread that draws the parent's copies of the inputs."""
+        self._generator.shutdown(cancel_futures=True)
+
+    def reset_phases(self) -> None:
+        self.phases_ms, self.phase_calls = {}, 0
+
+    def call_seed(self, case: dict[str, Any], index: int) -> int:
+        """The seed of call ``index`` of ``case`` (public for call 0 unless ranked; harness.judge.seeds)."""
+        return seeds.call_seed(case["seed"], index, self.secret)
+
+    def check(self, inputs: Any, result: CallOutput) -> tuple[bool, str]:
+        """Judge one output against the reference on the same inputs (the parent's own copy)."""
+        if isinstance(result.output, str):
+            return False, result.output
+        if result.unfinished:
+            return False, (
+                "the output changed after custom_kernel returned: work left running on another stream "
+                "(make the caller's stream wait for it)"
+            )
+        return self.reference.check_implementation(inputs, result.output)
+
+    def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
+                     stage: str, timeout_s: float, prefetch: bool = False) -> CallOutput:
+        """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile."""
+        seeded = {**case, "seed": self.call_seed(case, index)}
+        # On the GPU the parent's copy of the inputs, the reference and the check run only after the
+        # worker has answered, and the next call is sent only once they are done: none of this
+        # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
+        drawing = None if self.check_device.type == "cuda" else self._generator.submit(
+            self.reference.generate_input, **seeded, device="cpu")
+        started = time.perf_counter()
+        result = session.call(seeded, sleep_us, stage, timeout_s, self.plain)
+        called = time.perf_counter()
+        if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
+            session.prepare({**case, "seed": self.call_seed(case, index + 1)})
+        inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+        drawn = time.perf_counter()
+        ok, message = self.check(inputs, result)
+        for phase, ms in (("worker", 1e3 * (called - started) - result.time_us / 1e3),
+                          ("inputs", 1e3 * (drawn - called)), ("check", 1e3 * (time.perf_counter() - drawn))):
+            self.phases_ms[phase] = self.phases_ms.get(phase, 0.0) + ms
+        self.phase_calls += 1
+        if not ok:
+            raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")
+        return result

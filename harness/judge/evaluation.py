@@ -1,0 +1,177 @@
+"""One submission, one mode, driven case by case: the trusted side of an evaluation.
+
+``Evaluation`` starts workers, hands each case to the test check or to ``BenchmarkCase``, and
+decides what a failure means: the submission's bug, this machine's lack (``unsupported``), or a
+reason to stop early (fail fast). ``CallChecker`` makes and judges each call; sanitize mode uses
+the same checker through ``Evaluation.checker`` and ``Evaluation.session``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from harness.contract.results import CaseResult, Status
+from harness.contract.task_spec import Task, load_task, shape_text
+from harness.display import report
+from harness.display.progress import Progress
+from harness.judge import hardware_verdict
+from harness.judge.benchmark_case import BenchmarkCase
+from harness.judge.call_checker import CallChecker
+from harness.judge.modes import Mode, mode_named
+from harness.judge.worker_channel import WorkerFailure, WorkerSession
+from harness.sol.breakdown import UnknownDeviceError, breakdown
+
+SAME_FAILURE_LIMIT = 2
+"""Fail fast: when this many first cases fail for the same reason, the rest are not run."""
+
+
+class Evaluation:
+    """One submission, one mode: drives workers case by case and judges every outcome."""
+
+    def __init__(
+        self,
+        task: Task,
+        submission: Path,
+        mode: Mode | str,
+        device: str,
+        secret: int | None,
+        visible_devices: str | None,
+        progress: Progress,
+        device_info: dict[str, Any],
+        keep_going: bool = False,
+    ) -> None:
+        self.task = task
+        self.device_info = device_info
+        self.keep_going = keep_going
+        self.source = submission.read_text(errors="replace")
+        self.submission = submission
+        self.mode = mode = mode if isinstance(mode, Mode) else mode_named(mode)
+        self.device = device
+        self.visible_devices = visible_devices
+        self.progress = progress
+        # The parent checks on the GPU the worker was given, so parallel runs stay apart.
+        check_device = torch.device("cuda", gpu_index(visible_devices)) if device == "cuda" else torch.device("cpu")
+        self.checker = CallChecker(task, secret, check_device, plain=mode.sanitized)
+        self.rule = mode.rule(device)
+        self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
+        # The speed of light always uses the shipped problem's formula (a folder given by path may
+        # change shapes and limits, not how it is scored), read once.
+        self.sol_task = load_task(task.directory.name)
+        self.stdout_tail = ""
+        self.timer_method = ""
+
+    @property
+    def reference(self) -> ModuleType:
+        """The problem's reference module, as the parent loaded it (inputs, expected outputs, check)."""
+        return self.checker.reference
+
+    def close(self) -> None:
+        self.checker.close()
+
+    @contextlib.contextmanager
+    def session(self, command_prefix: list[str] | None = None) -> Iterator[WorkerSession]:
+        """A fresh worker for this submission (``command_prefix`` wraps it, e.g. compute-sanitizer);
+        what it printed is kept as the run's ``stdout_tail`` when it ends."""
+        with WorkerSession(self.task, self.submission, self.device, self.visible_devices, command_prefix) as session:
+            try:
+                yield session
+            finally:
+                self.stdout_tail = session.output_tail()
+
+    def sol_us(self, case: dict[str, Any], convention: str | None = None) -> float | None:
+        """Speed of light in us (the contest convention unless named; 'datasheet' is the physical ceiling)."""
+        try:
+            return breakdown(self.sol_task, case, self.device_name, convention).seconds * 1e6
+        except UnknownDeviceError:
+            return None
+
+    def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
+        started = time.perf_counter()
+        self.checker.checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
+        return CaseResult("test", case, Status.PASSED, f"passed in {time.perf_counter() - started:.1f} s")
+
+    def run_benchmark(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
+        bench = BenchmarkCase(self.checker, self.rule, self.task.timeouts_s, self.timer_method, self.mode.profiled,
+                              on_gpu=self.device == "cuda")
+        return bench.run(session, case, self.sol_us(case), self.sol_us(case, "datasheet"), self.progress.note)
+
+    def judged_failure(self, kind: str, case: dict[str, Any], failure: WorkerFailure) -> CaseResult:
+        """A failed case; 'unsupported' when the failure is this machine's lack, not a bug."""
+        if failure.status in (Status.CRASHED, Status.CUDA_ERROR, Status.BAD_INPUT):
+            need = hardware_verdict.diagnose(failure.reason, self.source, self.device_info)
+            if need:
+                return CaseResult(kind, case, Status.UNSUPPORTED, need)
+        return CaseResult(kind, case, failure.status, failure.reason)
+
+    def stop_reason(self, results: list[CaseResult]) -> str | None:
+        """Why the remaining cases should not run, or None to go on."""
+        last = results[-1]
+        if last.status == Status.UNSUPPORTED:
+            return f"not run: {last.reason.split(':')[0]}"
+        recent = results[-SAME_FAILURE_LIMIT:]
+        if self.keep_going or len(recent) < SAME_FAILURE_LIMIT:
+            return None
+        if any(r.status in (Status.PASSED, Status.NOT_RUN) for r in recent):
+            return None
+        if len({(r.status, _failure_key(r.reason)) for r in recent}) == 1:
+            return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
+        return None
+
+    def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
+        results: list[CaseResult] = []
+        pending = list(cases)
+        self.progress.begin(len(cases), self.submission.name)
+        announced = False
+        while pending:
+            with self.session() as session:
+                try:
+                    ready = session.start()
+                except WorkerFailure as failure:
+                    results.append(self.judged_failure(*pending.pop(0), failure))
+                    self.progress.step(f"import failed: {results[-1].reason}")
+                    results += [CaseResult(k, c, Status.NOT_RUN, "not run: the submission did not import")
+                                for k, c in pending]
+                    return results
+                self.timer_method = ready["timer"]
+                if not announced:
+                    self.progress.note(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
+                    sandbox = dict(ready.get("sandbox") or {})
+                    self.progress.note("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
+                    announced = True
+                while pending:
+                    kind, case = pending.pop(0)
+                    label = f"{kind} {shape_text(case)}"
+                    self.progress.working(label)
+                    try:
+                        outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)
+                    except WorkerFailure as failure:
+                        outcome = self.judged_failure(kind, case, failure)
+                    results.append(outcome)
+                    self.progress.step(f"[{len(results)}/{len(cases)}] {label}: {report.case_summary(outcome)}")
+                    stop = self.stop_reason(results)
+                    if stop:
+                        if pending:
+                            self.progress.note(f"{len(pending)} case(s) {stop}")
+                        results += [CaseResult(k, c, Status.NOT_RUN, stop) for k, c in pending]
+                        pending = []
+                    elif not session.alive():
+                        break  # the worker died with this case; a fresh one takes the rest
+        return results
+
+
+def _failure_key(reason: str) -> str:
+    """A failure's reason without its numbers: two shapes failing the same way compare equal."""
+    return re.sub(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason)
+
+
+def gpu_index(visible_devices: str | None) -> int:
+    """The parent's index of the one GPU a worker is given through CUDA_VISIBLE_DEVICES."""
+    return int(visible_devices) if visible_devices and visible_devices.strip().isdigit() else 0

@@ -1,0 +1,186 @@
+"""One run of one file: the cases its mode asks for on this device, the evaluation, the record.
+
+``evaluate_submission`` is what every caller uses (``harness eval``, the leaderboard, the cluster,
+the service): it never raises for a bad submission, and turns the cases' outcomes into one
+``RunResult`` with its status, geomeans and whether it can be ranked. ``harness.judge.evaluation``
+drives the worker; docs/architecture.md has the flow.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness import __version__
+from harness.contract.results import RunResult, Status, worst
+from harness.contract.submission_file import SubmissionFileError, read_submission
+from harness.contract.task_spec import Task, TaskError, load_task
+from harness.contract.work_formula import work
+from harness.display import report
+from harness.display.progress import Progress, as_progress
+from harness.judge import sanitize, seal
+from harness.judge.evaluation import Evaluation, gpu_index
+from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
+from harness.judge.score import geometric_mean
+
+CPU_MAX_FLOPS = 5e7
+"""Contest shapes larger than this are left out on the CPU (named in the report): the CPU
+reference and the Triton interpreter would take minutes."""
+
+def case_flops(task: Task, case: dict[str, Any]) -> float:
+    """Work of a case by the task's own speed-of-light formula (for choosing CPU shapes)."""
+    return work(task, case)[1]
+
+
+def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """(kind, case) pairs to run, and notes on what was left out and why."""
+    mode = mode if isinstance(mode, Mode) else mode_named(mode)
+    tests, benchmarks = list(task.tests), list(task.benchmarks)
+    notes: list[str] = []
+    if device == "cpu":
+        small = [c for c in tests if case_flops(task, c) <= CPU_MAX_FLOPS]
+        if len(small) < len(tests):
+            notes.append(
+                f"{len(tests) - len(small)} of {len(tests)} contest test shapes are too large for the CPU "
+                "(run on a GPU to check them)"
+            )
+        tests = list(task.cpu_tests) + small
+        benchmarks = tests  # on the CPU, 'benchmark' times the test shapes: wall clock, not rankable
+        if mode.kinds(device) != mode.kinds("cuda"):
+            notes.append("timing needs a GPU: this CPU run checks correctness only "
+                         "(--mode benchmark times the test shapes by wall clock, not rankable)")
+    by_kind = {"test": tests, "benchmark": benchmarks}
+    return [(kind, case) for kind in mode.kinds(device) for case in by_kind[kind]], notes
+
+
+def _device_info(device: str, index: int) -> dict[str, Any]:
+    info: dict[str, Any] = {"type": device, "name": torch.cuda.get_device_name(index) if device == "cuda" else "cpu",
+                            "torch": torch.__version__}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(index)
+        info.update(capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
+                    l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory)
+        info.update(report.read_clocks(index))
+    return info
+
+
+def evaluate_submission(
+    problem: str | None,
+    submission: Path,
+    mode: Mode | str = DEFAULT_MODE,
+    device: str | None = None,
+    secret_seed: int | None = None,
+    visible_devices: str | None = None,
+    progress: Progress | Callable[[str], None] | None = None,
+    timeout_scale: float = 1.0,
+    keep_going: bool = False,
+    sanitizer_tool: str = "memcheck",
+    sanitizer_report: Path | None = None,
+) -> RunResult:
+    """Evaluate one file; never raises for a bad submission (the result says what went wrong).
+
+    ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
+    toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
+    ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
+    raw report to ``sanitizer_report`` (default: a new file in the temp folder).
+    """
+    progress = as_progress(progress)
+    started = time.perf_counter()
+    result = RunResult(
+        problem=problem or "?",
+        submission_path=str(submission),
+        submission_sha256="",
+        mode=str(getattr(mode, "name", mode)),
+        device={"type": device or "?"},
+        harness_version=__version__,
+        started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+    try:
+        file = read_submission(submission)
+        result.submission_sha256, result.author = file.sha256, file.author
+        problem = problem or file.leaderboard
+        if not problem:
+            raise SubmissionFileError(
+                f"{submission}: no problem given; pass it (python -m harness eval PROBLEM FILE) "
+                "or add a '#!POPCORN leaderboard <problem>' line"
+            )
+        task = load_task(problem).with_timeouts_scaled(timeout_scale)
+        result.problem = task.directory.name
+        mode = mode if isinstance(mode, Mode) else mode_named(mode)
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if mode.sanitized:
+            sanitizer = _sanitizer_for(device, sanitizer_tool)
+            task = task.with_timeouts_scaled(sanitize.TIMEOUT_SCALE)
+    except (SubmissionFileError, TaskError, UnknownModeError) as error:
+        result.status, result.reason = Status.BAD_INPUT, str(error)
+        return result
+    except sanitize.SanitizerMissing as error:
+        result.status, result.reason = Status.UNSUPPORTED, str(error)
+        return result
+    if device == "cuda" and mode.ranked and not seal.sealed_core_built():
+        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {seal.SEALED_MISSING}"
+        return result
+    if device == "cuda" and not torch.cuda.is_available():
+        result.status = Status.CUDA_ERROR
+        result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
+        return result
+    result.device = _device_info(device, gpu_index(visible_devices))
+    cases, notes = select_cases(task, mode, device)
+    for note in notes:
+        progress.note(f"note: {note}")
+    evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
+                            keep_going)
+    try:
+        if mode.sanitized:
+            result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(sanitizer_tool))
+            result.sanitizer_report = str(_write_sanitizer_report(log, sanitizer_report))
+        else:
+            result.cases = evaluation.run(cases)
+    finally:
+        evaluation.close()
+    result.stdout_tail = evaluation.stdout_tail
+    result.status = worst([c.status for c in result.cases]) if result.cases else Status.NOT_RUN
+    failed = [c for c in result.cases if c.status not in (Status.PASSED, Status.NOT_RUN)]
+    result.reason = failed[0].reason if failed else "; ".join(notes)
+    timed = [c for c in result.cases if c.kind == "benchmark"]
+    if timed and all(c.status == Status.PASSED for c in timed):
+        result.geomean_us = geometric_mean([c.timing.median_us for c in timed if c.timing])
+        result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
+    # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
+    result.rankable = (
+        device == "cuda"
+        and mode.ranked
+        and secret_seed is not None
+        and result.status == Status.PASSED
+        and len(timed) == len(task.benchmarks)
+    )
+    result.elapsed_s = time.perf_counter() - started
+    return result
+
+
+def _sanitizer_for(device: str, tool: str) -> Path:
+    """compute-sanitizer's path, or one line on why sanitize mode cannot run here."""
+    if tool not in sanitize.TOOL_CHOICES:
+        raise SubmissionFileError(f"unknown tool '{tool}': choose one of {', '.join(sanitize.TOOL_CHOICES)}")
+    if device != "cuda":
+        raise sanitize.SanitizerMissing("needs a CUDA GPU: sanitize mode runs compute-sanitizer on CUDA kernels; "
+                                        "this machine: CPU only (no CUDA GPU); instead: --mode test checks "
+                                        "correctness here, run sanitize mode on a GPU machine")
+    return sanitize.find_sanitizer()
+
+
+def _write_sanitizer_report(text: str, path: Path | None) -> Path:
+    if path is None:
+        handle, name = tempfile.mkstemp(prefix="nvfp4-sanitizer-", suffix=".txt")
+        os.close(handle)
+        path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path

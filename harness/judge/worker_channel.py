@@ -1,0 +1,216 @@
+"""What the parent says to one worker and what it accepts back: one request, one reply.
+
+Anything unexpected on the result channel, a death by signal or a stage past its time limit ends
+as a ``WorkerFailure`` carrying one status and one line of reason. Every timed result's MAC is
+checked here against the key the worker's core was given (``harness.judge.seal``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.contract.results import Status
+from harness.contract.task_spec import Task
+from harness.judge import seal
+from harness.judge.worker_process import WorkerProcess
+
+
+class WorkerFailure(Exception):
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class CallOutput:
+    """One call's result; ``sealed`` when its MAC was verified against the parent's key."""
+
+    time_us: float
+    host_us: float
+    output: Any  # a tensor, a list of tensors, or a string saying why it is neither
+    unfinished: bool
+    sealed: bool = False
+    exposed: bool = False  # the queued sleep ran out before the call was queued: time not trusted
+
+
+
+
+class WorkerSession:
+    """The parent's conversation with one worker for one submission; use as a context manager."""
+
+    def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None,
+                 command_prefix: list[str] | None = None) -> None:
+        self.task = task
+        self.submission = submission
+        self.device = device
+        self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []))
+        self.sealed = False
+        self.overhead_us: float | None = None
+        self._next_index = 0
+        self._prepare_pending = False
+
+    def __enter__(self) -> WorkerSession:
+        self.worker.spawn()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.worker.close()
+
+    def alive(self) -> bool:
+        """Whether the worker still runs (a case that killed it leaves the rest to a fresh one)."""
+        return self.worker.alive()
+
+    def output_tail(self, limit: int = 2000) -> str:
+        return self.worker.output_tail(limit)
+
+    def _expect(self, op: str, stage: str, timeout_s: float) -> tuple[dict[str, Any], list[Any]]:
+        try:
+            message = self.worker.messages.get(timeout=timeout_s)
+        except queue.Empty:
+            self.worker.kill()
+            raise WorkerFailure(
+                Status.TIMEOUT,
+                f"{stage} took longer than {timeout_s:g} s (task.yml timeouts_s); the worker was killed",
+            ) from None
+        if isinstance(message, EOFError):
+            raise WorkerFailure(Status.CRASHED, f"the worker {self.worker.exit_text()} during {stage}")
+        if isinstance(message, BaseException):
+            self.worker.kill()
+            raise WorkerFailure(
+                Status.REJECTED, f"something other than the harness wrote to the result channel ({message})"
+            )
+        header, tensors = message
+        if header["op"] == "error":
+            self.worker.kill()
+            status = {
+                "bad_input": Status.BAD_INPUT,
+                "cuda_error": Status.CUDA_ERROR,
+                "rejected": Status.REJECTED,
+                "failed": Status.FAILED,
+                "harness_fault": Status.HARNESS_FAULT,
+            }.get(str(header.get("kind")), Status.CRASHED)
+            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})")
+        if header["op"] != op:
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, f"unexpected '{header['op']}' message on the result channel")
+        return header, tensors
+
+    def _ensure_quiet(self) -> None:
+        """Every reply answers one request: an extra message means someone else wrote one."""
+        if not self.worker.messages.empty():
+            message = self.worker.messages.get()
+            if isinstance(message, EOFError):
+                self.worker.messages.put(message)
+                return
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, "an unrequested message appeared on the result channel")
+
+    def start(self) -> dict[str, Any]:
+        """Import the submission in the worker; returns the worker's 'ready' header."""
+        self.worker.send(
+            {
+                "op": "start",
+                "device": self.device,
+                "reference_module": self.task.reference_module,
+                "task_py": str(self.task.task_py),
+                "submission": str(self.submission),
+            },
+        )
+        header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
+        # The parent, not the worker, decides whether results must be sealed: a worker that says it
+        # is not (a downgrade) while this install has the core is lying.
+        self.sealed = seal.sealed_core_built()
+        if self.sealed and (header.get("sealed") is not True or not isinstance(header.get("overhead_us"), float)):
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
+        self.overhead_us = header.get("overhead_us")
+        return header
+
+    def _request(self, header: dict[str, Any]) -> None:
+        if self._prepare_pending:  # every request but a 'prepare' first collects the drawn inputs' reply
+            self._await_prepared(self.task.timeouts_s["warmup"])
+        self._ensure_quiet()
+        with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
+            self.worker.send(header)
+
+    def profile(self, case: dict[str, Any], timeout_s: float) -> str:
+        """One call under torch.profiler in the worker; returns its table (shown, not parsed)."""
+        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
+        header, _ = self._expect("profile", "a profiled call", timeout_s)
+        return str(header.get("table", ""))[:20000]
+
+    def prepare(self, case: dict[str, Any]) -> None:
+        """Ask the worker to draw the next call's inputs now; the reply is read by the next call."""
+        self._request({"op": "prepare", "case": case})
+        self._prepare_pending = True
+
+    def _await_prepared(self, timeout_s: float) -> dict[str, Any]:
+        self._prepare_pending = False
+        header, _ = self._expect("prepared", "drawing the inputs", timeout_s)
+        return header
+
+    def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
+        """The worker draws the next call's inputs and says where they lie on the device."""
+        self.prepare(case)
+        header = self._await_prepared(timeout_s)
+        return [t for t in header.get("placements", []) if isinstance(t, dict)]
+
+    def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
+             plain: bool = False) -> CallOutput:
+        """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
+        index, self._next_index = self._next_index, self._next_index + 1
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
+        header, tensors = self._expect("output", stage, timeout_s)
+        if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
+            self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, header,
+                                                  tensors))
+        bad = [t for t in tensors if isinstance(t, str)]
+        if bad:
+            output: Any = f"custom_kernel returned a {bad[0]}"
+        elif header.get("structure") == "tensor" and len(tensors) == 1:
+            output = tensors[0]
+        else:
+            output = list(tensors)
+        return CallOutput(
+            time_us=float(header["time_us"]),
+            host_us=float(header["host_us"]),
+            output=output,
+            unfinished=bool(header.get("unfinished")),
+            sealed=self.sealed,
+            exposed=bool(header.get("exposed")),
+        )
+
+    def _verify(self, check: Any) -> Any:
+        try:
+            return check()
+        except (seal.SealBroken, KeyError, TypeError, ValueError) as error:
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, f"{error}; the worker was stopped") from None
+
+    def recheck_overhead(self, timeout_s: float) -> tuple[float, float, float] | None:
+        """Ask the core to measure its event overhead again: (in use, fresh, spread), MAC-checked.
+
+        None when results are not sealed (no core). When the fresh value moved and is itself
+        consistent the core adopts it, and so does the parent for the calls that follow.
+        """
+        if not self.sealed:
+            return None
+        nonce = os.urandom(seal.NONCE_BYTES)
+        self._request({"op": "recheck", "nonce": nonce.hex()})
+        header, _ = self._expect("recheck", "the event-overhead recheck", timeout_s)
+        values = self._verify(lambda: seal.verify_recheck(self.worker.key, nonce, header))
+        if values[0] != self.overhead_us:
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, "the timing core's overhead changed without the harness asking")
+        if seal.overhead_moved(*values)[1]:
+            self.overhead_us = values[1]
+        return values

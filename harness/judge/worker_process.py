@@ -1,0 +1,239 @@
+"""One worker process, from the parent: spawn it confined, read its messages, kill its group.
+
+The worker runs in its own process group with a scrubbed environment (no secrets), its own
+working directory, a memory cap and its output captured to a file that is shown, never parsed.
+What is said over its pipes is ``harness.judge.worker_channel``'s business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.contract import protocol
+from harness.judge import seal, worker_confinement
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "NVFP4_")
+CPU_ADDRESS_SPACE_BYTES = 16 << 30
+"""Host memory cap (RLIMIT_AS) for CPU runs, so a runaway submission fails alone."""
+GPU_HOST_DATA_BYTES = 32 << 30
+"""Host memory cap for GPU runs. CUDA reserves vast virtual ranges, so RLIMIT_AS cannot be used;
+RLIMIT_DATA counts private writable memory only (checked on an H100, torch 2.11: CUDA, pinned
+memory and Triton work under 16 GiB, and a 1 TiB bytearray raises MemoryError). Without it a
+host that overcommits lets one submission exhaust the machine's memory."""
+
+_WORKER_ENTRY = "import sys; from harness.worker.serve_loop import main; sys.exit(main(sys.argv[1:]))"
+
+
+def worker_environment(device: str, visible_devices: str | None) -> dict[str, str]:
+    """The parent's environment minus anything secret, plus what the worker needs."""
+    env = {k: v for k, v in os.environ.items() if not any(marker in k.upper() for marker in SECRET_MARKERS)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # Triton submissions run through the interpreter
+    if visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices
+    return env
+
+
+PIPE_BYTES = 1 << 20
+"""The result pipe's buffer (Linux's default ceiling, /proc/sys/fs/pipe-max-size): an 8 MiB output
+crosses in 8.3 ms instead of 13.5 with the default 64 KiB (this project's CPU machine)."""
+
+
+def _widen_pipe(fd: int) -> None:
+    """Best effort: a larger pipe buffer means fewer wake-ups per output (Linux only). Where the
+    system's ceiling is lower than PIPE_BYTES, the ceiling."""
+    sizes = [PIPE_BYTES]
+    with contextlib.suppress(OSError, ValueError):
+        sizes.append(min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text())))
+    for size in sizes:
+        with contextlib.suppress(AttributeError, OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+            return
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = {
+            "SIGSEGV": " (segmentation fault)",
+            "SIGKILL": " (killed: out of host memory, or by the harness)",
+            "SIGABRT": " (aborted)",
+            "SIGBUS": " (bus error)",
+        }.get(name, "")
+        return f"was killed by {name}{hint}"
+    return f"exited with code {code} (os._exit or a fatal error in the submission)"
+
+
+PR_SET_DUMPABLE = 4
+
+
+def keep_evaluator_private() -> None:
+    """Make this process, the evaluator, non-dumpable before it starts a worker.
+
+    A worker runs as the same user, and a same-user process may read another's
+    /proc/<pid>/environ (which keeps NVFP4_SECRET_SEED even after it is popped from os.environ)
+    and /proc/<pid>/mem (the secret, the expected outputs). A non-dumpable process's /proc files
+    belong to root, so the worker reads neither. Root or CAP_SYS_PTRACE still can: run the
+    evaluator as an ordinary user (docs/security.md).
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """The worker is killed when its evaluator dies (a Dask worker killed mid-job, say), rather than
+    keep a GPU busy beside the job's retry. Set after the uid change, which would clear it."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the evaluator died before the signal was armed
+            os._exit(1)
+
+
+def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str], parent: int) -> None:
+    """In the forked child: cap host memory, confine (harness.worker_confinement.before_exec), die with the parent."""
+    import resource
+
+    if device == "cpu":
+        resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
+    else:
+        resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
+    worker_confinement.before_exec(drop_to_uid, steps)
+    _die_with(parent)
+
+
+def unprivileged_uid(submission: Path | None = None) -> int | None:
+    """The uid the worker drops to: only when the evaluator is root and that uid can read the code
+    (the harness's, and ``submission`` when given)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    needed = [Path(sys.executable), REPO_ROOT / "harness" / "worker" / "serve_loop.py", Path(torch.__file__)]
+    if submission is not None:
+        needed.append(submission)
+    reachable = all(worker_confinement.readable_by_others(p) for p in needed)
+    return worker_confinement.UNPRIVILEGED_UID if reachable else None
+
+
+def workers_run_unprivileged() -> bool:
+    """Whether workers started here run as another user than this process (the sandbox's uid step)."""
+    return "uid" in worker_confinement.chosen_steps() and unprivileged_uid() is not None
+
+
+class WorkerProcess:
+    """One spawned worker: its process group, pipes, key, work folder and log."""
+
+    def __init__(self, submission: Path, device: str, visible_devices: str | None,
+                 command_prefix: list[str]) -> None:
+        self.submission = submission
+        self.device = device
+        self.visible_devices = visible_devices
+        self.command_prefix = command_prefix  # a wrapper of the worker, e.g. compute-sanitizer
+        self.messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def spawn(self) -> None:
+        """Start the worker; its messages are read on a thread into ``messages``."""
+        keep_evaluator_private()
+        self._workdir = tempfile.TemporaryDirectory(prefix="nvfp4-worker-")
+        self.log_path = Path(self._workdir.name) / "submission-output.log"
+        steps = worker_confinement.chosen_steps()
+        parent = os.getpid()
+        drop_to_uid = unprivileged_uid(self.submission) if "uid" in steps else None
+        if drop_to_uid is not None:
+            os.chown(self._workdir.name, drop_to_uid, drop_to_uid)
+        commands_r, self._commands_w = os.pipe()
+        self._results_r, results_w = os.pipe()
+        _widen_pipe(results_w)
+        # The key reaches the worker's compiled core through a pipe it closes before the import.
+        self.key, key_r = seal.new_key_pipe()
+        env = worker_environment(self.device, self.visible_devices)
+        env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
+                   TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
+                 str(key_r), ",".join(steps)],
+                pass_fds=(commands_r, results_w, key_r),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self._workdir.name,
+                env=env,
+                start_new_session=True,
+                preexec_fn=lambda: _child_setup(self.device, drop_to_uid, steps, parent),
+            )
+        for fd in (commands_r, results_w, key_r):
+            os.close(fd)
+        threading.Thread(target=self._read_results, daemon=True).start()
+
+    def _read_results(self) -> None:
+        while True:
+            try:
+                self.messages.put(protocol.receive(self._results_r))
+            except BaseException as error:  # EOF, a malformed message: either ends the channel
+                self.messages.put(error)
+                return
+
+    def send(self, header: dict[str, Any]) -> None:
+        protocol.send(self._commands_w, header)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def exit_text(self) -> str:
+        """How the worker ended, waiting for it to be reaped."""
+        assert self.process is not None
+        self.process.wait()
+        return describe_exit(self.process.returncode)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (anything the submission left running goes with it)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def close(self) -> None:
+        """Ask the worker to stop, give it 10 s, then kill its group and remove its folder."""
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError):
+            protocol.send(self._commands_w, {"op": "stop"})
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        self.kill()
+        os.close(self._commands_w)
+        os.close(self._results_r)
+        self._workdir.cleanup()
+        self.process = None
+
+    def output_tail(self, limit: int = 2000) -> str:
+        """The last characters the submission printed (shown to the user, never parsed)."""
+        try:
+            return self.log_path.read_bytes()[-limit:].decode(errors="replace")
+        except (OSError, AttributeError):
+            return ""

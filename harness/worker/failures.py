@@ -1,0 +1,78 @@
+"""In the worker: whatever the submission raised, turned into one status and one line for the parent."""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.worker import contest_modules
+
+
+class SubmissionError(Exception):
+    """Raised inside the worker to report a classified failure to the parent."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+# Import names whose pip package is called something else.
+PACKAGES = {"cutlass": "nvidia-cutlass-dsl (or pip install -e '.[cute]' in the harness checkout)",
+            "cuda": "cuda-python", "yaml": "pyyaml", "cv2": "opencv-python"}
+
+
+def _install_advice(module: str) -> str:
+    top = module.split(".")[0]
+    return f"pip install {PACKAGES.get(top, top)} where the harness runs, or drop the import"
+
+
+def classify(error: BaseException) -> SubmissionError:
+    """Turn whatever the submission raised into one of the statuses the parent reports."""
+    if isinstance(error, SubmissionError):
+        return error
+    text = f"{type(error).__name__}: {error}".strip()
+    if isinstance(error, torch.OutOfMemoryError) or ("out of memory" in text.lower() and "cuda" in text.lower()):
+        return SubmissionError("cuda_error", f"CUDA out of memory: {text.splitlines()[0]}")
+    # The timing core's own driver calls fail with "CUDA driver: ... (700: an illegal memory access ...)"
+    # when the submission's kernel faulted: the fault is the submission's, seen at the end event.
+    if ("CUDA error" in text or "cudaError" in text or "CUDA driver:" in text
+            or type(error).__name__ == "AcceleratorError"):
+        return SubmissionError("cuda_error", text.splitlines()[0])
+    if isinstance(error, SyntaxError):
+        return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "
+                               f"{error.msg}; fix it and run again")
+    if isinstance(error, ImportError) and error.name in contest_modules.CONTEST_MODULES:
+        return SubmissionError("bad_input", f"{text.splitlines()[0]}: the contest runner's {error.name} module has "
+                               "no such name; define it in your submission")
+    if isinstance(error, ModuleNotFoundError):
+        return SubmissionError("bad_input", f"{text}: {_install_advice(error.name or '')}")
+    if isinstance(error, SystemExit):
+        return SubmissionError("crashed", f"the submission called sys.exit({error.code!r})")
+    if isinstance(error, MemoryError):
+        return SubmissionError("crashed", "MemoryError: the submission ran out of host memory")
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return SubmissionError("crashed", f"{text.splitlines()[0] if text else type(error).__name__}{where}")
+
+
+def check_entry_point(kernel: Any, file_name: str) -> None:
+    """custom_kernel must be a function that takes the data tuple as its one argument (a plain check
+    for a clear message at import, not a guard)."""
+    if kernel is None:
+        raise SubmissionError("bad_input", f"{file_name} defines no custom_kernel(data) function")
+    if not callable(kernel):
+        raise SubmissionError("bad_input", f"{file_name}: custom_kernel is a {type(kernel).__name__}, not a function; "
+                              "define def custom_kernel(data)")
+    try:
+        signature = inspect.signature(kernel)
+    except (TypeError, ValueError):  # no Python signature (a builtin): the first call will tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise SubmissionError("bad_input", f"{file_name}: custom_kernel{signature} must take one argument, the data "
+                              "tuple: define def custom_kernel(data)") from None

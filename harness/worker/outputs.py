@@ -1,0 +1,91 @@
+"""In the worker: what a call returned, accepted only as plain tensors, and the checks on them.
+
+Only exact ``torch.Tensor``, ``list`` and ``tuple`` objects pass: a subclass's methods would run
+the submission's code inside the harness after the timer stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._device import DeviceContext
+
+from harness.worker.failures import SubmissionError
+
+
+def flatten(tree: Any) -> list[torch.Tensor]:
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    if isinstance(tree, (list, tuple)):
+        return [t for item in tree for t in flatten(item)]
+    return []
+
+
+def dense_on(device: torch.device, tensors: list[torch.Tensor]) -> None:
+    """Raise unless every output is a dense tensor on the run's device (the core copies raw storage:
+    a sparse tensor has none it can read, a meta tensor no memory at all)."""
+    for tensor in tensors:
+        if tensor.layout != torch.strided:
+            raise SubmissionError("failed", f"custom_kernel returned a tensor of layout {tensor.layout}; return a "
+                                  "dense (strided) tensor")
+        if tensor.device.type != device.type:
+            raise SubmissionError("failed", f"custom_kernel returned a tensor on {tensor.device.type}; return it on "
+                                  f"{device.type}, where its inputs are")
+
+
+def output_tensors(result: Any, device: torch.device) -> tuple[str, list[torch.Tensor]]:
+    """('tensor' | 'list', tensors) for a well-formed output; raise for anything else.
+
+    Only exact ``torch.Tensor``, ``list`` and ``tuple`` objects pass, checked by type before
+    anything touches them: a subclass's methods (``__torch_function__``, ``__iter__``) would run
+    the submission's code inside the harness, after the timer stopped (deferred work).
+    """
+    if type(result) in (list, tuple):
+        items = list(result)  # an exact list or tuple: iterating it runs no submission code
+    elif isinstance(result, (list, tuple)):
+        raise SubmissionError("rejected", f"custom_kernel returned a {type(result).__name__}, a list/tuple subclass "
+                              "whose methods could do work after the timer stopped; return a plain list")
+    else:
+        items = [result]
+    for item in items:
+        if isinstance(item, torch.Tensor) and type(item) is not torch.Tensor:
+            raise SubmissionError("rejected", f"custom_kernel returned a {type(item).__name__}, a torch.Tensor "
+                                  "subclass whose methods could do work after the timer stopped; return a plain "
+                                  "torch.Tensor")
+    if type(result) is torch.Tensor:
+        dense_on(device, [result])
+        return "tensor", [result]
+    if type(result) in (list, tuple) and all(type(t) is torch.Tensor for t in items):
+        dense_on(device, items)
+        return "list", items
+    kind = type(result).__name__
+    if type(result) in (list, tuple):
+        kind = f"a {kind} holding " + ", ".join(sorted({type(t).__name__ for t in items}))
+    raise SubmissionError("failed", f"custom_kernel returned {kind}, expected a tensor or a list of tensors")
+
+
+def active_modes() -> list[str]:
+    """Torch function / dispatch modes left active (a default-device context excepted).
+
+    A mode runs on every torch call anyone makes, the harness's copy of the output included: it
+    would do the submission's work after the timer stopped.
+    """
+    modes = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
+    names = [f"TorchFunctionMode {type(m).__name__}" for m in modes if type(m) is not DeviceContext]
+    if torch._C._len_torch_dispatch_stack():
+        names.append("TorchDispatchMode")
+    return names
+
+
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a_start, b_start = a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()
+    a_end, b_end = a_start + a.untyped_storage().nbytes(), b_start + b.untyped_storage().nbytes()
+    return a_start < b_end and b_start < a_end
+
+
+def bytes_of(t: torch.Tensor) -> torch.Tensor:
+    """Raw bytes of a tensor: compares NaNs and fp4/fp8 data exactly, on any device."""
+    return t.detach().contiguous().view(-1).view(torch.uint8)

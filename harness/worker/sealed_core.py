@@ -1,0 +1,80 @@
+"""The worker's handle on the compiled timing core (``harness.worker._sealed``, harness/worker/csrc).
+
+On a GPU the core owns the flush buffer, events, sleep kernel, event overhead and the bound
+custom_kernel, and returns each result with a MAC the parent checks (``harness.judge.seal``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+try:
+    from harness.worker import _sealed
+except ImportError:  # built by `pip install -e .` where a C compiler exists (setup.py)
+    _sealed = None
+
+
+def sealed_available() -> bool:
+    return _sealed is not None
+
+
+def _sealed_hooks() -> dict[str, Any]:
+    """The torch entry points the core calls to read outputs, captured before the submission runs."""
+    from torch.utils._device import DeviceContext
+
+    storage = torch.UntypedStorage
+    return {
+        "tensor_type": torch.Tensor,
+        "dtype": torch.Tensor.__dict__.get("dtype") or torch._C.TensorBase.__dict__["dtype"],
+        "is_cuda": torch._C.TensorBase.__dict__["is_cuda"].__get__,
+        "untyped_storage": torch._C.TensorBase.untyped_storage,
+        "storage_data_ptr": storage.data_ptr,
+        "storage_nbytes": storage.nbytes,
+        "storage_offset": torch._C.TensorBase.storage_offset,
+        "size": torch._C.TensorBase.size,
+        "stride": torch._C.TensorBase.stride,
+        "function_stack_len": torch._C._len_torch_function_stack,
+        "dispatch_stack_len": torch._C._len_torch_dispatch_stack,
+        "function_stack_at": torch._C._get_function_stack_at,
+        "device_context": DeviceContext,
+        "device_context_tf": DeviceContext.__torch_function__,
+    }
+
+
+class SealedTimer:
+    """The worker's handle on the compiled core: init before the import, then bind, then time.
+
+    It holds nothing that decides a time: shadowing or editing it changes what is sent, which the
+    parent's MAC check rejects.
+    """
+
+    def __init__(self, key_fd: int, device: torch.device) -> None:
+        if device.type == "cuda":
+            torch.zeros(1, device=device)  # makes torch's primary context current for the driver API
+            stream = torch.cuda.current_stream(device).cuda_stream
+            l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
+            self.overhead_us, self.spread_us, from_graph = _sealed.init(key_fd, stream, l2_bytes, _sealed_hooks())
+            reference = "graph replay" if from_graph else "kernel pairs, no graphs here"
+            self.method = (f"cuda-event per call in compiled code, L2 flushed, queued sleep, minus "
+                           f"{self.overhead_us:.2f} us event overhead ({reference}; 5 rounds, spread "
+                           f"{self.spread_us:.2f} us)")
+        else:
+            self.overhead_us, self.spread_us, _ = _sealed.init(key_fd, None, 0, _sealed_hooks())
+            self.method = "wall clock in compiled code (cpu, not rankable)"
+        self.persisting_l2_reset = device.type == "cuda"
+
+    @staticmethod
+    def bind(loader: Callable[[Any], Any], path: Any) -> bool:
+        """Import the submission through ``loader``; False when it defines no callable custom_kernel."""
+        return bool(_sealed.bind(loader, path))
+
+    @staticmethod
+    def time_call(data: Any, index: int, seed: int, sleep_us: float) -> tuple[Any, ...]:
+        return _sealed.time_call(data, index, seed, sleep_us)
+
+    @staticmethod
+    def recheck(nonce: bytes) -> tuple[float, float, float, bytes]:
+        return _sealed.recheck(nonce)

@@ -1,0 +1,223 @@
+"""The process that runs one untrusted submission: its request loop. Started by
+``harness.judge.worker_process``; never imported by the trusted evaluator.
+
+It is a plain executor: the parent sends one ``call`` message per call (case, seed, sleep), the
+worker generates that call's inputs, runs ``custom_kernel`` under the timer and sends back the
+outputs as the caller saw them when the call returned. Policy (how many calls, what is timed,
+the expected output, the verdict) stays in the parent, out of the submission's reach.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.contract import protocol
+from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, timers
+from harness.worker.failures import SubmissionError, check_entry_point, classify
+from harness.worker.integrity_guard import IntegrityGuard
+from harness.worker.outputs import active_modes, bytes_of, flatten, output_tensors, shares_memory
+
+
+class Worker:
+    def __init__(self, commands_fd: int, results_fd: int, key_fd: int) -> None:
+        self.commands_fd = commands_fd
+        self.results_fd = results_fd
+        self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by 'prepare'
+        self.key_fd = key_fd
+
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
+             parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
+        protocol.send(self.results_fd, header, tensors, parts)
+
+    def start(self, request: dict[str, Any]) -> None:
+        self.device = torch.device(request["device"])
+        if self.device.type == "cuda":
+            if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
+                self.device = torch.device("cuda", torch.cuda.current_device())
+            torch.cuda.set_device(self.device)
+            major, minor = torch.cuda.get_device_capability(self.device)
+            extension_arch.install(10 * major + minor)  # sm_100a-only extensions fail before nvcc runs
+        self.reference = importlib.import_module(request["reference_module"])
+        contest_modules.install(self.reference, Path(request["task_py"]))
+        self.timer = self._make_timer()
+        self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol))
+        submission_path = Path(request["submission"])
+        sys.path.insert(0, str(submission_path.parent))
+        start = timers._perf_counter()
+        if isinstance(self.timer, sealed_core.SealedTimer):  # the core imports it and keeps custom_kernel
+            self.timer.bind(lambda path: contest_modules.load_module("submission", path), submission_path)
+        else:
+            contest_modules.load_module("submission", submission_path)
+        kernel = getattr(sys.modules["submission"], "custom_kernel", None)
+        check_entry_point(kernel, submission_path.name)
+        self.kernel = kernel
+        self._check_integrity("at import")
+        sealed = isinstance(self.timer, sealed_core.SealedTimer)
+        self.send({"op": "ready", "import_s": timers._perf_counter() - start, "timer": self.timer.method,
+                   "persisting_l2_reset": self.timer.persisting_l2_reset, "sealed": sealed,
+                   "overhead_us": self.timer.overhead_us if sealed else None, "sandbox": self.sandbox})
+
+    def _make_timer(self) -> sealed_core.SealedTimer | timers.CudaTimer | timers.CpuTimer:
+        """The compiled core when built (it reads the key and closes its pipe), else a Python timer."""
+        if sealed_core.sealed_available():
+            try:
+                return sealed_core.SealedTimer(self.key_fd, self.device)
+            except RuntimeError as error:
+                raise SubmissionError("harness_fault", f"the timing core could not start: {error}") from None
+        os.close(self.key_fd)  # never read: the key does not enter this process
+        return timers.CudaTimer(self.device) if self.device.type == "cuda" else timers.CpuTimer()
+
+    def _check_integrity(self, when: str) -> None:
+        changed = self.guard.violations()
+        if changed:
+            raise SubmissionError("rejected", f"the submission replaced {', '.join(changed)} {when}")
+
+    def prepare(self, request: dict[str, Any]) -> None:
+        """Draw the next call's inputs now, while the parent checks the last output (neither is
+        timed), and say where each one lies in device memory (sanitize mode names a faulty
+        address from it even if the call kills the process)."""
+        data = self.reference.generate_input(**request["case"], device=self.device)
+        self.prepared = (request["case"], data)
+        placements = [{"index": i, "start": t.untyped_storage().data_ptr(), "nbytes": t.untyped_storage().nbytes(),
+                       "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+                      for i, t in enumerate(flatten(data))]
+        self.send({"op": "prepared", "placements": placements})
+
+    def _inputs(self, case: dict[str, Any]) -> Any:
+        """The call's inputs: the prepared ones when they were drawn for this very case and seed."""
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None and prepared[0] == case:
+            return prepared[1]
+        return self.reference.generate_input(**case, device=self.device)
+
+    def call_plain(self, data: Any) -> None:
+        """Sanitize mode: one plain call, no timer and no L2 flush, so that no kernel of the harness
+        runs beside the submission's under compute-sanitizer. A failure ends the process by itself:
+        the sanitizer wrapping it then completes its report (the parent would kill the whole
+        process group on an error message)."""
+        try:
+            result = self.kernel(data)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            structure, outputs = output_tensors(result, self.device)
+            self.send({"op": "output", "time_us": 0.0, "host_us": 0.0, "structure": structure, "unfinished": False},
+                      outputs)
+        except BaseException as error:  # classified for the output log; the sanitizer's report says more
+            print(f"harness worker: {classify(error)}", flush=True)
+            os._exit(3)
+
+    def call(self, request: dict[str, Any]) -> None:
+        data = self._inputs(request["case"])
+        if request.get("plain"):
+            self.call_plain(data)
+            return
+        operands = [t for t in flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
+        pristine = [bytes_of(t).clone() for t in operands]
+        if request.get("profile"):
+            self.send_profile(data)
+            return
+        if isinstance(self.timer, sealed_core.SealedTimer):
+            header, parts, outputs = self._sealed_call(request, data)
+            snapshot = None
+        else:
+            header, snapshot, outputs = self._python_call(request, data)
+            parts = None
+        self._check_integrity("during a call")
+        for out in outputs:
+            if any(shares_memory(out, t) for t in operands):
+                raise SubmissionError("rejected", "custom_kernel returned one of its input tensors as output")
+        if any(not torch.equal(before, bytes_of(t)) for before, t in zip(pristine, operands)):
+            raise SubmissionError("rejected", "custom_kernel modified its input tensors")
+        self.send(header, snapshot, parts)
+
+    def _sealed_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
+        """The compiled core times the call and copies the outputs; this only forwards its answer."""
+        answer = self.timer.time_call(data, int(request["index"]), int(request["case"]["seed"]), request["sleep_us"])
+        if answer[0] == "bad_output":
+            output_tensors(answer[1], self.device)  # raises the reason
+            raise SubmissionError("failed", "custom_kernel returned something other than a tensor or list of tensors")
+        if answer[0] == "modes":
+            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(active_modes()) or 'torch mode'} "
+                                  "active; it would run inside the harness after the timer stopped; exit every "
+                                  "mode before returning")
+        _, time_us, host_us, unfinished, exposed, structure, views, mac, result = answer
+        parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
+                 for dtype, shape, stride, offset, payload in views]
+        header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
+                  "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
+        return header, parts, output_tensors(result, self.device)[1]
+
+    def _python_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
+        """Unsealed timing (no compiled core): CPU runs and unranked GPU runs only."""
+        result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request["sleep_us"])
+        modes = active_modes()
+        if modes:
+            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(modes)} active; it would run inside "
+                                  "the harness after the timer stopped; exit every mode before returning")
+        structure, outputs = output_tensors(result, self.device)
+        # Queued right behind the end event: what the caller could read when the call returned.
+        snapshot = [t.detach().clone() for t in outputs]
+        time_us = elapsed_us()
+        unfinished = any(not torch.equal(bytes_of(s), bytes_of(t)) for s, t in zip(snapshot, outputs))
+        header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
+                  "unfinished": unfinished}
+        return header, snapshot, outputs
+
+    def recheck(self, request: dict[str, Any]) -> None:
+        """Measure the event overhead again (the parent compares it with the one in use)."""
+        overhead_us, fresh_us, spread_us, mac = self.timer.recheck(bytes.fromhex(request["nonce"]))
+        self.send({"op": "recheck", "overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us,
+                   "mac": mac.hex()})
+
+    def send_profile(self, data: Any) -> None:
+        """One call under torch.profiler; the parent shows its per-kernel table."""
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as profiler:
+            self.kernel(data)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        sort_key = "cuda_time_total" if self.device.type == "cuda" else "cpu_time_total"
+        table = profiler.key_averages().table(sort_by=sort_key, row_limit=15)
+        self.send({"op": "profile", "table": table})
+
+    def serve(self) -> None:
+        while True:
+            header, _ = protocol.receive(self.commands_fd)
+            if header["op"] == "start":
+                self.start(header)
+            elif header["op"] == "prepare":
+                self.prepare(header)
+            elif header["op"] == "call":
+                self.call(header)
+            elif header["op"] == "recheck":
+                self.recheck(header)
+            else:
+                return
+
+
+def main(argv: list[str]) -> int:
+    worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
+    # Confined before any submission code exists; the report travels in the 'ready' message.
+    worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
+    try:
+        worker.serve()
+    except BaseException as error:  # everything a submission can raise ends as one classified line
+        failure = classify(error)
+        try:
+            worker.send({"op": "error", "kind": failure.kind, "message": str(failure)})
+        except OSError:
+            return 3
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

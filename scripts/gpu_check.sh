@@ -9,6 +9,7 @@
 #   calibrate   this GPU's measured copy bandwidth and matmul rate; sol: the speed-of-light tables
 #   build       compile the timing core (harness.worker._sealed) in place
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
+#   house       `make eval` of the Triton GEMV (the README's path) and its medians and timing method
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
@@ -57,6 +58,11 @@ eval_all() {
     echo "$name: exit $? $(grep -E '^(Geometric|Result)' "$WORK/eval/$name.log" | tr '\n' ' ')"
   done
 }
+house() {
+  make eval SUBMISSION=submissions/nvfp4_gemv/triton_gemv.py JSON="$WORK/house_gemv.json"
+  echo "make eval: exit $?"
+  python3 scripts/run_summary.py "$WORK/house_gemv.json"
+}
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
@@ -76,6 +82,7 @@ for step in $steps; do
     sol) run_step sol bash -c 'for p in nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm; do python3 -m harness sol $p; done' ;;
     build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness.worker._sealed; print(\"core OK\")"' ;;
     b2b) run_step b2b b2b ;;
+    house) run_step house house ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;

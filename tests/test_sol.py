@@ -11,6 +11,7 @@ from harness.commands import sol_command
 from harness.contract import task_spec, work_formula
 from harness.contract.task_error import TaskError
 from harness.contract.task_spec import list_problems, load_task
+from harness.contract.work_formula import OPERAND_FORMATS
 from harness.sol import breakdown
 
 PUBLISHED = [
@@ -173,7 +174,8 @@ def test_table_entries_are_consistent():
     assert set(table.devices) >= {"B200", "H100 SXM", "H100 PCIe", "H200", "A100 SXM 80GB", "cpu"}
     for key, device in table.devices.items():
         assert device.dram_bytes_per_s > 0
-        breakdown.nvfp4_math_rate(device, table.conventions["contest"])
+        for operands in OPERAND_FORMATS:
+            breakdown.math_rate(device, operands, table.conventions["contest"])
         if key != "cpu":
             assert device.torch_names and device.rated_clock_hz and device.sm_count
         if device.fp16_flops_per_clock_per_sm:
@@ -224,3 +226,15 @@ def test_cli_bad_input_exits_113_with_one_line(argv, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+
+
+def test_fp8_operands_are_bounded_by_the_fp8_rate_where_there_is_one():
+    """An fp8 problem's math bound is the fp8 tensor rate (H100: 2x fp16); without fp8 tensor
+    cores (A100) the fp16/bf16 rate, where e4m3 products are exact."""
+    table = breakdown.load_table()
+    rules = table.conventions["datasheet"] if "datasheet" in table.conventions else table.conventions["contest"]
+    h100, a100 = table.devices["H100 SXM"], table.devices["A100 SXM 80GB"]
+    assert breakdown.math_rate(h100, "fp8", rules).dtype == "fp8"
+    assert breakdown.math_rate(h100, "fp8", rules).flops_per_s == pytest.approx(
+        2 * breakdown.math_rate(h100, "nvfp4", rules).flops_per_s, rel=1e-3)
+    assert breakdown.math_rate(a100, "fp8", rules).dtype in ("fp16", "bf16")

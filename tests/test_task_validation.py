@@ -92,6 +92,7 @@ BROKEN = [
     (GEMV, set_in("speed_of_light.flops", "m - 2 * m"), r"speed_of_light\.flops 'm - 2 \* m' gives -128\.0"),
     (GEMV, set_in("speed_of_light.per_group", "no"), r"speed_of_light\.per_group must be true or false"),
     (GEMV, set_in("speed_of_light.published_b200_us", [1.0, "x", 2.0]), r"published_b200_us\[1\] must be a finite"),
+    (GEMV, set_in("speed_of_light.operands", "fp6"), r"speed_of_light.operands 'fp6' is not one of"),
     (GROUP, set_in("speed_of_light.per_group", False), r"speed_of_light\.flops fails on tests\[0\]: .*not a number"),
     # 5. tolerance
     (GEMV, set_in("tolerance.rtol", -1.0e-3), r"tolerance\.rtol must be a finite non-negative number, got -0\.001"),

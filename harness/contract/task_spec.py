@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from harness.contract.task_error import TaskError
-from harness.contract.work_formula import SpeedOfLightSpec, work
+from harness.contract.work_formula import OPERAND_FORMATS, SpeedOfLightSpec, work
 
 PROBLEMS_DIR = Path(__file__).resolve().parents[2] / "problems"
 STAGES = ("import", "warmup", "test", "benchmark")
@@ -219,6 +219,9 @@ def parse_task(spec: Any, directory: Path) -> Task:
         raise TaskError(f"{where}: tolerance needs rtol and atol, speed_of_light needs flops and bytes")
     if not isinstance(sol.get("per_group", False), bool):
         raise TaskError(f"{where}: speed_of_light.per_group must be true or false, got {sol['per_group']!r}")
+    operands = sol.get("operands", "nvfp4")
+    if operands not in OPERAND_FORMATS:
+        raise TaskError(f"{where}: speed_of_light.operands {operands!r} is not one of {list(OPERAND_FORMATS)}")
     published = sol.get("published_b200_us") or []
     if not isinstance(published, list):
         raise TaskError(f"{where}: speed_of_light.published_b200_us must be a list of times in us, one per benchmark")
@@ -226,6 +229,7 @@ def parse_task(spec: Any, directory: Path) -> Task:
         flops=str(sol["flops"]),
         bytes=str(sol["bytes"]),
         per_group=sol.get("per_group", False),
+        operands=operands,
         published_b200_us=tuple(_number(v, f"speed_of_light.published_b200_us[{i}]", where, positive=True,
                                         unit=" of microseconds") for i, v in enumerate(published)),
     )

@@ -27,6 +27,11 @@ class SpeedOfLightSpec:
     bytes: str
     per_group: bool
     published_b200_us: tuple[float, ...]
+    operands: str = "nvfp4"  # the operand format, which decides the tensor rate that bounds the math
+
+
+OPERAND_FORMATS = ("nvfp4", "fp8")
+"""Operand formats a speed of light knows the math rate of (harness.sol.breakdown.math_rate)."""
 
 
 class HasFormula(Protocol):

@@ -174,18 +174,29 @@ def tensor_rate(device: Device, dtype: str, convention: Convention) -> float | N
     return rate if clock_hz is None or device.rated_clock_hz is None else rate * clock_hz / device.rated_clock_hz
 
 
-def nvfp4_math_rate(device: Device, convention: Convention) -> MathRate:
-    """The fastest rate at which the exact NVFP4 product can be computed on this device."""
-    fp4 = tensor_rate(device, "fp4", convention)
-    if fp4:
-        return MathRate("fp4", fp4, "FP4 tensor cores, dense")
+def _exact_in_halves(device: Device, convention: Convention, why: str) -> MathRate | None:
     halves = [(rate, dtype) for dtype in ("fp16", "bf16") if (rate := tensor_rate(device, dtype, convention))]
+    if not halves:
+        return None
+    rate, dtype = max(halves)
+    return MathRate(dtype, rate, f"{dtype} tensor cores, dense; {why}")
+
+
+def math_rate(device: Device, operands: str, convention: Convention) -> MathRate:
+    """The fastest rate at which the exact product of ``operands`` (task.yml speed_of_light.operands)
+    can be computed on this device: its own tensor rate, else fp16/bf16 (both formats' products are
+    exact there), else the fp32 vector rate."""
+    dtype = "fp4" if operands == "nvfp4" else "fp8"
+    own = tensor_rate(device, dtype, convention)
+    if own:
+        return MathRate(dtype, own, f"{dtype.upper()} tensor cores, dense")
+    why = EXACT_NVFP4_NOTE if operands == "nvfp4" else "no fp8 tensor cores: e4m3 is exact in fp16/bf16"
+    halves = _exact_in_halves(device, convention, why)
     if halves:
-        rate, dtype = max(halves)
-        return MathRate(dtype, rate, f"{dtype} tensor cores, dense; {EXACT_NVFP4_NOTE}")
+        return halves
     if "fp32" in device.vector_flops_per_s:
         return MathRate("fp32", device.vector_flops_per_s["fp32"], "no tensor cores: fp32 vector rate")
-    raise DeviceTableError(f"{DEVICES_PATH.name}: {device.key} has no fp4/fp16/bf16 tensor rate and no fp32 rate")
+    raise DeviceTableError(f"{DEVICES_PATH.name}: {device.key} has no {operands}, fp16/bf16 or fp32 rate")
 
 
 @dataclass(frozen=True)
@@ -220,7 +231,7 @@ def breakdown(task: Task | str, case: Mapping[str, Any], device: str, convention
     rules = convention_named(convention)
     n_bytes, flops = work(task, case)
     bandwidth = entry.dram_bytes_per_s * rules.bandwidth_fraction
-    rate = nvfp4_math_rate(entry, rules)
+    rate = math_rate(entry, task.speed_of_light.operands, rules)
     memory_s, math_s = n_bytes / bandwidth, flops / rate.flops_per_s
     return SolBreakdown(
         bytes=n_bytes, flops=flops, memory_s=memory_s, math_s=math_s,

@@ -7,6 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.contract.results import ExitCode
+from harness.contract.task_spec import TaskError, list_problems, load_task
+from harness.judge import vendor_cache
+from harness.judge.vendor_yardstick import measure_vendor
 from harness.sol.breakdown import UnknownDeviceError, load_table, resolve_device
 from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate
 
@@ -61,6 +65,29 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"error: calibration failed on {device}: {' '.join(str(error).split())[:300]}", file=sys.stderr)
         return NO_GPU_EXIT
     print(render(record, reused, path))
+    if args.vendor is not None:
+        return _calibrate_vendor(args.vendor, device, record["device_name"])
+    return 0
+
+
+def _calibrate_vendor(problems: list[str], device: str, device_name: str) -> int:
+    """Time each problem's vendor file on this GPU (every problem that declares one, unless named)."""
+    if device != "cuda":
+        print("error: --vendor: vendor times need a CUDA GPU", file=sys.stderr)
+        return NO_GPU_EXIT
+    try:
+        tasks = [load_task(name) for name in (problems or list_problems())]
+    except TaskError as error:
+        print(f"error: --vendor: {error}", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    for task in tasks:
+        if task.vendor is None:
+            print(f"vendor {task.name}: none declared (task.yml has no vendor file)")
+            continue
+        for shape, entry in measure_vendor(task, device_name).items():
+            value = f"{entry.median_us:.2f} us" if entry.median_us else "-"
+            print(f"vendor {task.name} {shape}: {value} ({entry.note})")
+    print(f"vendor times cached in {vendor_cache.cache_path()}")
     return 0
 
 
@@ -69,4 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     parser.add_argument("--force", action="store_true", help="measure again even if results/calibration.json has it")
     parser.add_argument("--cache", help=f"cache file (default: {CACHE_PATH.relative_to(CACHE_PATH.parent.parent)})")
+    parser.add_argument("--vendor", nargs="*", metavar="PROBLEM",
+                        help="also time each problem's vendor library file (task.yml vendor) on this GPU, for the "
+                             "reports' %% of vendor column (default: every problem that declares one)")
     parser.set_defaults(handler=_handle)

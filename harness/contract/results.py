@@ -107,6 +107,9 @@ class CaseResult:
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
     exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES
     # discarded with the sleep raised; later ones counted at the first sleep)
+    vendor_us: float | None = None  # the vendor library's median on this shape and GPU (calibrate --vendor)
+    pct_of_vendor: float | None = None  # 100 * vendor_us / median: above 100 beats the vendor
+    vendor_note: str | None = None  # the library's name, or why there is no vendor time
 
 
 @dataclass
@@ -122,6 +125,7 @@ class RunResult:
     cases: list[CaseResult] = field(default_factory=list)
     geomean_us: float | None = None
     geomean_pct_of_sol: float | None = None
+    geomean_pct_of_vendor: float | None = None
     rankable: bool = False  # timed on a GPU, in full, with every output checked
     author: str | None = None
     stdout_tail: str = ""

@@ -45,6 +45,15 @@ class ShapeRule:
 
 
 @dataclass(frozen=True)
+class VendorSpec:
+    """A submission file in the problem's folder that runs the product through the vendor library
+    (task.yml ``vendor: {file, library}``): the yardstick a result is shown against."""
+
+    file: Path
+    library: str
+
+
+@dataclass(frozen=True)
 class Task:
     name: str
     directory: Path
@@ -60,6 +69,7 @@ class Task:
     speed_of_light: SpeedOfLightSpec
     timeouts_s: dict[str, float]
     shape_contract: tuple[ShapeRule, ...] = ()
+    vendor: VendorSpec | None = None  # the vendor library's own way to run this product, if any
 
     @property
     def reference_module(self) -> str:
@@ -196,6 +206,19 @@ def _check_speed_of_light(task: Task, where: Path) -> None:
                                     "it must give a finite, non-negative count")
 
 
+def _vendor(spec: dict[str, Any], directory: Path, where: Path) -> VendorSpec | None:
+    """The optional vendor yardstick: a file beside task.yml and the library it calls."""
+    vendor = spec.get("vendor")
+    if vendor is None:
+        return None
+    if not isinstance(vendor, dict) or not isinstance(vendor.get("file"), str) or not vendor.get("library"):
+        raise TaskError(f"{where}: vendor must be a mapping with 'file' (a .py beside task.yml) and 'library'")
+    path = directory / vendor["file"]
+    if path.parent != directory or path.suffix != ".py" or not path.is_file():
+        raise TaskError(f"{where}: vendor.file {vendor['file']!r} is not a .py file beside task.yml")
+    return VendorSpec(path, str(vendor["library"]))
+
+
 def parse_task(spec: Any, directory: Path) -> Task:
     where = directory / "task.yml"
     if not isinstance(spec, dict):
@@ -249,6 +272,7 @@ def parse_task(spec: Any, directory: Path) -> Task:
         timeouts_s={stage: _number(timeouts[stage], f"timeouts_s.{stage}", where, positive=True, unit=" of seconds")
                     for stage in STAGES},
         shape_contract=_shape_contract(spec, keys, where),
+        vendor=_vendor(spec, directory, where),
     )
     _check_case_kinds(task, where)
     _check_contract(task, where)

@@ -69,6 +69,14 @@ def _test_lines(tests: list[CaseResult]) -> list[str]:
     return lines
 
 
+def _vendor_lines(timed: list[CaseResult]) -> list[str]:
+    """What the % vendor column compares with (100 = the vendor's time; above beats it), or why it is empty."""
+    notes = sorted({c.vendor_note for c in timed if c.vendor_note})
+    if any(c.pct_of_vendor for c in timed):
+        return [f"% vendor: the vendor library's median on this GPU over yours ({'; '.join(notes)})"]
+    return [f"% vendor: none ({note})" for note in notes]
+
+
 def render(result: RunResult) -> str:
     device = result.device.get("name", result.device.get("type", "?"))
     lines = [f"{result.problem}: {result.submission_path} "
@@ -80,8 +88,8 @@ def render(result: RunResult) -> str:
         lines += _test_lines(tests)
     timed = [c for c in result.cases if c.kind == "benchmark"]
     if timed:
-        rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "compile+1st s", "harness ms/call",
-                 "status"]]
+        rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "% vendor", "compile+1st s",
+                 "harness ms/call", "status"]]
         for case in timed:
             t = case.timing
             rows.append([
@@ -91,6 +99,7 @@ def render(result: RunResult) -> str:
                 str(t.runs) if t else "-",
                 f"{case.sol_us:.2f}" if case.sol_us else "-",
                 f"{case.pct_of_sol:.1f}" if case.pct_of_sol else "-",
+                f"{case.pct_of_vendor:.1f}" if case.pct_of_vendor else "-",
                 f"{case.warmup_s:.2f}" if case.warmup_s is not None else "-",
                 f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-",
                 STATUS_WORDS[case.status],
@@ -99,8 +108,10 @@ def render(result: RunResult) -> str:
         for case in timed:
             if case.status != Status.PASSED:
                 lines.append(f"  {shape_text(case.case)}: {case.reason}")
+        lines += _vendor_lines(timed)
         if result.geomean_us:
             pct = f", {result.geomean_pct_of_sol:.1f}% of SOL" if result.geomean_pct_of_sol else ""
+            pct += f", {result.geomean_pct_of_vendor:.1f}% of vendor" if result.geomean_pct_of_vendor else ""
             lines.append(f"Geometric mean: {result.geomean_us:.2f} us{pct}")
         if not result.rankable:
             why = "CPU wall-clock times" if result.device.get("type") == "cpu" else (

@@ -19,13 +19,13 @@ from typing import Any
 import torch
 
 from harness import __version__
-from harness.contract.results import RunResult, Status, worst
+from harness.contract.results import CaseResult, RunResult, Status, worst
 from harness.contract.submission_file import SubmissionFileError, read_submission
 from harness.contract.task_spec import Task, TaskError, load_task
 from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
-from harness.judge import sanitize, seal
+from harness.judge import sanitize, seal, vendor_cache
 from harness.judge.evaluation import Evaluation, gpu_index
 from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
 from harness.judge.score import geometric_mean
@@ -153,6 +153,9 @@ def evaluate_submission(
     if timed and all(c.status == Status.PASSED for c in timed):
         result.geomean_us = geometric_mean([c.timing.median_us for c in timed if c.timing])
         result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
+        _beside_the_vendor(task, timed, str(result.device.get("name", device)))
+        vendor = [c.pct_of_vendor for c in timed if c.pct_of_vendor]
+        result.geomean_pct_of_vendor = geometric_mean(vendor) if len(vendor) == len(timed) else None
     # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
     result.rankable = (
         device == "cuda"
@@ -163,6 +166,16 @@ def evaluate_submission(
     )
     result.elapsed_s = time.perf_counter() - started
     return result
+
+
+def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str) -> None:
+    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache)."""
+    for case in timed:
+        vendor = vendor_cache.lookup(task, case.case, device_name)
+        case.vendor_note = vendor.note
+        if vendor.median_us and case.timing and case.timing.median_us > 0:
+            case.vendor_us = vendor.median_us
+            case.pct_of_vendor = 100.0 * vendor.median_us / case.timing.median_us
 
 
 def _sanitizer_for(device: str, tool: str) -> Path:

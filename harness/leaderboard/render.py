@@ -122,6 +122,7 @@ def _entry_json(entry: Entry, shapes: Sequence[dict[str, Any]], problem: str) ->
     if entry.score_us is not None:
         record["score_us"] = entry.score_us
         record["geomean_pct_of_sol"] = result.geomean_pct_of_sol
+        record["geomean_pct_of_vendor"] = result.geomean_pct_of_vendor
         record["benchmarks"] = [
             {"shape": shape, "median_us": median, "pct_of_sol": pct}
             for shape, (median, pct) in zip(shapes, per_shape(entry, shapes))
@@ -170,12 +171,14 @@ def render_markdown(board: Board, generated_at: str) -> str:
     def timed_row(entry: Entry, rank: str) -> list[str]:
         medians = [fmt_us(m) for m, _ in per_shape(entry, shapes)]
         return [rank, entry.stored.author, f"{file_name(entry, p)} `{entry.stored.sha256[:8]}`",
-                fmt_us(entry.score_us), fmt_pct(entry.result.geomean_pct_of_sol), *medians,
+                fmt_us(entry.score_us), fmt_pct(entry.result.geomean_pct_of_sol),
+                fmt_pct(entry.result.geomean_pct_of_vendor), *medians,
                 fmt_time(entry.stored.recorded_at)]
 
     lines += ["## Ranking", ""]
     if board.ranking:
-        lines += _md_table(["#", "author", "submission", "geomean (µs)", "% of SOL", *shape_cols, "run at (UTC)"],
+        lines += _md_table(["#", "author", "submission", "geomean (µs)", "% of SOL", "% of vendor", *shape_cols,
+                            "run at (UTC)"],
                            [timed_row(e, str(e.rank)) for e in board.ranking])
     else:
         lines.append("No rankable run yet.")
@@ -183,7 +186,8 @@ def render_markdown(board: Board, generated_at: str) -> str:
         lines += ["", "Shapes: " + "; ".join(f"{i + 1} = {full_shape(s)}" for i, s in enumerate(shapes)) + "."]
     if board.others:
         lines += ["", "## Other entries", "", "Rankable files that are not their author's best.", ""]
-        lines += _md_table(["", "author", "submission", "geomean (µs)", "% of SOL", *shape_cols, "run at (UTC)"],
+        lines += _md_table(["", "author", "submission", "geomean (µs)", "% of SOL", "% of vendor", *shape_cols,
+                            "run at (UTC)"],
                            [timed_row(e, NONE) for e in board.others])
     if board.not_rankable:
         lines += ["", "## Not rankable", ""]
@@ -268,6 +272,7 @@ def _row(entry: Entry, problem: str, shapes: Sequence[dict[str, Any]], colour: s
     return {"rank": entry.rank, "author": entry.stored.author, "file": file_name(entry, problem),
             "sha": entry.stored.sha256[:8], "colour": colour, "faded": entry.rank is None,
             "score": fmt_us(entry.score_us), "sol": fmt_pct(entry.result.geomean_pct_of_sol),
+            "vendor": fmt_pct(entry.result.geomean_pct_of_vendor),
             "medians": [fmt_us(m) for m, _ in per_shape(entry, shapes)], "when": fmt_time(entry.stored.recorded_at)}
 
 

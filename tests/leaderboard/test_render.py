@@ -150,3 +150,18 @@ def test_a_needs_label_is_the_only_reason_text_shown():
     for text in (render.render_markdown(board, NOW), render.render_html(board, NOW),
                  json.dumps(render.board_json(board, NOW))):
         assert "needs an sm_100 (Blackwell) GPU" in text and MARKER not in text
+
+
+def test_the_vendor_column_sits_beside_speed_of_light():
+    """A run timed against the vendor library shows its % of vendor in every format; others show '-'."""
+    run = make_run([10.0, 20.0, 5.0])
+    run.geomean_pct_of_vendor = 87.5
+    board = build_board("nvfp4_gemv", [stored(run, run_id=1, author="ada", file="a.py")], B200, __version__)
+    text = render.render_markdown(board, NOW)
+    header = next(line for line in text.splitlines() if "% of SOL" in line)
+    assert "% of vendor" in header
+    row = next(line for line in text.splitlines() if re.match(r"\| 1 \|", line))
+    assert "87.5" in row
+    assert render.board_json(board, NOW)["ranking"][0]["geomean_pct_of_vendor"] == 87.5
+    html = render.render_html(board, NOW)
+    assert "% of vendor" in html and "87.5" in html

@@ -79,9 +79,9 @@ def pick_device(requested: str | None) -> str:
 
 def resolve(args: argparse.Namespace) -> Settings:
     """Check every argument before anything runs; raise UsageError with one clear line."""
-    from harness.contract.task_spec import list_problems
+    from harness.contract.task_spec import contest_problems
 
-    known = list_problems()
+    known = contest_problems()
     if args.problem and args.problem not in known:
         raise UsageError(f"unknown problem '{args.problem}': choose one of {', '.join(known)}")
     root = Path(args.submissions)

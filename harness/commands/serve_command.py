@@ -26,7 +26,7 @@ log = logging.getLogger("harness.service")
 def _handle(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from harness.contract.task_spec import list_problems
+    from harness.contract.task_spec import contest_problems
     from harness.execution.dask_executor import ClusterError, open_executor
     from harness.judge.worker_process import workers_run_unprivileged
     from harness.service.app import create_app
@@ -35,7 +35,7 @@ def _handle(args: argparse.Namespace) -> int:
     from harness.service.limits import Limits, parse_deadline
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    problems = list_problems()
+    problems = contest_problems()
     try:
         deadlines = dict(parse_deadline(text) for text in args.deadline)
         unknown = sorted(set(deadlines) - set(problems))

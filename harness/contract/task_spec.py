@@ -70,6 +70,7 @@ class Task:
     timeouts_s: dict[str, float]
     shape_contract: tuple[ShapeRule, ...] = ()
     vendor: VendorSpec | None = None  # the vendor library's own way to run this product, if any
+    calibration: bool = False  # a harness check (the timing ladder), never ranked nor served
 
     @property
     def reference_module(self) -> str:
@@ -88,6 +89,11 @@ class Task:
 
 def list_problems() -> list[str]:
     return sorted(p.name for p in PROBLEMS_DIR.iterdir() if (p / "task.yml").is_file())
+
+
+def contest_problems() -> list[str]:
+    """The problems a leaderboard ranks and the service accepts: all but the calibration ones."""
+    return [name for name in list_problems() if not load_task(name).calibration]
 
 
 def _require(spec: dict[str, Any], key: str, kind: type | tuple[type, ...], where: Path) -> Any:
@@ -206,6 +212,13 @@ def _check_speed_of_light(task: Task, where: Path) -> None:
                                     "it must give a finite, non-negative count")
 
 
+def _flag(spec: dict[str, Any], key: str, where: Path) -> bool:
+    value = spec.get(key, False)
+    if not isinstance(value, bool):
+        raise TaskError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
+
+
 def _vendor(spec: dict[str, Any], directory: Path, where: Path) -> VendorSpec | None:
     """The optional vendor yardstick: a file beside task.yml and the library it calls."""
     vendor = spec.get("vendor")
@@ -213,8 +226,10 @@ def _vendor(spec: dict[str, Any], directory: Path, where: Path) -> VendorSpec | 
         return None
     if not isinstance(vendor, dict) or not isinstance(vendor.get("file"), str) or not vendor.get("library"):
         raise TaskError(f"{where}: vendor must be a mapping with 'file' (a .py beside task.yml) and 'library'")
-    path = directory / vendor["file"]
-    if path.parent != directory or path.suffix != ".py" or not path.is_file():
+    # A copy of a problem given by path (shapes cut down) keeps the shipped problem's vendor file.
+    home = PROBLEMS_DIR / directory.name if (PROBLEMS_DIR / directory.name / "task.yml").is_file() else directory
+    path = home / vendor["file"]
+    if path.parent != home or path.suffix != ".py" or not path.is_file():
         raise TaskError(f"{where}: vendor.file {vendor['file']!r} is not a .py file beside task.yml")
     return VendorSpec(path, str(vendor["library"]))
 
@@ -273,6 +288,7 @@ def parse_task(spec: Any, directory: Path) -> Task:
                     for stage in STAGES},
         shape_contract=_shape_contract(spec, keys, where),
         vendor=_vendor(spec, directory, where),
+        calibration=_flag(spec, "calibration", where),
     )
     _check_case_kinds(task, where)
     _check_contract(task, where)

@@ -30,7 +30,7 @@ class SpeedOfLightSpec:
     operands: str = "nvfp4"  # the operand format, which decides the tensor rate that bounds the math
 
 
-OPERAND_FORMATS = ("nvfp4", "fp8")
+OPERAND_FORMATS = ("nvfp4", "fp8", "fp32")
 """Operand formats a speed of light knows the math rate of (harness.sol.breakdown.math_rate)."""
 
 

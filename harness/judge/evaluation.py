@@ -27,7 +27,7 @@ from harness.judge.benchmark_case import BenchmarkCase
 from harness.judge.call_checker import CallChecker
 from harness.judge.modes import Mode, mode_named
 from harness.judge.worker_channel import WorkerFailure, WorkerSession
-from harness.sol.breakdown import UnknownDeviceError, breakdown
+from harness.sol.breakdown import DeviceTableError, UnknownDeviceError, breakdown
 
 SAME_FAILURE_LIMIT = 2
 """Fail fast: when this many first cases fail for the same reason, the rest are not run."""
@@ -90,7 +90,7 @@ class Evaluation:
         """Speed of light in us (the contest convention unless named; 'datasheet' is the physical ceiling)."""
         try:
             return breakdown(self.sol_task, case, self.device_name, convention).seconds * 1e6
-        except UnknownDeviceError:
+        except (UnknownDeviceError, DeviceTableError):  # no figure for this GPU: the report shows '-'
             return None
 
     def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:

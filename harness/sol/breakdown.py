@@ -186,6 +186,10 @@ def math_rate(device: Device, operands: str, convention: Convention) -> MathRate
     """The fastest rate at which the exact product of ``operands`` (task.yml speed_of_light.operands)
     can be computed on this device: its own tensor rate, else fp16/bf16 (both formats' products are
     exact there), else the fp32 vector rate."""
+    if operands == "fp32":  # plain CUDA-core arithmetic (the timing ladder): the vector rate alone
+        if "fp32" not in device.vector_flops_per_s:
+            raise DeviceTableError(f"{DEVICES_PATH.name}: {device.key} has no fp32 vector rate")
+        return MathRate("fp32", device.vector_flops_per_s["fp32"], "fp32 CUDA cores (no tensor cores)")
     dtype = "fp4" if operands == "nvfp4" else "fp8"
     own = tensor_rate(device, dtype, convention)
     if own:

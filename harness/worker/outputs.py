@@ -22,6 +22,18 @@ def flatten(tree: Any) -> list[torch.Tensor]:
     return []
 
 
+BUFFER_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def operand_tensors(data: Any) -> list[torch.Tensor]:
+    """The inputs a call must neither change nor return: every tensor but the output buffers.
+
+    By the problems' convention (problems.blockscaled.poisoned_output) an output buffer is drawn
+    filled with NaN, so that unwritten elements show; the rule needs no list per problem.
+    """
+    return [t for t in flatten(data) if not (t.dtype in BUFFER_DTYPES and bool(t.isnan().all()))]
+
+
 def dense_on(device: torch.device, tensors: list[torch.Tensor]) -> None:
     """Raise unless every output is a dense tensor on the run's device (the core copies raw storage:
     a sparse tensor has none it can read, a meta tensor no memory at all)."""

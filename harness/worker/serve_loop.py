@@ -21,7 +21,7 @@ from harness.contract import protocol
 from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, timers
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
-from harness.worker.outputs import active_modes, bytes_of, flatten, output_tensors, shares_memory
+from harness.worker.outputs import active_modes, bytes_of, flatten, operand_tensors, output_tensors, shares_memory
 
 
 class Worker:
@@ -117,7 +117,7 @@ class Worker:
         if request.get("plain"):
             self.call_plain(data)
             return
-        operands = [t for t in flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
+        operands = operand_tensors(data)
         pristine = [bytes_of(t).clone() for t in operands]
         if request.get("profile"):
             self.send_profile(data)

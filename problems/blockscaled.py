@@ -29,8 +29,7 @@ from reference.layouts import ceil_div, to_permuted
 
 @dataclass(frozen=True)
 class ScaleDistribution:
-    """Block scales spread over [2**log2_min, 2**log2_max]; how, per scale format:
-    ``OperandFormat.scales`` (e4m3, e8m0: 2**u, u uniform, rounded to the format; fp32: 2^e(1+f))."""
+    """A task's ``scale_log2`` range; how each scale format draws from it: ``OperandFormat.scales``."""
 
     log2_min: float
     log2_max: float

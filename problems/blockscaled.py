@@ -1,7 +1,8 @@
-"""What the four problems share: seeded NVFP4 operands, output buffers, and the output check.
+"""What the problems share: seeded block-scaled operands, output buffers, and the output check.
 
 A problem's ``reference.py`` composes these pieces; everything that differs between problems
-(shapes, tolerance, value distribution) is data in its ``task.yml``.
+(shapes, tolerance, value distribution) is data in its ``task.yml``, and everything that differs
+between operand formats (NVFP4, MXFP8, blockwise fp8) is data in ``problems/operand_formats.py``.
 
 Inputs are a pure function of (case, seed), generated directly on the target device by the
 counter-based generator of ``problems/counter_rng.py``: the CPU and CUDA produce the same bits,
@@ -21,22 +22,17 @@ from typing import Any
 import torch
 import yaml
 
-from problems.counter_rng import ScaleTable, random_words, words_to_bytes
-from reference.formats import BLOCK_SIZE, FP4
-from reference.layouts import to_permuted
+from problems.counter_rng import random_words, words_to_bytes
+from problems.operand_formats import NVFP4, OperandFormat
+from reference.layouts import ceil_div, to_permuted
 
 
 @dataclass(frozen=True)
 class ScaleDistribution:
-    """Block scales are 2**u, u uniform in [log2_min, log2_max], rounded to e4m3."""
+    """A task's ``scale_log2`` range; how each scale format draws from it: ``OperandFormat.scales``."""
 
     log2_min: float
     log2_max: float
-
-    @functools.cached_property
-    def table(self) -> ScaleTable:
-        """The integer inverse CDF that samples this distribution identically on every device."""
-        return ScaleTable.build(self.log2_min, self.log2_max)
 
 
 @dataclass(frozen=True)
@@ -49,11 +45,25 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Operand:
-    """One NVFP4 operand as the contest hands it over."""
+    """One operand as the contest hands it over (NVFP4 shown; other formats alike)."""
 
     data: torch.Tensor  # (rows, K/2, L) float4_e2m1fn_x2, a view of (L, rows, K/2) storage
     scales: torch.Tensor  # (rows, K/16, L) float8_e4m3fn, a view of (L, rows, K/16) storage
-    permuted: torch.Tensor  # (32, 4, rest_rows, 4, rest_k, L) float8_e4m3fn
+
+    @functools.cached_property
+    def permuted(self) -> torch.Tensor:
+        """(32, 4, rest_rows, 4, rest_k, L): the scales as CuTe kernels take them."""
+        return to_permuted(self.scales)
+
+    @property
+    def matrix(self) -> torch.Tensor:
+        """The data of a single-batch operand as a (rows, K) matrix (row-major)."""
+        return self.data[:, :, 0]
+
+    @property
+    def scale_matrix(self) -> torch.Tensor:
+        """The scales of a single-batch operand as a (scale rows, K blocks) matrix (row-major)."""
+        return self.scales[:, :, 0]
 
 
 def read_task_yaml(problem_file: str | Path) -> dict[str, Any]:
@@ -80,48 +90,56 @@ def target_device(device: torch.device | str | None) -> torch.device:
 
 @dataclass(frozen=True)
 class OperandSpec:
-    """One NVFP4 operand to draw: its stream name (scales: "sf" + name) and its shape."""
+    """One operand to draw: its stream name (scales: "sf" + name), its shape and its format."""
 
     name: str
     rows: int
     k: int
-    batches: int
+    batches: int = 1
+    fmt: OperandFormat = NVFP4
 
     def __post_init__(self) -> None:
-        if self.k % BLOCK_SIZE:
-            raise ValueError(f"K={self.k} must be a multiple of {BLOCK_SIZE}")
+        if self.k % self.fmt.block[1]:
+            raise ValueError(f"K={self.k} must be a multiple of {self.fmt.block[1]} ({self.fmt.name})")
 
     @property
     def data_shape(self) -> tuple[int, int, int]:
-        return (self.batches, self.rows, self.k // 2)
+        return (self.batches, self.rows, self.k // self.fmt.elements_per_byte)
 
     @property
     def scale_shape(self) -> tuple[int, int, int]:
-        return (self.batches, self.rows, self.k // BLOCK_SIZE)
+        return (self.batches, ceil_div(self.rows, self.fmt.block[0]), self.k // self.fmt.block[1])
 
 
 def random_operands(
     seed: int, specs: list[OperandSpec], dist: ScaleDistribution, device: torch.device
 ) -> list[Operand]:
-    """(rows, K, L) NVFP4 operands in the contest's K-major layout, with their scales.
+    """(rows, K, L) operands in the contest's K-major layout, with their (scale rows, K blocks, L) scales.
 
     Operand ``name``'s bytes are stream ``name`` of ``seed`` and its scales stream ``"sf" + name``
-    (one word each): an operand's bits depend only on the seed, its name and its own shape.
+    (``fmt.words_per_scale`` words each): an operand's bits depend only on the seed, its name,
+    its format and its own shape.
     """
     streams = [(spec.name, -(-math.prod(spec.data_shape) // 4)) for spec in specs]
-    streams += [(f"sf{spec.name}", math.prod(spec.scale_shape)) for spec in specs]
+    streams += [(f"sf{spec.name}", spec.fmt.words_per_scale * math.prod(spec.scale_shape)) for spec in specs]
     words = random_words(seed, streams, device)
     operands = []
     for spec, data_words, scale_words in zip(specs, words[: len(specs)], words[len(specs) :]):
-        data = words_to_bytes(data_words, spec.data_shape).permute(1, 2, 0).view(FP4)
-        scales = dist.table.scales(scale_words, spec.scale_shape).permute(1, 2, 0)
-        operands.append(Operand(data=data, scales=scales, permuted=to_permuted(scales)))
+        raw = spec.fmt.element_bytes(words_to_bytes(data_words, spec.data_shape))
+        data = raw.permute(1, 2, 0).view(spec.fmt.element_dtype)
+        scales = spec.fmt.scales(scale_words, spec.scale_shape, dist.log2_min, dist.log2_max).permute(1, 2, 0)
+        operands.append(Operand(data=data, scales=scales))
     return operands
 
 
-def poisoned_output(shape: tuple[int, ...], batches: int, device: torch.device) -> torch.Tensor:
-    """The pre-allocated (*shape, L) fp16 output, filled with NaN so unwritten elements show."""
-    return torch.full((batches, *shape), float("nan"), dtype=torch.float16, device=device).permute(1, 2, 0)
+def poisoned_output(
+    shape: tuple[int, ...], batches: int | None, device: torch.device, dtype: torch.dtype = torch.float16
+) -> torch.Tensor:
+    """The pre-allocated (*shape, L) output (or ``shape`` when ``batches`` is None), filled with NaN
+    so unwritten elements show."""
+    if batches is None:
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    return torch.full((batches, *shape), float("nan"), dtype=dtype, device=device).permute(1, 2, 0)
 
 
 def _describe(value: Any) -> str:

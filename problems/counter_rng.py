@@ -18,8 +18,8 @@ On CUDA the same function is one fused Triton kernel per stream (:func:`_words_t
 arithmetic, where multiplication wraps mod 2^32 by definition, in registers, one store per word.
 Triton is imported only there; without it CUDA falls back to the torch evaluation.
 
-Bytes are the words' little-endian bytes in order; scales come from one word each through an
-integer inverse-CDF table (:class:`ScaleTable`).
+Bytes are the words' little-endian bytes in order; e4m3 and e8m0 scales come from one word each
+through an integer inverse-CDF table (:class:`ScaleTable`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from reference.formats import E4M3, decode_e4m3
+from reference.formats import E4M3, E8M0
 
 WORD_MASK = 0xFFFFFFFF
 WORD_RANGE = 1 << 32
@@ -266,46 +266,56 @@ def words_to_bytes(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     return words.view(torch.uint8)[:count].reshape(shape)
 
 
+SCALE_CODES: dict[torch.dtype, range] = {E4M3: range(1, 0x7F), E8M0: range(0, 0xFF)}
+"""The positive finite codes of each table-drawn scale format, in increasing order of value."""
+
+
 @dataclass(frozen=True)
 class ScaleTable:
-    """Integer inverse CDF of e4m3(2**u), u uniform on [log2_min, log2_max].
+    """Integer inverse CDF of fmt(2**u), u uniform on [log2_min, log2_max], fmt e4m3 or e8m0.
 
     Word r (uniform on [0, 2^32)) stands for u_r = log2_min + (log2_max - log2_min) * (r + 1/2) / 2^32,
-    and the scale is the e4m3 value nearest 2**u_r (an exact midpoint, which no r hits for the
-    shipped ranges, would round up). ``thresholds[j]`` counts the words whose
-    2**u_r lies below the midpoint between positive e4m3 values j and j+1 (codes j+1 and j+2),
-    so the code of word r is 1 + (number of thresholds <= r): an exact integer search on any
-    device. The thresholds are computed once on the host in float64.
+    and the scale is the format's value nearest 2**u_r (an exact midpoint, which no r hits for the
+    shipped ranges, would round up). ``thresholds[j]`` counts the words whose 2**u_r lies below
+    the midpoint between the format's positive values j and j+1 (codes first_code + j and
+    first_code + j + 1), so the code of word r is first_code + (number of thresholds <= r): an
+    exact integer search on any device. The thresholds are computed once on the host in float64.
     """
 
     log2_min: float
     log2_max: float
     thresholds: tuple[int, ...]
+    first_code: int = 1
+    dtype: torch.dtype = E4M3
 
     @classmethod
-    def build(cls, log2_min: float, log2_max: float) -> ScaleTable:
+    def build(cls, log2_min: float, log2_max: float, dtype: torch.dtype = E4M3) -> ScaleTable:
         if not log2_min < log2_max:
             raise ValueError(f"scale_log2 must be an increasing [min, max] pair, got [{log2_min}, {log2_max}]")
-        values = decode_e4m3(torch.arange(1, 0x7F, dtype=torch.uint8)).double().tolist()  # codes 1..126
+        if dtype not in SCALE_CODES:
+            raise ValueError(f"scale tables exist for {list(SCALE_CODES)}, not {dtype}")
+        codes = SCALE_CODES[dtype]
+        values = torch.tensor(list(codes), dtype=torch.uint8).view(dtype).double().tolist()
         if not (values[0] <= 2.0**log2_min and 2.0**log2_max <= values[-1]):
-            raise ValueError(f"scale_log2 [{log2_min}, {log2_max}] leaves e4m3's range [2^-9, 448]")
+            raise ValueError(f"scale_log2 [{log2_min}, {log2_max}] leaves {dtype}'s range "
+                             f"[{values[0]:g}, {values[-1]:g}]")
         span = log2_max - log2_min
         thresholds = []
         for low, high in itertools.pairwise(values):
             # Count of integers r >= 0 with r + 1/2 < WORD_RANGE * (log2(mid) - log2_min) / span.
             position = WORD_RANGE * (math.log2((low + high) / 2) - log2_min) / span
             thresholds.append(min(max(math.ceil(position - 0.5), 0), WORD_RANGE))
-        return cls(float(log2_min), float(log2_max), tuple(thresholds))
+        return cls(float(log2_min), float(log2_max), tuple(thresholds), codes[0], dtype)
 
     def codes(self, words: torch.Tensor) -> torch.Tensor:
-        """e4m3 codes (uint8) of int32 words (bits of r): 1 + (number of thresholds <= r).
+        """Scale codes (uint8) of int32 words (bits of r): first_code + (number of thresholds <= r).
 
         Counted through a lookup on r's top ``BUCKET_BITS`` bits (the count up to the bucket's
         start) plus one comparison of r's low bits per threshold inside the bucket: gathers and
         integer compares, exact on every device and far faster than a binary search. On CUDA
         (1-D contiguous words, triton importable) one fused kernel does the same lookups.
         """
-        below, inside = _device_buckets(self.thresholds, words.device)
+        below, inside = _device_buckets(self.thresholds, self.first_code, words.device)
         if words.device.type == "cuda" and words.dim() == 1 and words.is_contiguous() and _triton_kernels():
             return _codes_triton(words, below, inside)
         bucket = (words >> (32 - BUCKET_BITS)).bitwise_and_((1 << BUCKET_BITS) - 1)
@@ -316,8 +326,8 @@ class ScaleTable:
         return codes
 
     def scales(self, words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-        """e4m3 scales of ``shape`` from one word each (own storage)."""
-        return self.codes(words).reshape(shape).view(E4M3)
+        """Scales of ``shape`` in the table's format, from one word each (own storage)."""
+        return self.codes(words).reshape(shape).view(self.dtype)
 
 
 BUCKET_BITS = 12
@@ -325,8 +335,10 @@ BUCKET_BITS = 12
 
 
 @functools.lru_cache(maxsize=64)
-def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per bucket: 1 + thresholds at or below its first word (uint8), and the low bits of the
+def _device_buckets(
+    thresholds: tuple[int, ...], first_code: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per bucket: first_code + thresholds at or below its first word (uint8), and the low bits of the
     thresholds strictly inside it (int32, shape (depth, buckets); one row per threshold a bucket
     can hold, padded with 2^(32 - BUCKET_BITS), which no low part reaches). Built on the host
     once per device.
@@ -336,7 +348,7 @@ def _device_buckets(thresholds: tuple[int, ...], device: torch.device) -> tuple[
     for bucket in range(1 << BUCKET_BITS):
         start = bucket * width
         first_inside = bisect.bisect_right(thresholds, start)
-        below.append(1 + first_inside)
+        below.append(first_code + first_inside)
         within = thresholds[first_inside : bisect.bisect_left(thresholds, start + width)]
         inside.append([t - start for t in within])
     depth = max(1, *(len(row) for row in inside))

@@ -3,7 +3,7 @@
 A digest covers a tensor's dtype, shape, strides and its bytes in logical order, so two inputs
 with the same digests are interchangeable for any kernel. ``tests/data/input_digests.json``
 stores them for every ``cpu_tests`` case; CPU tests compare against it, and
-``scripts/input_digests.py --device cuda`` compares the GPU's inputs with the CPU's.
+``scripts/check_input_digests.py --device cuda`` compares the GPU's inputs with the CPU's.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def read_stored(path: Path = DIGESTS_PATH) -> list[dict[str, Any]]:
 
 def write_stored(records: list[dict[str, Any]], path: Path = DIGESTS_PATH) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    note = "sha256 of every tensor generate_input returns; regenerate with scripts/input_digests.py --write"
+    note = "sha256 of every tensor generate_input returns; regenerate with scripts/check_input_digests.py --write"
     path.write_text(json.dumps({"note": note, "cases": records}, indent=1) + "\n")
 
 

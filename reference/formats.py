@@ -1,11 +1,15 @@
-"""The NVFP4 element and scale formats, defined once for the whole project.
+"""The element and scale formats of the block-scaled problems, defined once for the whole project.
 
 e2m1 ("fp4"): 1 sign bit, 2 exponent bits (bias 1), 1 mantissa bit. Codes 0..7 are
 0, 0.5, 1, 1.5, 2, 3, 4, 6; codes 8..15 are their negatives (8 is -0). Two codes share a
 byte: element 2i in the low nibble, element 2i+1 in the high nibble.
 
-Scales are fp8 e4m3 (``torch.float8_e4m3fn``: bias 7, no infinities, max 448, subnormals
-down to 2^-9), one per ``BLOCK_SIZE`` consecutive elements along K.
+NVFP4 scales, and the elements of the fp8 problems, are fp8 e4m3 (``torch.float8_e4m3fn``: bias
+7, no infinities, max 448, subnormals down to 2^-9); NVFP4 has one scale per ``BLOCK_SIZE``
+consecutive elements along K.
+
+MXFP8 scales are e8m0 (``torch.float8_e8m0fnu``): 8 exponent bits, no sign, no mantissa; code e
+is 2^(e - 127), 0xFF is NaN, and there is no zero.
 
 Every function works on ``uint8`` views: CPU builds of torch implement few operations on
 ``float4_e2m1fn_x2``, so packed data is handled as raw bytes and re-viewed at the edges.
@@ -25,6 +29,9 @@ E4M3_MAX = 448.0
 
 FP4 = torch.float4_e2m1fn_x2
 E4M3 = torch.float8_e4m3fn
+E8M0 = torch.float8_e8m0fnu
+E8M0_BIAS = 127
+E8M0_NAN = 0xFF
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 """Value of each 4-bit code, indexed by the code."""
@@ -109,18 +116,59 @@ def encode_e4m3(values: torch.Tensor) -> torch.Tensor:
     return values.to(torch.float32).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3)
 
 
-def round_to_fp16(values: torch.Tensor) -> torch.Tensor:
-    """Round float64 values to fp16 once, correctly (nearest, ties to even).
+def decode_e8m0(scales: torch.Tensor) -> torch.Tensor:
+    """Value (float32) of e8m0 scales given as ``float8_e8m0fnu`` or raw uint8 bits: 2^(e - 127).
 
-    torch casts float64 to fp16 through float32, which rounds twice and can land one fp16 ulp
-    off. Rounding to float32 *to odd* first (truncate, then set the last bit when inexact) keeps
-    enough information for the second rounding to be exact.
+    Exact for every code: 2^-127 is a float32 subnormal, 2^127 a normal; 0xFF is NaN.
     """
+    if scales.dtype == torch.uint8:
+        scales = scales.view(E8M0)
+    if scales.dtype != E8M0:
+        raise TypeError(f"expected {E8M0} scales, got {scales.dtype}")
+    return scales.to(torch.float32)
+
+
+def encode_e8m0(values: torch.Tensor) -> torch.Tensor:
+    """The smallest power of two >= |value| as e8m0, clamped to [2^-127, 2^127]; NaN and inf -> 0xFF.
+
+    Rounding up is the MXFP8 recipe that never saturates: with scale = encode(amax / 448), every
+    element of the block divided by the scale stays within e4m3's range. Exact: frexp splits
+    |value| = m * 2^e with m in [0.5, 1), and the power is 2^(e - 1) when m is 0.5, else 2^e.
+    """
+    magnitude = values.abs().to(torch.float64)
+    mantissa, exponent = torch.frexp(magnitude)
+    power = exponent.to(torch.int64) - (mantissa == 0.5).to(torch.int64)
+    codes = (power + E8M0_BIAS).clamp(0, E8M0_NAN - 1)
+    codes = torch.where(magnitude == 0, torch.zeros_like(codes), codes)
+    codes = torch.where(magnitude.isfinite(), codes, torch.full_like(codes, E8M0_NAN))
+    return codes.to(torch.uint8).view(E8M0)
+
+
+def round_once(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Round float64 values to fp16 or bf16 once, correctly (nearest, ties to even).
+
+    torch casts float64 to these through float32, which rounds twice and can land one ulp off.
+    Rounding to float32 *to odd* first (truncate, then set the last bit when inexact) keeps
+    enough information (float32 has at least two more significand bits than either, and covers
+    both exponent ranges) for the second rounding to be exact.
+    """
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"round_once rounds to float16 or bfloat16, not {dtype}")
     if values.dtype != torch.float64:
-        return values.to(torch.float16)
+        return values.to(dtype)
     single = values.to(torch.float32)
     overshot = single.double().abs() > values.abs()
     single = torch.where(overshot, torch.nextafter(single, torch.zeros_like(single)), single)
     inexact = single.double() != values
     bits = single.view(torch.int32) | inexact.to(torch.int32)
-    return bits.view(torch.float32).to(torch.float16)
+    return bits.view(torch.float32).to(dtype)
+
+
+def round_to_fp16(values: torch.Tensor) -> torch.Tensor:
+    """float64 -> fp16, rounded once (the NVFP4 problems' output)."""
+    return round_once(values, torch.float16)
+
+
+def round_to_bf16(values: torch.Tensor) -> torch.Tensor:
+    """float64 -> bf16, rounded once (the fp8 problems' output)."""
+    return round_once(values, torch.bfloat16)

@@ -1,5 +1,9 @@
 """Scale-factor layouts: plain (rows, K/16), blocked (cuBLAS / tcgen05) and permuted (CuTe).
 
+The layouts are byte layouts: the same functions serve NVFP4's e4m3 scales (K/16 a row) and
+MXFP8's e8m0 scales (K/32 a row). Zero padding is byte 0, which is 0.0 in e4m3 but 2^-127 in
+e8m0: either way it scales no element (no row or K block lies there).
+
 Blocked: rows padded to a multiple of 128 and columns to a multiple of 4 (padding is zero),
 cut into 128x4 tiles ordered row-block-major; each tile is 512 contiguous bytes, and the
 scale at tile-local (r, c) sits at byte (r % 32) * 16 + (r // 32) * 4 + c.
@@ -35,9 +39,9 @@ def _padded(sf: torch.Tensor) -> torch.Tensor:
 
 
 def to_blocked(sf: torch.Tensor) -> torch.Tensor:
-    """Flatten a (rows, K/16) scale matrix into the blocked layout (1-D, zero padded)."""
+    """Flatten a (rows, K/block) scale matrix into the blocked layout (1-D, zero padded)."""
     if sf.dim() != 2:
-        raise ValueError(f"to_blocked takes one (rows, K/16) matrix, got shape {tuple(sf.shape)}")
+        raise ValueError(f"to_blocked takes one (rows, K/block) matrix, got shape {tuple(sf.shape)}")
     raw = _padded(sf).view(torch.uint8)
     row_blocks, col_blocks = raw.shape[0] // TILE_ROWS, raw.shape[1] // TILE_COLS
     # (row_block, r//32 = 4, r%32 = 32, col_block, c = 4) -> (row_block, col_block, r%32, r//32, c)

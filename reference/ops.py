@@ -1,5 +1,8 @@
 """Reference block-scaled products for the problems, on any device.
 
+NVFP4 (below), and the fp8 problems at the end: ``mxfp8_mm`` and ``blockwise_fp8_mm`` decode
+both operands exactly (``reference/fp8.py``) and multiply in float64 on the operands' device.
+
 Two backends compute ``C[m, n, l] = sum_k A[m, k, l] * B[n, k, l]`` from packed e2m1 data and
 e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows, K/2) storage):
 
@@ -20,6 +23,7 @@ from typing import Literal
 import torch
 
 from reference.formats import BLOCK_SIZE, E4M3, as_fp4
+from reference.fp8 import ACTIVATION_BLOCK, WEIGHT_BLOCK, dequantize_blockwise, dequantize_mxfp8
 from reference.layouts import ceil_div, to_blocked
 from reference.quantize import dequantize
 
@@ -103,3 +107,20 @@ def block_scaled_mm(
 def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up, in the precision of the inputs (the dual GEMM's epilogue)."""
     return torch.nn.functional.silu(gate) * up
+
+
+def _product_nt(a_values: torch.Tensor, b_values: torch.Tensor) -> torch.Tensor:
+    """A (M, K) @ B (N, K)^T of exact float64 values (rounding ~K * 2^-53 relative)."""
+    if a_values.shape[-1] != b_values.shape[-1]:
+        raise ValueError(f"A {tuple(a_values.shape)} and B {tuple(b_values.shape)} disagree on K")
+    return torch.matmul(a_values, b_values.transpose(-2, -1))
+
+
+def mxfp8_mm(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
+    """C (M, N) = A @ B^T, float64, from e4m3 A (M, K), B (N, K) and their (rows, K/32) e8m0 scales."""
+    return _product_nt(dequantize_mxfp8(a, sfa), dequantize_mxfp8(b, sfb))
+
+
+def blockwise_fp8_mm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
+    """C (M, N) = (A * sa) @ (B * sb)^T, float64: sa fp32 per 1x128 of A, sb fp32 per 128x128 of B."""
+    return _product_nt(dequantize_blockwise(a, sa, ACTIVATION_BLOCK), dequantize_blockwise(b, sb, WEIGHT_BLOCK))

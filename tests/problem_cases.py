@@ -1,5 +1,8 @@
 """What the problem tests share: the cases (every cpu test, ragged shapes, the smallest contest
-tests), the problems' specs and modules, and the pieces of each data tuple."""
+tests), the problems' specs and modules, and the pieces of each data tuple.
+
+``PROBLEMS`` are the four NVFP4 problems (``CASES``), ``FP8_PROBLEMS`` the two fp8 ones
+(``FP8_CASES``; tests/test_fp8_problems.py and tests/test_fp8_checker.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from torch.utils._python_dispatch import TorchDispatchMode
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ("nvfp4_gemv", "nvfp4_gemm", "nvfp4_dual_gemm", "nvfp4_group_gemm")
+FP8_PROBLEMS = ("mxfp8_gemm", "fp8_blockwise_gemm")
 FP4 = torch.float4_e2m1fn_x2
 E4M3 = torch.float8_e4m3fn
 MISMATCH = re.compile(r"(\d+) of (\d+) elements mismatch; worst at \((\d+, )*\d+,?\): got (\S+), expected (\S+)")
@@ -34,7 +39,7 @@ def flops(name: str, case: dict) -> int:
         return 2 * case["m"] * case["k"] * case["l"]
     if name == "nvfp4_group_gemm":
         return sum(2 * m * n * k for m, n, k in zip(case["m"], case["n"], case["k"]))
-    return (4 if name == "nvfp4_dual_gemm" else 2) * case["m"] * case["n"] * case["k"] * case["l"]
+    return (4 if name == "nvfp4_dual_gemm" else 2) * case["m"] * case["n"] * case["k"] * case.get("l", 1)
 
 
 # Shapes outside the contest's shape contract (task.yml shape_contract), which the harness's
@@ -45,6 +50,10 @@ RAGGED = {
     "nvfp4_dual_gemm": [{"m": 72, "n": 40, "k": 192, "l": 1, "seed": 7},
                         {"m": 130, "n": 136, "k": 256, "l": 2, "seed": 8}],
     "nvfp4_group_gemm": [{"m": [40, 136], "n": [72, 24], "k": [192, 64], "g": 2, "seed": 7}],
+    # K/32 = 3 (blocked scales padded in both directions), rows not a multiple of 128.
+    "mxfp8_gemm": [{"m": 72, "n": 40, "k": 96, "seed": 7}],
+    # K/128 = 3, N = 136: B's second 128-row scale block holds 8 rows.
+    "fp8_blockwise_gemm": [{"m": 40, "n": 136, "k": 384, "seed": 7}],
 }
 
 
@@ -64,6 +73,11 @@ def case_id(name: str, kind: str, case: dict) -> str:
 
 CASES = [
     pytest.param(name, case, id=case_id(name, kind, case)) for name in PROBLEMS for kind, case in selected_cases(name)
+]
+FP8_CASES = [
+    pytest.param(name, case, id=case_id(name, kind, case))
+    for name in FP8_PROBLEMS
+    for kind, case in selected_cases(name)
 ]
 
 
@@ -115,3 +129,17 @@ def expected_shapes(name: str, case: dict) -> list[tuple[list[int], int, int, in
     return [([m, n, n] if name == "nvfp4_dual_gemm" else [m, n], k, l, n)]
 
 
+
+
+class CpuTensorLog(TorchDispatchMode):
+    """Records the size of every tensor an operation produces on the CPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        produced = out if isinstance(out, (list, tuple)) else [out]
+        self.sizes += [t.numel() for t in produced if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
+        return out

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import oracle
+import oracle_fp8
 import pytest
 import torch
 
@@ -142,6 +143,7 @@ def test_a_broken_hash_fails_these_statistics(monkeypatch):
 # --- scales -----------------------------------------------------------------------------------
 
 RANGES = [(-8.0, 0.0), (-9.0, -1.0)]
+E8M0_RANGES = [(-12.0, -4.0), (-127.0, 127.0)]
 
 
 def definition_code(word: int, log2_min: float, log2_max: float) -> int:
@@ -184,6 +186,41 @@ def test_scale_ranges_outside_e4m3_are_refused(bounds):
         rng.ScaleTable.build(*bounds)
 
 
+@pytest.mark.parametrize(("log2_min", "log2_max"), E8M0_RANGES)
+def test_e8m0_scale_codes_are_the_power_of_two_nearest_2_to_the_u(log2_min, log2_max):
+    """The same table, over e8m0's 255 values: the nearest power of two (linear distance)."""
+    table = rng.ScaleTable.build(log2_min, log2_max, torch.float8_e8m0fnu)
+    assert table.first_code == 0 and len(table.thresholds) == 254
+    edges = {t + d for t in table.thresholds for d in (-1, 0) if 0 < t < 2**32}
+    words = sorted(edges | {0, 2**32 - 1} | set(unsigned(rng.random_words(9, [("s", 2000)], "cpu")[0])))
+    signed = torch.tensor([w - 2**32 if w >= 2**31 else w for w in words], dtype=torch.int32)
+    expected = []
+    for word in words:
+        u = log2_min + (log2_max - log2_min) * (word + 0.5) / 2**32
+        expected.append(oracle_fp8.e8m0_nearest(2.0**u))
+    assert table.codes(signed).tolist() == expected
+    assert table.scales(signed, (len(words),)).dtype == torch.float8_e8m0fnu
+
+
+def test_e8m0_scale_frequencies_match_the_table():
+    table = rng.ScaleTable.build(-12.0, -4.0, torch.float8_e8m0fnu)
+    codes = table.codes(rng.random_words(4, [("sfa", SAMPLE_WORDS)], "cpu")[0]).long()
+    bounds = [0, *table.thresholds, 2**32]
+    probability = torch.tensor([(hi - lo) / 2**32 for lo, hi in itertools.pairwise(bounds)], dtype=torch.float64)
+    support = probability > 0
+    assert support.nonzero().flatten().tolist() == list(range(127 - 12, 127 - 4 + 1))  # 2^-12 .. 2^-4
+    counts = torch.bincount(codes, minlength=len(probability))
+    assert int(counts[~support].sum()) == 0
+    assert chi_square(counts[support], probability[support] * codes.numel()) < chi_square_bound(int(support.sum()))
+
+
+def test_scale_tables_exist_for_e4m3_and_e8m0_only():
+    with pytest.raises(ValueError, match="scale tables exist for"):
+        rng.ScaleTable.build(-8.0, 0.0, torch.float32)
+    with pytest.raises(ValueError, match="scale_log2"):
+        rng.ScaleTable.build(-130.0, 0.0, torch.float8_e8m0fnu)
+
+
 # --- the fused Triton kernels of the CUDA path, under Triton's CPU interpreter -----------------
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,9 +253,9 @@ for seed in seeds:
         "shapes": [list(w.shape) for w in words],
         "storages": len({w.untyped_storage().data_ptr() for w in words if w.numel()}),
     })
-for log2_min, log2_max, words in ranges:
-    table = rng.ScaleTable.build(log2_min, log2_max)
-    below, inside = rng._device_buckets(table.thresholds, cpu)
+for log2_min, log2_max, dtype, words in ranges:
+    table = rng.ScaleTable.build(log2_min, log2_max, getattr(torch, dtype))
+    below, inside = rng._device_buckets(table.thresholds, table.first_code, cpu)
     codes = rng._codes_triton(torch.tensor(words, dtype=torch.int32), below, inside)
     result["codes"].append([str(codes.dtype), digest(codes)])
 print(json.dumps(result))
@@ -229,9 +266,9 @@ def digest(t: torch.Tensor) -> str:
     return hashlib.sha256(t.numpy().tobytes()).hexdigest()
 
 
-def scale_words(log2_min: float, log2_max: float) -> list[int]:
+def scale_words(log2_min: float, log2_max: float, dtype: str) -> list[int]:
     """int32 bit patterns: every threshold's edge, both ends, a ragged count of random words."""
-    table = rng.ScaleTable.build(log2_min, log2_max)
+    table = rng.ScaleTable.build(log2_min, log2_max, getattr(torch, dtype))
     edges = {t + d for t in table.thresholds for d in (-1, 0) if 0 < t < 2**32}
     words = sorted(edges | {0, 2**32 - 1} | set(unsigned(rng.random_words(9, [("s", 2 * BLOCK + 5)], "cpu")[0])))
     return [w - 2**32 if w >= 2**31 else w for w in words]
@@ -239,7 +276,8 @@ def scale_words(log2_min: float, log2_max: float) -> list[int]:
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_triton_kernels_equal_the_torch_definition():
-    ranges = [(lo, hi, scale_words(lo, hi)) for lo, hi in RANGES]
+    tables = [(lo, hi, "float8_e4m3fn") for lo, hi in RANGES] + [(lo, hi, "float8_e8m0fnu") for lo, hi in E8M0_RANGES]
+    ranges = [(lo, hi, dtype, scale_words(lo, hi, dtype)) for lo, hi, dtype in tables]
     spec = json.dumps([KEY_PAIRS, COUNTS, SEEDS, STREAMS, ranges])
     run = subprocess.run(
         [sys.executable, "-c", TRITON_WORKER, str(ROOT), spec], capture_output=True, text=True, timeout=600
@@ -263,9 +301,9 @@ def test_triton_kernels_equal_the_torch_definition():
         assert got["storages"] == sum(1 for _, count in STREAMS if count)
 
     # Scale codes: every threshold edge and random words, against the torch lookup.
-    for (lo, hi, words), (dtype, got) in zip(ranges, result["codes"], strict=True):
-        expected = rng.ScaleTable.build(lo, hi).codes(torch.tensor(words, dtype=torch.int32))
-        assert dtype == "torch.uint8" and got == digest(expected), f"scale range [{lo}, {hi}]"
+    for (lo, hi, fmt, words), (dtype, got) in zip(ranges, result["codes"], strict=True):
+        expected = rng.ScaleTable.build(lo, hi, getattr(torch, fmt)).codes(torch.tensor(words, dtype=torch.int32))
+        assert dtype == "torch.uint8" and got == digest(expected), f"{fmt} scale range [{lo}, {hi}]"
 
 
 @pytest.mark.parametrize("writable", [True, False])

@@ -249,3 +249,29 @@ def test_ctrl_c_ends_the_run_with_one_line_and_130(monkeypatch, capsys, tmp_path
     target = tmp_path / "r.json"
     assert main(["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--json", str(target)]) == 130
     assert "interrupted" in capsys.readouterr().err and not target.exists()
+
+
+@pytest.mark.parametrize("file", ["mxfp8_gemm/scaled_mm_mxfp8.py", "fp8_blockwise_gemm/scaled_mm.py"])
+def test_the_fp8_vendor_baselines_are_unsupported_on_the_cpu(file):
+    """torch has no block-scaled _scaled_mm on the CPU: one 'unsupported' line, not a crash."""
+    if torch.cuda.is_available():
+        pytest.skip("the CPU verdict needs a machine without a GPU")
+    result = evaluate_submission(None, REPO / "submissions" / file, "test", "cpu")
+    assert result.status == Status.UNSUPPORTED and result.exit_code == ExitCode.UNSUPPORTED, result.reason
+    assert "this machine: CPU only" in result.reason and "\n" not in result.reason
+
+
+WRITES_INTO_C = '''#!POPCORN leaderboard mxfp8_gemm
+import torch
+
+
+def custom_kernel(data):
+    a, b, sfa, sfb, _, _, c = data
+    c.copy_((a.float() * sfa.float().repeat_interleave(32, 1)) @ (b.float() * sfb.float().repeat_interleave(32, 1)).T)
+    return c
+'''
+
+
+def test_a_submission_may_write_into_the_bf16_output_buffer(tmp_path):
+    result = evaluate_submission(None, _write(tmp_path, WRITES_INTO_C), "test", "cpu")
+    assert result.status == Status.PASSED, result.reason

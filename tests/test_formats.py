@@ -6,6 +6,7 @@ import itertools
 import math
 
 import oracle
+import oracle_fp8
 import pytest
 import torch
 
@@ -228,3 +229,67 @@ def test_round_to_fp16_rounds_once():
     expected = torch.from_numpy(values.numpy().astype(np.float16))
     assert torch.equal(round_to_fp16(values), expected)
     assert not torch.equal(values.to(torch.float16), expected)  # the double rounding this avoids
+
+
+# --- e8m0 (MXFP8 scales) ----------------------------------------------------------------------
+
+
+def test_decode_all_256_e8m0_patterns():
+    every = torch.arange(256, dtype=torch.uint8)
+    for source in (every, every.view(formats.E8M0)):
+        got = formats.decode_e8m0(source).tolist()
+        assert got[:255] == list(oracle_fp8.E8M0_TABLE[:255])
+        assert math.isnan(got[255]) and math.isnan(oracle_fp8.E8M0_TABLE[255])
+    assert oracle_fp8.E8M0_TABLE[0] == 2.0**-127 and oracle_fp8.E8M0_TABLE[127] == 1.0
+    assert oracle_fp8.E8M0_TABLE[254] == 2.0**127
+
+
+def test_decode_e8m0_rejects_other_dtypes():
+    with pytest.raises(TypeError):
+        formats.decode_e8m0(torch.zeros(2, dtype=formats.E4M3))
+
+
+def test_encode_e8m0_rounds_up_to_a_power_of_two():
+    powers = [2.0**e for e in range(-127, 128)]
+    nudged = [p * f for p in powers[1:-1] for f in (1 - 2**-40, 1 + 2**-40, 1.5)]
+    values = powers + nudged + [0.0, 1e-300, 2.0**-140, 2.0**127 * 1.5, 1e300, -3.0, math.inf, -math.inf, math.nan]
+    got = formats.encode_e8m0(torch.tensor(values, dtype=torch.float64)).view(torch.uint8).tolist()
+    assert got == [oracle_fp8.e8m0_round_up(v) for v in values]
+    assert formats.encode_e8m0(torch.tensor([448.0 / 448, 449.0 / 448])).view(torch.uint8).tolist() == [127, 128]
+
+
+# --- single rounding to fp16 and bf16 ---------------------------------------------------------
+
+
+def _bf16_midpoints(count: int) -> torch.Tensor:
+    """Exact midpoints between neighbouring bf16 values (and one float64 ulp either side)."""
+    gen = torch.Generator().manual_seed(5)
+    bits = torch.randint(0, 0x7F7F, (count,), generator=gen, dtype=torch.int32).to(torch.int16)
+    low = bits.view(torch.bfloat16).double()
+    high = (bits + 1).view(torch.bfloat16).double()
+    mid = (low + high) / 2
+    return torch.cat([mid, torch.nextafter(mid, high), torch.nextafter(mid, low), -mid])
+
+
+def test_round_to_bf16_rounds_once_as_the_oracle_says():
+    gen = torch.Generator().manual_seed(4)
+    random = torch.randn(20_000, dtype=torch.float64, generator=gen) * torch.exp2(
+        torch.randint(-140, 128, (20_000,), generator=gen).double()
+    )
+    edges = torch.tensor([0.0, -0.0, 3.3895313892515355e38, 3.4e38, 1e39, 2.0**-133, 2.0**-134, 2.0**-150],
+                         dtype=torch.float64)
+    values = torch.cat([random, _bf16_midpoints(5000), edges])
+    got = formats.round_to_bf16(values)
+    expected = oracle_fp8.to_bf16(values)
+    assert got.dtype == torch.bfloat16
+    assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
+    assert not torch.equal(values.to(torch.bfloat16).view(torch.int16), expected.view(torch.int16)), (
+        "the double rounding this avoids"
+    )
+
+
+def test_round_once_takes_fp16_and_bf16_only():
+    with pytest.raises(ValueError, match="float16 or bfloat16"):
+        formats.round_once(torch.zeros(2, dtype=torch.float64), torch.float32)
+    single = torch.tensor([1.0 + 2**-9], dtype=torch.float32)
+    assert formats.round_to_bf16(single).item() == single.to(torch.bfloat16).item()

@@ -23,6 +23,11 @@ PTXAS = "ptxas fatal: Instruction 'cvt with .e2m1x2' not supported on .target 's
         (PTXAS, "", H100, "needs an sm_100 (Blackwell) GPU"),
         ("AssertionError: Torch not compiled with CUDA enabled", "", CPU, "needs a CUDA GPU"),
         ("ValueError: Invalid scaling configuration", "torch._scaled_mm(", CPU, "needs an sm_100 (Blackwell) GPU"),
+        # The worker keeps torch's dtype line (harness.worker.failures.headline): the recipe decides.
+        ("RuntimeError: Invalid scaling configuration. (Got mat_a.dtype()=Float8_e4m3fn, scale_a.dtype()=Float, "
+         "scale_a.size()=[128, 4])", "torch._scaled_mm(", CPU, "needs an sm_90 (Hopper) or newer GPU"),
+        ("RuntimeError: Invalid scaling configuration. (Got mat_a.dtype()=Float8_e4m3fn, "
+         "scale_a.dtype()=Float8_e8m0fnu)", "torch._scaled_mm(", CPU, "needs an sm_100 (Blackwell) GPU"),
         ("InterpreterError: AssertionError('')", "tl.inline_asm_elementwise(", CPU, "needs a CUDA GPU"),
         # A file's own refusal, as the shipped CuTe DSL GEMV words it.
         ("RuntimeError: cute_gemv runs on CUDA GPUs only (sm_90 or later) (at cute_gemv.py:231)", "", CPU,
@@ -99,3 +104,12 @@ def test_comments_and_docstrings_do_not_make_a_file_blackwell_only():
     used = 'KERNEL = "cvt.rn.f16x2.e2m1x2 $0, $1;"\n'
     verdict = diagnose("RuntimeError: cute_gemv runs on CUDA GPUs only", used, CPU)
     assert verdict is not None and verdict.startswith("needs an sm_100 (Blackwell) GPU:")
+
+
+def test_the_worker_keeps_the_dtype_line_of_a_refused_scaled_mm():
+    from harness.worker.failures import headline
+
+    text = ("RuntimeError: Invalid scaling configuration.\n- For TensorWise scaling, ...\n"
+            "Got mat_a.dtype()=Float8_e4m3fn, scale_a.dtype()=Float, scale_a.size()=[128, 4]")
+    assert headline(text).endswith("(Got mat_a.dtype()=Float8_e4m3fn, scale_a.dtype()=Float, scale_a.size()=[128, 4])")
+    assert headline("ValueError: bad\nmore") == "ValueError: bad"

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import oracle
+import oracle_fp8
 import pytest
 import torch
 import yaml
@@ -251,3 +252,49 @@ def test_problem_references_agree_on_the_scaled_mm_path(monkeypatch, emulator, n
     ok, message = problem.check_implementation(data, blackwell)
     assert ok, message
     assert problem.check_implementation(data, decoded)[0]
+
+
+# --- the fp8 products -------------------------------------------------------------------------
+
+
+def fp8_operand(rows: int, k: int, seed: int) -> torch.Tensor:
+    """(rows, K) e4m3 with every finite code possible (NaN bytes moved to signed zero)."""
+    raw = torch.randint(0, 256, (rows, k), generator=torch.Generator().manual_seed(seed), dtype=torch.int32)
+    raw = raw.to(torch.uint8)
+    return torch.where(raw & 0x7F == 0x7F, raw & 0x80, raw).view(formats.E4M3)
+
+
+def fsum_product(a_values: torch.Tensor, b_values: torch.Tensor) -> torch.Tensor:
+    """The correctly rounded float64 C of (rows, K) values, through the oracle's fsum loops."""
+    return oracle.mm_fsum(a_values.unsqueeze(-1), b_values.unsqueeze(-1))[:, :, 0]
+
+
+def test_mxfp8_mm_matches_the_fsum_oracle():
+    a, b = fp8_operand(24, 96, seed=1), fp8_operand(20, 96, seed=2)
+    gen = torch.Generator().manual_seed(3)
+    sfa, sfb = (torch.randint(110, 135, (rows, 3), generator=gen).to(torch.uint8).view(formats.E8M0)
+                for rows in (24, 20))
+    got = ops.mxfp8_mm(a, sfa, b, sfb)
+    expected = fsum_product(oracle_fp8.mx_operand(a, sfa), oracle_fp8.mx_operand(b, sfb))
+    magnitude = oracle_fp8.mm(oracle_fp8.mx_operand(a, sfa).abs(), oracle_fp8.mx_operand(b, sfb).abs())
+    assert got.dtype == torch.float64 and got.shape == (24, 20)
+    assert ((got - expected).abs() <= 96 * 2.0**-53 * magnitude).all()
+
+
+def test_blockwise_fp8_mm_matches_the_fsum_oracle_with_a_ragged_weight_block():
+    m, n, k = 8, 136, 256  # B's second 128-row block holds 8 rows
+    a, b = fp8_operand(m, k, seed=4), fp8_operand(n, k, seed=5)
+    gen = torch.Generator().manual_seed(6)
+    sa = (torch.rand(k // 128, m, generator=gen) + 0.1).t()  # M-major, as the problem hands it
+    sb = torch.rand(2, k // 128, generator=gen) + 0.1
+    got = ops.blockwise_fp8_mm(a, sa, b, sb)
+    a_values, b_values = oracle_fp8.blockwise_operand(a, sa, 1), oracle_fp8.blockwise_operand(b, sb, 128)
+    magnitude = oracle_fp8.mm(a_values.abs(), b_values.abs())
+    assert ((got - fsum_product(a_values, b_values)).abs() <= k * 2.0**-52 * magnitude).all()
+
+
+def test_fp8_products_refuse_mismatched_k():
+    a, b = fp8_operand(4, 64, seed=7), fp8_operand(4, 32, seed=8)
+    ones = torch.full((4, 2), 127, dtype=torch.uint8).view(formats.E8M0)
+    with pytest.raises(ValueError, match="disagree on K"):
+        ops.mxfp8_mm(a, ones, b, ones[:, :1])

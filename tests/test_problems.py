@@ -1,5 +1,6 @@
-"""The four problems' inputs and reference: input contract, determinism, value distribution, the
-device the inputs are made on, and the reference against the float64 oracle.
+"""The four NVFP4 problems' inputs and reference: input contract, determinism, value distribution,
+the device the inputs are made on, and the reference against the float64 oracle (the fp8
+problems: tests/test_fp8_problems.py).
 
 Cases: tests/problem_cases.py (every ``cpu_tests`` entry of each task.yml, ragged shapes, and the
 smallest contest tests).
@@ -16,6 +17,7 @@ from problem_cases import (
     CASES,
     E4M3,
     FP4,
+    CpuTensorLog,
     as_list,
     bits,
     expected_shapes,
@@ -25,7 +27,6 @@ from problem_cases import (
     tensors_of,
     tolerance,
 )
-from torch.utils._python_dispatch import TorchDispatchMode
 
 # --- input contract ---------------------------------------------------------------------------
 
@@ -100,20 +101,6 @@ def test_value_distribution(name, case):
     assert set(range(int(log2_min), int(log2_max))) <= filled, "every binade of the range"
     if log2_min < -6:
         assert any(oracle.e4m3_is_subnormal(b) for b in scale_bytes), "e4m3 subnormal scales"
-
-
-class CpuTensorLog(TorchDispatchMode):
-    """Records the size of every tensor an operation produces on the CPU."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sizes: list[int] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        produced = out if isinstance(out, (list, tuple)) else [out]
-        self.sizes += [t.numel() for t in produced if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
-        return out
 
 
 @pytest.mark.parametrize(("name", "case"), CASES)

@@ -153,7 +153,8 @@ def test_a_folder_named_unlike_every_shipped_problem_names_the_choices(tmp_path)
     folder = write_copy(tmp_path, GEMV)
     renamed = folder.rename(tmp_path / "p")
     with pytest.raises(TaskError, match=r"p/task\.yml: a problem folder given by path must be named after a "
-                                        r"shipped problem .*rename 'p' to one of nvfp4_dual_gemm, nvfp4_gemm"):
+                                        r"shipped problem .*rename 'p' to one of fp8_blockwise_gemm, mxfp8_gemm, "
+                                        r"nvfp4_dual_gemm"):
         load_task(renamed)
 
 

@@ -4,8 +4,9 @@ Each problem runs in its own subprocess with ``TRITON_INTERPRET=1`` set before t
 (another test in this pytest process may already have imported triton without it). The
 subprocess loads the submission file the way the contest does (``task`` importable), runs
 ``custom_kernel`` on the problem's ``cpu_tests`` from task.yml, a few non-default code paths
-(split-K, prefetch, byte-wise scales), and once more with the nibbles of A swapped in every
-byte, which is what a kernel decoding the nibbles in the wrong order computes: that output must
+(split-K, prefetch, byte-wise scales, other tiles), and once more on misread inputs: for NVFP4
+the nibbles of A swapped in every byte (what a kernel decoding the nibbles in the wrong order
+computes), for the blockwise fp8 GEMM A's M-major scales read as row-major. That output must
 fail ``problems.<p>.reference.check_implementation`` against the original data, which shows the
 check can fail. Results come back as one JSON line.
 """
@@ -32,6 +33,7 @@ SUBMISSIONS = {
     "nvfp4_gemm": "submissions/nvfp4_gemm/triton_gemm.py",
     "nvfp4_dual_gemm": "submissions/nvfp4_dual_gemm/triton_dual_gemm.py",
     "nvfp4_group_gemm": "submissions/nvfp4_group_gemm/triton_group_gemm.py",
+    "fp8_blockwise_gemm": "submissions/fp8_blockwise_gemm/triton_blockwise_gemm.py",
 }
 
 # Entry point and non-default keyword arguments run on the first cpu_tests case.
@@ -40,6 +42,7 @@ VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "nvfp4_gemm": ("gemm", [{"split_k": 3, "block_k": 64}]),
     "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
     "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False}]),
+    "fp8_blockwise_gemm": ("blockwise_gemm", [{"block_m": 128, "block_n": 64, "split_k": 3, "num_warps": 8}]),
 }
 
 WORKER = r"""
@@ -62,14 +65,17 @@ def swapped(packed):
     return (((raw & 0x0F) << 4) | (raw >> 4)).permute(1, 2, 0).view(packed.dtype)
 
 
-def with_swapped_a(data):
+def misread(data):
+    if problem == "fp8_blockwise_gemm":  # A's M-major scale storage read as if it were row-major
+        a, b, sa, sb, c = data
+        return (a, b, sa.t().contiguous().view(sa.shape), sb, c)
     if problem == "nvfp4_group_gemm":
         abc, scales, permuted, sizes = data
         return ([(swapped(a), b, c) for a, b, c in abc], scales, permuted, sizes)
     return (swapped(data[0]),) + tuple(data[1:])
 
 
-result = {"cases": [], "variants": [], "swapped": []}
+result = {"cases": [], "variants": [], "misread": []}
 for case in cases:
     data = reference.generate_input(**case, device="cpu")
     result["cases"].append([case, *reference.check_implementation(data, module.custom_kernel(data))])
@@ -79,8 +85,8 @@ for kwargs in variants:
     out = getattr(module, entry)(data, **kwargs)
     result["variants"].append([kwargs, *reference.check_implementation(data, out)])
 data = reference.generate_input(**case, device="cpu")
-out = module.custom_kernel(with_swapped_a(reference.generate_input(**case, device="cpu")))
-result["swapped"].append([case, *reference.check_implementation(data, out)])
+out = module.custom_kernel(misread(reference.generate_input(**case, device="cpu")))
+result["misread"].append([case, *reference.check_implementation(data, out)])
 print("RESULT " + json.dumps(result))
 """
 
@@ -127,10 +133,10 @@ def test_non_default_paths_pass(interpreted: tuple[str, dict[str, Any]]) -> None
         assert ok, f"{problem} {kwargs}: {message}"
 
 
-def test_swapped_nibbles_fail_the_check(interpreted: tuple[str, dict[str, Any]]) -> None:
+def test_misread_inputs_fail_the_check(interpreted: tuple[str, dict[str, Any]]) -> None:
     problem, result = interpreted
-    for case, ok, message in result["swapped"]:
-        assert not ok, f"{problem} {case}: output from nibble-swapped A passed the check ({message})"
+    for case, ok, message in result["misread"]:
+        assert not ok, f"{problem} {case}: output from misread inputs passed the check ({message})"
         assert "mismatch" in message
 
 

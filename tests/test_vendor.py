@@ -67,13 +67,13 @@ def test_each_timed_case_gets_its_percent_of_vendor(cache):
     assert "% vendor" in text and "50.0" in text and "the vendor library's median on this GPU over yours" in text
 
 
-def test_the_vendor_file_must_sit_beside_task_yml(tmp_path):
+def test_the_vendor_file_is_a_shipped_submission(tmp_path):
     task = load_task("nvfp4_gemm")
-    assert task.vendor is not None and task.vendor.file.name == "vendor.py"
+    assert task.vendor is not None and task.vendor.file.name == "scaled_mm_fp4.py"
 
     spec = yaml.safe_load((task.directory / "task.yml").read_text())
-    spec["vendor"] = {"file": "../nvfp4_gemv/reference.py", "library": "cuBLAS"}
-    with pytest.raises(TaskError, match=r"vendor\.file '\.\./nvfp4_gemv/reference\.py' is not a \.py file beside"):
+    spec["vendor"] = {"file": "problems/nvfp4_gemv/reference.py", "library": "cuBLAS"}
+    with pytest.raises(TaskError, match=r"vendor\.file 'problems/nvfp4_gemv/reference\.py' is not a \.py file under"):
         parse_task(spec, task.directory)
     spec["vendor"] = "cublas"
     with pytest.raises(TaskError, match="vendor must be a mapping"):

@@ -19,7 +19,8 @@ import yaml
 from harness.contract.task_error import TaskError
 from harness.contract.work_formula import OPERAND_FORMATS, SpeedOfLightSpec, work
 
-PROBLEMS_DIR = Path(__file__).resolve().parents[2] / "problems"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PROBLEMS_DIR = REPO_ROOT / "problems"
 STAGES = ("import", "warmup", "test", "benchmark")
 CASE_LISTS = ("tests", "cpu_tests", "benchmarks")
 MAX_SEED = (1 << 63) - 1
@@ -46,8 +47,9 @@ class ShapeRule:
 
 @dataclass(frozen=True)
 class VendorSpec:
-    """A submission file in the problem's folder that runs the product through the vendor library
-    (task.yml ``vendor: {file, library}``): the yardstick a result is shown against."""
+    """A shipped submission that runs the product through the vendor library (task.yml
+    ``vendor: {file, library}``, the file relative to the repository): the yardstick a result is
+    shown against."""
 
     file: Path
     library: str
@@ -219,18 +221,16 @@ def _flag(spec: dict[str, Any], key: str, where: Path) -> bool:
     return value
 
 
-def _vendor(spec: dict[str, Any], directory: Path, where: Path) -> VendorSpec | None:
-    """The optional vendor yardstick: a file beside task.yml and the library it calls."""
+def _vendor(spec: dict[str, Any], where: Path) -> VendorSpec | None:
+    """The optional vendor yardstick: a shipped submission file and the library it calls."""
     vendor = spec.get("vendor")
     if vendor is None:
         return None
     if not isinstance(vendor, dict) or not isinstance(vendor.get("file"), str) or not vendor.get("library"):
-        raise TaskError(f"{where}: vendor must be a mapping with 'file' (a .py beside task.yml) and 'library'")
-    # A copy of a problem given by path (shapes cut down) keeps the shipped problem's vendor file.
-    home = PROBLEMS_DIR / directory.name if (PROBLEMS_DIR / directory.name / "task.yml").is_file() else directory
-    path = home / vendor["file"]
-    if path.parent != home or path.suffix != ".py" or not path.is_file():
-        raise TaskError(f"{where}: vendor.file {vendor['file']!r} is not a .py file beside task.yml")
+        raise TaskError(f"{where}: vendor must be a mapping with 'file' (a .py under submissions/) and 'library'")
+    path = (REPO_ROOT / vendor["file"]).resolve()
+    if not path.is_relative_to(REPO_ROOT / "submissions") or path.suffix != ".py" or not path.is_file():
+        raise TaskError(f"{where}: vendor.file {vendor['file']!r} is not a .py file under submissions/")
     return VendorSpec(path, str(vendor["library"]))
 
 
@@ -287,7 +287,7 @@ def parse_task(spec: Any, directory: Path) -> Task:
         timeouts_s={stage: _number(timeouts[stage], f"timeouts_s.{stage}", where, positive=True, unit=" of seconds")
                     for stage in STAGES},
         shape_contract=_shape_contract(spec, keys, where),
-        vendor=_vendor(spec, directory, where),
+        vendor=_vendor(spec, where),
         calibration=_flag(spec, "calibration", where),
     )
     _check_case_kinds(task, where)

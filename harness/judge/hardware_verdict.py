@@ -19,6 +19,7 @@ from typing import Any
 
 BLACKWELL = "an sm_100 (Blackwell) GPU"
 ANY_GPU = "a CUDA GPU"
+HOPPER = "an sm_90 (Hopper) or newer GPU"
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,15 @@ SIGNATURES = (
     _sig(r"built only for (sm_10[03][af]?(, )?)+ and this GPU .*refused before nvcc ran", BLACKWELL,
          "its CUDA code is built for sm_100a only", "gpu_below_sm100"),
     _sig(r"CUBLAS_STATUS_NOT_SUPPORTED", BLACKWELL,
-         "cuBLAS has no NVFP4 matmul below sm_100 (fp4 torch._scaled_mm)", "gpu_below_sm100", "_scaled_mm"),
+         "cuBLAS has no block-scaled NVFP4 or MXFP8 matmul below sm_100 (torch._scaled_mm)", "gpu_below_sm100",
+         "_scaled_mm"),
+    # On the CPU torch refuses every block-scaled _scaled_mm; the worker keeps the line naming the
+    # dtypes (harness.worker.failures), which tells the recipe: fp32 block scales (DeepSeek-style
+    # fp8) run in cuBLAS from sm_90, e8m0 (MXFP8) and fp4 operands only from sm_100.
+    _sig(r"Invalid scaling configuration.*scale_a\.dtype\(\)=Float\b", HOPPER,
+         "its fp8 torch._scaled_mm with fp32 block scales runs in cuBLAS on sm_90 and newer GPUs", "cpu"),
+    _sig(r"Invalid scaling configuration.*Float8_e8m0fnu", BLACKWELL,
+         "MXFP8 torch._scaled_mm (e8m0 scales) runs only on sm_100 GPUs", "cpu"),
     _sig(r"Invalid scaling configuration", BLACKWELL,
          "fp4 torch._scaled_mm runs only on sm_100 GPUs", "cpu", "_scaled_mm"),
     _sig(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
@@ -82,6 +91,7 @@ INSTEAD = {
     (BLACKWELL, "cpu"): "nothing of this file runs here: check a portable torch or Triton version on the CPU, "
                         "rank it on a B200",
     (BLACKWELL, "cuda"): "run it on a B200; on this GPU, check a Hopper (sm_90) version",
+    (HOPPER, "cpu"): "run it on an H100 or newer; a torch version that decodes the scales checks on the CPU",
     (ANY_GPU, "cpu"): "run it on a GPU machine; plain torch and Triton kernels without inline PTX check on the CPU",
     ("the CUDA toolkit (nvcc)", "cuda"): "install the CUDA toolkit and export CUDA_HOME",
     ("the CuTe DSL release it was written for", "cpu"): "pip install the nvidia-cutlass-dsl release it names",

@@ -56,7 +56,15 @@ def classify(error: BaseException) -> SubmissionError:
         return SubmissionError("crashed", "MemoryError: the submission ran out of host memory")
     frames = traceback.extract_tb(error.__traceback__)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    return SubmissionError("crashed", f"{text.splitlines()[0] if text else type(error).__name__}{where}")
+    return SubmissionError("crashed", f"{headline(text) if text else type(error).__name__}{where}")
+
+
+def headline(text: str) -> str:
+    """An error's first line, plus the line naming the dtypes when torch refuses a _scaled_mm
+    recipe (the parent tells Hopper-only from Blackwell-only recipes by it)."""
+    lines = text.splitlines()
+    dtypes = [line for line in lines[1:] if line.startswith("Got mat_a.dtype()")]
+    return lines[0] + (f" ({dtypes[0][:300]})" if "Invalid scaling configuration" in lines[0] and dtypes else "")
 
 
 def check_entry_point(kernel: Any, file_name: str) -> None:

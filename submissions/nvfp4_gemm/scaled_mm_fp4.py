@@ -1,6 +1,6 @@
 #!POPCORN leaderboard nvfp4_gemm
 #!POPCORN author vendor-cublas
-"""The vendor yardstick for NVFP4 GEMM: cuBLAS's block-scaled fp4 matmul through torch._scaled_mm.
+"""NVFP4 GEMM through cuBLAS (torch._scaled_mm on fp4 with blocked scales): the vendor yardstick.
 
 What "% of vendor" compares an entry with (task.yml ``vendor``; `python -m harness calibrate
 --vendor` times it). cuBLAS has NVFP4 only from sm_100 on: on Hopper it answers

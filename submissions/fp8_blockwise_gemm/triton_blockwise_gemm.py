@@ -1,0 +1,132 @@
+#!POPCORN leaderboard fp8_blockwise_gemm
+#!POPCORN author harness-baselines
+"""Blockwise fp8 GEMM (DeepSeek-V3 scaling) in Triton, for Hopper's fp8 tensor cores.
+
+One program computes a BLOCK_M x BLOCK_N tile of C = (A * sa) @ (B * sb)^T. Per 128-deep K step
+(one scale block) it loads an A tile and a B tile as e4m3 through Triton's pipeline (num_stages
+deep), multiplies them with one fp8 ``tl.dot`` (wgmma on sm_90, fp32 result), and adds that
+partial product, scaled by A's per-row scales and the tile's B scale, into an fp32 accumulator:
+``acc += dot(a, b) * sa[:, None] * sb``. Starting every K block's dot from zero is DeepGEMM's
+"promotion": Hopper's fp8 MMA accumulates with reduced precision (DeepSeek-V3 report, section
+3.3.2), so no more than 128 products are summed before the fp32 add.
+
+BLOCK_N divides 128, so a tile's B scale is one scalar per K block. Shape classes: M <= 128 (the
+decode-like shapes) take 64 x 128 tiles on 4 warps, and split K across programs when the tiles
+cannot fill the GPU (fp32 partials, summed by torch in a fixed order); larger M takes 128 x 128
+tiles on 8 warps. Rows past M or N are read clamped (modulo) and never stored, so the inner loop
+has no masks. The result is a new bf16 tensor (this harness rejects writes into the tuple's c).
+
+Not run or tuned on a GPU by this project yet; checked under TRITON_INTERPRET=1 on the CPU
+(tests/test_triton_baselines.py).
+"""
+
+import torch
+import triton
+import triton.language as tl
+from task import input_t, output_t
+
+SCALE_BLOCK = 128
+NUM_SMS_DEFAULT = 132  # H100 SXM; the CPU interpreter has no SM count to ask
+
+
+@triton.jit
+def _blockwise_kernel(
+    a_ptr, b_ptr, sa_ptr, sb_ptr, out_ptr,
+    M, N, K, k_blocks_per_split,
+    stride_am, stride_bn, stride_sam, stride_sak, stride_sbn, stride_sbk, stride_os, stride_om,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    # Grouped tile order: GROUP_M row tiles share each B column tile while it is in L2.
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+
+    rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    ks = tl.arange(0, BLOCK_K)
+    k_first = split * k_blocks_per_split
+    k_last = tl.minimum(k_first + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
+    a_ptrs = a_ptr + rows[:, None] * stride_am + (k_first * BLOCK_K + ks)[None, :]
+    b_ptrs = b_ptr + cols[None, :] * stride_bn + (k_first * BLOCK_K + ks)[:, None]  # (BLOCK_K, BLOCK_N)
+    sa_ptrs = sa_ptr + rows * stride_sam
+    sb_row = sb_ptr + (pid_n * BLOCK_N // 128) * stride_sbn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(k_first, k_last):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        sa = tl.load(sa_ptrs + kb * stride_sak)
+        sb = tl.load(sb_row + kb * stride_sbk)
+        acc += tl.dot(a, b) * (sa[:, None] * sb)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+
+    out_rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    out_cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    out_ptrs = out_ptr + split * stride_os + out_rows[:, None] * stride_om + out_cols[None, :]
+    mask = (out_rows[:, None] < M) & (out_cols[None, :] < N)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return NUM_SMS_DEFAULT
+
+
+def pick_config(m: int, n: int, k: int, device: torch.device) -> dict:
+    """Tile shape, warps, stages and split-K for one shape (the two shape classes of the docstring)."""
+    if m <= 128:
+        config = {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 4}
+    else:
+        config = {"block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 4}
+    tiles = triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"])
+    k_blocks = triton.cdiv(k, SCALE_BLOCK)
+    sms = _num_sms(device)
+    # Split K only when the tiles fill less than half the GPU, keeping >= 8 K blocks per split.
+    split = 1 if tiles * 2 > sms else max(1, min(triton.cdiv(sms, tiles), k_blocks // 8))
+    return {**config, "split_k": split}
+
+
+def blockwise_gemm(
+    data: input_t,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    split_k: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+) -> torch.Tensor:
+    """C (M, N) bf16; keyword arguments override ``pick_config`` (the tests run other paths)."""
+    a, b, sa, sb, _ = data
+    m, k = a.shape
+    n = b.shape[0]
+    chosen = pick_config(m, n, k, a.device)
+    given = {"block_m": block_m, "block_n": block_n, "split_k": split_k, "num_warps": num_warps,
+             "num_stages": num_stages}
+    config = {**chosen, **{key: value for key, value in given.items() if value is not None}}
+    if SCALE_BLOCK % config["block_n"] or k % SCALE_BLOCK:
+        raise ValueError(f"block_n must divide 128 and K ({k}) be a multiple of 128")
+    k_blocks = k // SCALE_BLOCK
+    split = min(config["split_k"], k_blocks)
+    per_split = triton.cdiv(k_blocks, split)
+    split = triton.cdiv(k_blocks, per_split)  # no empty split
+    out = torch.empty((split, m, n), dtype=torch.float32 if split > 1 else torch.bfloat16, device=a.device)
+    grid = (triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"]), split)
+    _blockwise_kernel[grid](
+        a, b, sa, sb, out,
+        m, n, k, per_split,
+        a.stride(0), b.stride(0), sa.stride(0), sa.stride(1), sb.stride(0), sb.stride(1), out.stride(0), out.stride(1),
+        BLOCK_M=config["block_m"], BLOCK_N=config["block_n"], BLOCK_K=SCALE_BLOCK, GROUP_M=8,
+        num_warps=config["num_warps"], num_stages=config["num_stages"],
+    )  # fmt: skip
+    return out[0] if split == 1 else out.sum(dim=0).to(torch.bfloat16)
+
+
+def custom_kernel(data: input_t) -> output_t:
+    return blockwise_gemm(data)

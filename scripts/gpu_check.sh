@@ -10,6 +10,12 @@
 #   build       compile the timing core (harness.worker._sealed) in place
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
 #   house       `make eval` of the Triton GEMV (the README's path) and its medians and timing method
+#   ladder_b2b  ten back-to-back ranked runs of the timing ladder's 2 us and 10 us rungs (first use of
+#               the GPU on a fresh machine: run it first)
+#   vendor      calibrate --vendor: cuBLAS's time per problem and shape (or why it cannot run here)
+#   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
+#   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
+#   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
@@ -63,6 +69,38 @@ house() {
   echo "make eval: exit $?"
   python3 scripts/run_summary.py "$WORK/house_gemv.json"
 }
+ladder_b2b() {  # a copy of the ladder with only its 2 us and 10 us rungs, ranked ten times in a row
+  local copy="$WORK/ladder/timing_ladder" secret="$WORK/ladder/secret"
+  mkdir -p "$copy" && cp problems/timing_ladder/* "$copy"/
+  python3 - "$copy/task.yml" <<'PY'
+import sys, yaml
+path = sys.argv[1]; spec = yaml.safe_load(open(path))
+spec["benchmarks"] = [c for c in spec["benchmarks"] if (c["n"], c["iters"]) in ((786432, 1), (3932160, 1))]
+yaml.safe_dump(spec, open(path, "w"), sort_keys=False)
+PY
+  python3 -c "import secrets; print(secrets.randbits(62))" > "$secret"; chmod 600 "$secret"
+  for run in $(seq 1 10); do
+    python3 -m harness eval "$copy" submissions/timing_ladder/triton_ladder.py --mode leaderboard \
+      --secret-seed-file "$secret" --json "$WORK/ladder/run_$run.json" > "$WORK/ladder/run_$run.log" 2>&1
+    echo "run $run: exit $? $(python3 scripts/run_summary.py "$WORK/ladder/run_$run.json" | tr '\n' ' ')"
+  done
+}
+fp8_files() {
+  mkdir -p "$WORK/fp8"; python3 -c "import secrets; print(secrets.randbits(62))" > "$WORK/fp8/secret"
+  chmod 600 "$WORK/fp8/secret"
+  for file in submissions/fp8_blockwise_gemm/scaled_mm.py submissions/fp8_blockwise_gemm/triton_blockwise_gemm.py \
+              submissions/mxfp8_gemm/scaled_mm_mxfp8.py submissions/nvfp4_gemm/scaled_mm_fp4.py; do
+    name=$(basename "$(dirname "$file")")__$(basename "$file" .py)
+    python3 -m harness eval "$file" --mode leaderboard --secret-seed-file "$WORK/fp8/secret" \
+      --json "$WORK/fp8/$name.json" > "$WORK/fp8/$name.log" 2>&1
+    echo "$name: exit $? $(tail -n 14 "$WORK/fp8/$name.log" | grep -E '% vendor|Geometric|Result' | tr '\n' ' ')"
+    [ -f "$WORK/fp8/$name.json" ] && python3 scripts/run_summary.py "$WORK/fp8/$name.json"
+  done
+  for file in submissions/mxfp8_gemm/torch_reference.py submissions/fp8_blockwise_gemm/torch_reference.py; do
+    python3 -m harness eval "$file" --mode test > "$WORK/fp8/$(basename "$(dirname "$file")")_torch.log" 2>&1
+    echo "$file (test mode): exit $?"
+  done
+}
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
@@ -83,6 +121,11 @@ for step in $steps; do
     build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness.worker._sealed; print(\"core OK\")"' ;;
     b2b) run_step b2b b2b ;;
     house) run_step house house ;;
+    ladder_b2b) run_step ladder_b2b ladder_b2b ;;
+    vendor) run_step vendor python3 -m harness calibrate --vendor ;;
+    fp8) run_step fp8 fp8_files ;;
+    tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
+    ncu) run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;

@@ -4,12 +4,14 @@ import pytest
 import yaml
 
 from harness.contract.task_error import TaskError
-from harness.contract.task_spec import PROBLEMS_DIR, list_problems, load_task, parse_task
+from harness.contract.task_spec import PROBLEMS_DIR, contest_problems, list_problems, load_task, parse_task
 
 
-def test_the_six_problems_load():
-    assert list_problems() == ["fp8_blockwise_gemm", "mxfp8_gemm", "nvfp4_dual_gemm", "nvfp4_gemm", "nvfp4_gemv",
-                               "nvfp4_group_gemm"]
+def test_the_six_problems_and_the_ladder_load():
+    assert contest_problems() == ["fp8_blockwise_gemm", "mxfp8_gemm", "nvfp4_dual_gemm", "nvfp4_gemm", "nvfp4_gemv",
+                                  "nvfp4_group_gemm"]
+    assert list_problems() == [*contest_problems(), "timing_ladder"]
+    assert load_task("timing_ladder").calibration and not load_task("nvfp4_gemv").calibration
     for name in list_problems():
         task = load_task(name)
         assert task.tests and task.benchmarks and task.cpu_tests
@@ -72,7 +74,7 @@ def test_timeouts_scale():
 def test_every_problem_declares_a_contract_its_contest_shapes_meet():
     for name in list_problems():
         task = load_task(name)
-        assert {rule.key for rule in task.shape_contract} >= {"m", "k"}
+        assert {rule.key for rule in task.shape_contract} >= ({"n"} if task.calibration else {"m", "k"})
         for case in task.tests + task.benchmarks + task.cpu_tests:
             assert all(rule.broken_by(case) is None for rule in task.shape_contract)
 
@@ -81,3 +83,17 @@ def test_a_list_case_is_checked_element_by_element():
     task = load_task("nvfp4_group_gemm")
     (m_rule,) = [rule for rule in task.shape_contract if rule.key == "m"]
     assert m_rule.broken_by({"m": [40, 130]}) == "m=130 is not a multiple of 4"
+
+
+def test_a_calibration_problem_is_kept_off_the_leaderboard_and_the_service(tmp_path):
+    """The timing ladder is evaluated like any problem but never ranked nor served."""
+    from harness.commands.leaderboard_command import resolve
+    from harness.commands.main import build_parser
+
+    args = build_parser().parse_args(["leaderboard", "--problem", "timing_ladder", "--out", str(tmp_path)])
+    with pytest.raises(Exception, match="unknown problem 'timing_ladder'"):
+        resolve(args)
+    spec = yaml.safe_load((PROBLEMS_DIR / "timing_ladder" / "task.yml").read_text())
+    spec["calibration"] = "yes"
+    with pytest.raises(TaskError, match="calibration must be true or false"):
+        parse_task(spec, PROBLEMS_DIR / "timing_ladder")

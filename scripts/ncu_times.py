@@ -1,0 +1,75 @@
+"""A third clock for the timing check: Nsight Compute's gpu__time_duration beside graph replay and
+the harness (GPU only; ncu on PATH or in /usr/local/cuda/bin).
+
+For every row of scripts/graph_replay.py's output (file, shape, graph replay us, harness median
+us), ncu profiles CALLS calls of the file on that shape (scripts/ncu_target.py) with
+`--cache-control all --clock-control none`, and the per-call time is the sum of the kernels'
+durations over CALLS. The table gives each pair's ratio and whether it is inside issue 25's band:
+harness within max(3%, 0.2 us) of graph replay, graph replay within 3% of ncu.
+
+    python3 scripts/ncu_times.py GRAPH_REPLAY.json OUT.json
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.contract.task_spec import load_task, shape_text
+
+CALLS = 5
+UNIT_US = {"second": 1e6, "s": 1e6, "msecond": 1e3, "ms": 1e3, "usecond": 1.0, "us": 1.0, "nsecond": 1e-3, "ns": 1e-3}
+
+
+def ncu_binary() -> str:
+    found = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if not Path(found).is_file():
+        raise SystemExit("ncu not found: install Nsight Compute or put it on PATH")
+    return found
+
+
+def kernel_durations_us(csv_text: str) -> list[float]:
+    """Every gpu__time_duration.sum row of ncu's --csv output, in microseconds."""
+    start = csv_text.find('"ID"')
+    rows = csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else ""))
+    return [float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]]
+            for row in rows if row.get("Metric Name") == "gpu__time_duration.sum"]
+
+
+def ncu_per_call_us(file: Path, case: dict) -> tuple[float | None, int]:
+    command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", "all", "--clock-control", "none",
+               "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
+               sys.executable, "scripts/ncu_target.py", str(file), json.dumps(case), str(CALLS)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    durations = kernel_durations_us(run.stdout)
+    return (sum(durations) / CALLS if durations else None), len(durations)
+
+
+def band(a: float | None, b: float | None, rel: float, floor_us: float = 0.0) -> bool | None:
+    if not a or not b:
+        return None
+    return abs(a - b) <= max(rel * b, floor_us)
+
+
+def main() -> int:
+    rows = json.loads(Path(sys.argv[1]).read_text())
+    for row in rows:
+        file = Path("submissions") / row["file"]
+        case = next(c for c in load_task(file.parent.name).benchmarks if shape_text(c) == row["shape"])
+        row["ncu_us"], row["ncu_kernels"] = ncu_per_call_us(file, case)
+        row["harness_in_band"] = band(row.get("harness_us"), row.get("graph_us"), 0.03, 0.2)
+        row["graph_in_band_of_ncu"] = band(row.get("graph_us"), row["ncu_us"], 0.03)
+        print(f"{row['file']} {row['shape']}: harness {row.get('harness_us')} graph {row.get('graph_us')} "
+              f"ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls); harness~graph "
+              f"{row['harness_in_band']}, graph~ncu {row['graph_in_band_of_ncu']}", flush=True)
+    Path(sys.argv[2]).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

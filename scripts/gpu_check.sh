@@ -70,8 +70,10 @@ house() {
   python3 scripts/run_summary.py "$WORK/house_gemv.json"
 }
 ladder_b2b() {  # a copy of the ladder with only its 2 us and 10 us rungs, ranked ten times in a row
-  local copy="$WORK/ladder/timing_ladder" secret="$WORK/ladder/secret"
-  mkdir -p "$copy" && cp problems/timing_ladder/* "$copy"/
+  # The copy must be readable by the worker's unprivileged uid ($WORK is private to this user).
+  local shared copy secret="$WORK/ladder/secret"
+  shared=$(mktemp -d) && chmod 755 "$shared" && copy="$shared/timing_ladder"
+  mkdir -p "$copy" "$WORK/ladder" && cp problems/timing_ladder/* "$copy"/ && chmod -R a+rX "$copy"
   python3 - "$copy/task.yml" <<'PY'
 import sys, yaml
 path = sys.argv[1]; spec = yaml.safe_load(open(path))
@@ -86,6 +88,7 @@ PY
   done
 }
 fp8_files() {
+  local file name
   mkdir -p "$WORK/fp8"; python3 -c "import secrets; print(secrets.randbits(62))" > "$WORK/fp8/secret"
   chmod 600 "$WORK/fp8/secret"
   for file in submissions/fp8_blockwise_gemm/scaled_mm.py submissions/fp8_blockwise_gemm/triton_blockwise_gemm.py \
@@ -134,6 +137,7 @@ for step in $steps; do
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
+      medians=${FIDELITY_MEDIANS:-$medians}  # the ranked runs of an earlier call, carried here
       run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" \

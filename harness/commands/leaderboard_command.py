@@ -79,7 +79,7 @@ def pick_device(requested: str | None) -> str:
 
 def resolve(args: argparse.Namespace) -> Settings:
     """Check every argument before anything runs; raise UsageError with one clear line."""
-    from harness.contract.task_spec import contest_problems
+    from harness.contract.task_spec import contest_problems, list_problems
 
     known = contest_problems()
     if args.problem and args.problem not in known:
@@ -88,7 +88,7 @@ def resolve(args: argparse.Namespace) -> Settings:
     if not root.is_dir():
         raise UsageError(f"no submissions folder at '{root}': run from the repository root or pass --submissions DIR")
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
-        if folder.name not in known and not args.problem:
+        if folder.name not in list_problems() and not args.problem:  # calibration problems: never ranked
             say(f"note: skipping {folder}/: '{folder.name}' is not a problem ({', '.join(known)})")
     try:
         secret = seeds.read_secret(args.secret_seed_file)

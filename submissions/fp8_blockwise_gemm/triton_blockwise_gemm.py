@@ -13,7 +13,8 @@ partial product, scaled by A's per-row scales and the tile's B scale, into an fp
 B's scale is gathered per column (a tile may span two 128-row scale blocks of B), so BLOCK_N is
 free. Shape classes: M <= 128 (the decode-like shapes) take 64-row tiles on 4 warps, and split K
 across programs when the tiles cannot fill the GPU (fp32 partials, summed by torch in a fixed
-order); larger M takes wider tiles on 8 warps. Rows past M or N are read clamped (modulo) and never stored, so the inner loop
+order); larger M takes wider tiles on 8 warps. Rows past M or N are read clamped (modulo) and
+never stored, so the inner loop
 has no masks. The result is a new bf16 tensor (this harness rejects writes into the tuple's c).
 
 Not run or tuned on a GPU by this project yet; checked under TRITON_INTERPRET=1 on the CPU

@@ -48,6 +48,7 @@ run_step() {  # name, command...: log the command, its time and exit status; kee
   local rc=$?
   tail -n "${TAIL:-40}" "$WORK/$name.log" | tee -a "$summary"
   log "== $name: exit $rc after $((SECONDS - start)) s"
+  tar -czf "$OUT/results-$first.tar.gz" -C "$WORK" .  # after every step: a call cut short keeps what ran
 }
 b2b() {
   for run in $(seq 1 10); do
@@ -77,7 +78,7 @@ ladder_b2b() {  # a copy of the ladder with only its 2 us and 10 us rungs, ranke
   python3 - "$copy/task.yml" <<'PY'
 import sys, yaml
 path = sys.argv[1]; spec = yaml.safe_load(open(path))
-spec["benchmarks"] = [c for c in spec["benchmarks"] if (c["n"], c["iters"]) in ((786432, 1), (3932160, 1))]
+spec["benchmarks"] = [c for c in spec["benchmarks"] if (c["n"], c["iters"]) in ((65536, 1), (2228224, 1))]
 yaml.safe_dump(spec, open(path, "w"), sort_keys=False)
 PY
   python3 -c "import secrets; print(secrets.randbits(62))" > "$secret"; chmod 600 "$secret"
@@ -138,7 +139,7 @@ for step in $steps; do
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
       medians=${FIDELITY_MEDIANS:-$medians}  # the ranked runs of an earlier call, carried here
-      run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ;;
+      run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ${FIDELITY_FILES:-} ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" \
                    --part "${ADVERSARIAL_PART:-1/1}" ;;

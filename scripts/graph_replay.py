@@ -12,7 +12,7 @@ subtracted). Set beside the harness's raw time (its median plus the event overhe
 subtracted), it separates what an event pair costs from what an idle GPU between timed calls
 costs.
 
-    python3 scripts/graph_replay.py OUT.json [EVAL_JSON_DIR]
+    python3 scripts/graph_replay.py OUT.json [EVAL_JSON_DIR [FILE ...]]   (default: every triton_*.py)
 
 With EVAL_JSON_DIR (the `harness eval --json` files of the same baselines), each shape's ratio
 harness median / graph replay is printed too (goal: within 3%).
@@ -98,9 +98,10 @@ def subtracted_overhead_us(record: dict) -> float | None:
 
 def main() -> int:
     out = Path(sys.argv[1])
-    eval_dir = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    eval_dir = Path(sys.argv[2]) if len(sys.argv) > 2 and Path(sys.argv[2]).is_dir() else None
     rows = []
-    for path in sorted(Path("submissions").glob("*/triton_*.py")):
+    files = [Path(f) for f in sys.argv[3:]] or sorted(Path("submissions").glob("*/triton_*.py"))
+    for path in files:
         problem = path.parent.name
         kernel = load(path)
         medians, overhead_us = {}, None

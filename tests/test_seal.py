@@ -4,6 +4,7 @@ The core runs here in its CPU mode (wall clock), in this test process: one init 
 process, so one module-scoped fixture holds it.
 """
 
+import gc
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from harness.judge import seal
 from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
+ON_RETURN = []  # called by the fixture's kernel just before it returns
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,10 @@ def core():
     def kernel(data):
         out = data.t() * 2  # a non-contiguous view: the core sends storage plus view
         outputs["last"] = out
-        return [out, data[:1]]
+        result = [out, data[:1]]
+        for call in ON_RETURN:
+            call()
+        return result
 
     assert timer.bind(lambda _: types.SimpleNamespace(custom_kernel=kernel), "in-test")
     return key, timer
@@ -117,6 +122,31 @@ def test_the_core_refuses_a_second_key_a_second_kernel_and_old_indexes(core):
     timer.time_call(torch.ones(1), 1000, 0, 0.0)
     with pytest.raises(RuntimeError, match="already timed"):
         timer.time_call(torch.ones(1), 1000, 0, 0.0)
+
+
+def test_no_collection_runs_while_the_core_reads_the_outputs(core):
+    """A collection calls gc.callbacks and finalizers, the submission's Python: none may run between
+    custom_kernel's return and the MAC (s11_gc_callback_in_window.py did its work there)."""
+    _, timer = core
+    returned, collections = [], []
+
+    def callback(phase, info):
+        if phase == "start":
+            collections.append(bool(returned))
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1, 1_000_000, 1_000_000)  # any allocation starts a collection
+    ON_RETURN.append(lambda: returned.append(True))
+    try:
+        answer = timer.time_call(torch.ones(2, 3), 2000, 0, 0.0)
+        count = len(collections)  # an int: no allocation that could start a collection
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*thresholds)
+        ON_RETURN.clear()
+    assert answer[0] == "ok" and gc.isenabled()
+    assert returned and True not in collections[:count], "a collection ran between custom_kernel's return and the MAC"
 
 
 def test_the_recheck_is_signed_over_the_parents_nonce(core):

@@ -22,7 +22,11 @@ def sealed_available() -> bool:
 
 
 def _sealed_hooks() -> dict[str, Any]:
-    """The torch entry points the core calls to read outputs, captured before the submission runs."""
+    """The torch entry points the core calls to read outputs, captured before the submission runs.
+
+    The core copies each one into C at init and keeps no reference to this dict: editing it, or
+    any object gc can reach, afterwards changes nothing (s10_gc_edit_core_hooks.py).
+    """
     from torch.utils._device import DeviceContext
 
     storage = torch.UntypedStorage
@@ -40,7 +44,6 @@ def _sealed_hooks() -> dict[str, Any]:
         "dispatch_stack_len": torch._C._len_torch_dispatch_stack,
         "function_stack_at": torch._C._get_function_stack_at,
         "device_context": DeviceContext,
-        "device_context_tf": DeviceContext.__torch_function__,
     }
 
 

@@ -4,7 +4,9 @@
  * a pipe the parent wrote, then closed), the L2 flush buffer, the events, the sleep kernel, the
  * measured event overhead and the submission's bound custom_kernel. Python receives only
  * finished results: (time, output bytes, MAC over call index, seed, time, overhead, the unfinished
- * and exposed flags and output digest). See docs/security.md for what this does and does not stop. */
+ * and exposed flags and output digest). From the flush to the MAC the collector is off and the
+ * only Python the core calls is custom_kernel and the torch entry points captured at init. See
+ * docs/security.md for what this does and does not stop. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "cuda_driver.h"
+#include "sealed_outputs.h"
 #include "sha256.h"
 
 #define KEY_BYTES 32
@@ -31,7 +34,8 @@
 static uint8_t key[KEY_BYTES];
 static int keyed, busy;
 static long long last_index = -1;
-static PyObject *kernel, *hooks;  /* hooks: callables captured before the submission is imported */
+static PyObject *kernel;
+static torch_hooks hooks;  /* torch entry points captured at init, before the submission is imported */
 static int on_gpu;
 static CUcontext context;
 static CUstream stream;
@@ -183,8 +187,7 @@ static PyObject *sealed_init(PyObject *self, PyObject *args) {
     close(fd);
     if (got != KEY_BYTES) { PyErr_SetString(PyExc_RuntimeError, "the key pipe held no 32-byte key"); return NULL; }
     keyed = 1;
-    hooks = PyDict_Copy(hook_dict);
-    if (!hooks) return NULL;
+    if (capture_hooks(hook_dict, &hooks)) return NULL;
     if (stream_handle != Py_None) {
         unsigned long long handle = PyLong_AsUnsignedLongLong(stream_handle);
         if (PyErr_Occurred() || init_gpu(handle, l2_bytes)) return NULL;
@@ -213,7 +216,6 @@ static PyObject *sealed_bind(PyObject *self, PyObject *args) {
 
 
 /* ---- one timed call ------------------------------------------------------------------------- */
-#include "sealed_outputs.h"
 
 static int reserve_host(size_t bytes) {
     if (bytes <= host_capacity) return 0;
@@ -279,15 +281,15 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
         structure = PyUnicode_FromString("tensor");
     }
     count = (int)PyTuple_GET_SIZE(items);
-    PyObject *tensor_type = PyDict_GetItemString(hooks, "tensor_type");
     int well_formed = count <= MAX_OUTPUTS;
-    for (int i = 0; i < count && well_formed; i++) well_formed = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(items, i)) == tensor_type;
-    if (!well_formed || (modes = foreign_mode_active(hooks)) != 0) {
+    for (int i = 0; i < count && well_formed; i++)
+        well_formed = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(items, i)) == hooks.tensor_type;
+    if (!well_formed || (modes = foreign_mode_active(&hooks)) != 0) {
         answer = PyErr_Occurred() ? NULL : Py_BuildValue("(sO)", well_formed ? "modes" : "bad_output", result);
         goto done;
     }
     for (int i = 0; i < count; i++) {
-        if (describe_output(hooks, on_gpu, PyTuple_GET_ITEM(items, i), &views[i])) {
+        if (describe_output(&hooks, on_gpu, PyTuple_GET_ITEM(items, i), &views[i])) {
             /* not a dense tensor on this device (sparse, meta, elsewhere): the worker names why */
             PyErr_Clear();
             answer = Py_BuildValue("(sO)", "bad_output", result);
@@ -338,19 +340,23 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     if (index <= last_index) { PyErr_Format(PyExc_RuntimeError, "time_call: call %lld was already timed", index); return NULL; }
     last_index = index;
     busy = 1;
-    if (on_gpu && start_timing(sleep_us)) { busy = 0; return NULL; }
+    /* From here to the MAC no collection runs: one would call the submission's gc.callbacks and
+     * finalizers while the outputs are read (s11_gc_callback_in_window.py). */
+    int collector_was_on = PyGC_Disable();
+    if (on_gpu && start_timing(sleep_us)) { busy = 0; if (collector_was_on) PyGC_Enable(); return NULL; }
     double host_start = now_us();
     result = PyObject_CallOneArg(kernel, data);
     host_us = now_us() - host_start;
+    PyGC_Disable();  /* custom_kernel may have turned it back on */
     /* Exposed: the GPU reached the start event before the host had queued the whole call, so the
      * queued sleep ran out and host time may lie between the events. The parent discards such a
      * time and asks again with a longer sleep. */
     int exposed = on_gpu && cu.EventQuery(start_event) == 0;
-    if (on_gpu && cuda_failed(cu.EventRecord(end_event, stream), "end event")) { busy = 0; Py_XDECREF(result); return NULL; }
-    if (!result) { busy = 0; return NULL; }
-    answer = seal_call(index, seed, result, host_us, exposed);
+    int recorded = !on_gpu || !cuda_failed(cu.EventRecord(end_event, stream), "end event");
+    answer = result && recorded ? seal_call(index, seed, result, host_us, exposed) : NULL;
     busy = 0;
-    Py_DECREF(result);
+    if (collector_was_on) PyGC_Enable();
+    Py_XDECREF(result);
     return answer;
 }
 

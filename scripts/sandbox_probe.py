@@ -1,7 +1,9 @@
 """Which of the worker's protections (harness/worker/sandbox.py) this machine allows with CUDA still working.
 
 Each protection alone, then all together, in a fresh child process that afterwards initializes
-CUDA and runs one kernel. Prints one line per variant and writes them as JSON.
+CUDA and runs one kernel. Prints one line per variant and writes them as JSON. With ``pidns`` the
+child is started the way the evaluator starts a worker, through harness.judge.worker_reaper: it
+runs as pid 2 of a new PID namespace under the reaper's init (the uid step is then applied there).
 
 Each child also opens, through the driver (cuIpcOpenMemHandle), a CUDA IPC handle of a buffer this
 process filled, and reads it back ("ipc ok" or "ipc FAIL"): the first question of the design that
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from harness.judge import worker_confinement
+from harness.judge import worker_confinement, worker_process
 
 CHILD = """
 import ctypes, os, sys
@@ -38,7 +40,8 @@ extra = [p for p in os.environ.get("PROBE_WRITABLE", "").split(",") if p]
 if "landlock" in steps: print(sandbox._landlock([os.getcwd(), *sandbox.WRITABLE_SYSTEM_PATHS, *extra]))
 import torch
 x = torch.ones(4, device="cuda")
-print("cuda ok", float((x * 2).sum()), "uid", os.getuid(), "net isolated", sandbox._network_isolated())
+print("cuda ok", float((x * 2).sum()), "uid", os.getuid(), "net isolated", sandbox._network_isolated(),
+      "pid", os.getpid(), "processes:", os.environ.get("NVFP4_PROCESS_GUARD", "-"))
 handle, offset, size = bytes.fromhex(os.environ["PROBE_IPC_HANDLE"]), *map(int, os.environ["PROBE_IPC_AT"].split(","))
 cuda = ctypes.CDLL("libcuda.so.1")
 class Handle(ctypes.Structure):
@@ -62,17 +65,23 @@ def shared_buffer() -> tuple[torch.Tensor, dict[str, str]]:
 def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[str, str] | None = None) -> dict:
     uid = worker_confinement.UNPRIVILEGED_UID if "uid" in steps and os.geteuid() == 0 else None
 
+    reaped = "pidns" in steps  # through the evaluator's reaper: CUDA as pid 2 of a new PID namespace
+
     def child() -> None:
         if "netns" in steps:
             worker_confinement.private_network()
-        if uid is not None:
+        if uid is not None and not reaped:
             worker_confinement.drop_privileges(uid)
 
-    env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, "PROBE_WRITABLE": writable, **(ipc_env or {})}
+    env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, "PROBE_WRITABLE": writable, **(ipc_env or {}),
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    command = [sys.executable, "-c", CHILD.format(repo=str(Path(__file__).resolve().parent.parent)), ",".join(steps)]
+    if reaped:
+        command = [sys.executable, "-c", worker_process._REAPER_ENTRY, "-" if uid is None else str(uid), "pidns", "",
+                   *command]
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD.format(repo=str(Path(__file__).resolve().parent.parent)),
-                               ",".join(steps)], cwd=workdir, env=env, preexec_fn=child, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(command, cwd=workdir, env=env, preexec_fn=child, capture_output=True, text=True,
+                              timeout=120)
     except (OSError, subprocess.SubprocessError) as error:
         return {"steps": list(steps), "exit": None, "ok": False, "tail": [f"{type(error).__name__}: {error}"]}
     text = (done.stdout + done.stderr).strip().splitlines()

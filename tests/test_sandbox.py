@@ -5,11 +5,16 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from harness.judge import worker_confinement
+from harness.judge.run import evaluate_submission
+
+REPO = Path(__file__).resolve().parent.parent
+ORPHAN = REPO / "tests" / "adversarial" / "submissions" / "o01_setsid_orphan.py"
 
 CHILD = textwrap.dedent("""
     import os, sys
@@ -82,3 +87,35 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state != "Z"
+
+
+def _tagged(tag: str) -> list[int]:
+    """Processes whose command line carries ``tag``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and tag.encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper is Linux-only")
+@pytest.mark.parametrize("pidns", [True, False], ids=["pid-namespace", "subreaper-only"])
+def test_nothing_the_submission_starts_outlives_its_run(monkeypatch, pidns):
+    """A double-forked, setsid'ed sleeper deaf to SIGTERM is running through the run (its
+    custom_kernel checks) and gone when evaluate_submission returns: the reaper kills it, or the
+    worker's PID namespace ends with the run. Without the pidns step, the subreaper alone."""
+    tag = f"nvfp4-orphan-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ORPHAN_TAG", tag)
+    steps = [s for s in worker_confinement.STEPS if pidns or s != "pidns"]
+    monkeypatch.setenv(worker_confinement.STEPS_ENV, ",".join(steps))
+    notes: list[str] = []
+    result = evaluate_submission("nvfp4_gemv", ORPHAN, "test", "cpu", progress=notes.append)
+    assert result.status.value == "passed", result.reason
+    sandbox = next(note for note in notes if note.startswith("sandbox:"))
+    if pidns and "own PID namespace" not in sandbox:
+        pytest.skip(f"no PID namespace here (needs CAP_SYS_ADMIN): {sandbox}")
+    assert ("own PID namespace" if pidns else "a subreaper ends them") in sandbox
+    assert _tagged(tag) == [], "a process the submission started outlived its run"

@@ -4,6 +4,7 @@ The core runs here in its CPU mode (wall clock), in this test process: one init 
 process, so one module-scoped fixture holds it.
 """
 
+import gc
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from harness.judge import seal
 from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
+ON_RETURN = []  # called by the fixture's kernel just before it returns
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,10 @@ def core():
     def kernel(data):
         out = data.t() * 2  # a non-contiguous view: the core sends storage plus view
         outputs["last"] = out
-        return [out, data[:1]]
+        result = [out, data[:1]]
+        for call in ON_RETURN:
+            call()
+        return result
 
     assert timer.bind(lambda _: types.SimpleNamespace(custom_kernel=kernel), "in-test")
     return key, timer
@@ -59,15 +64,49 @@ print(_sealed.sha256_backend(), ok)
 """
 
 
-@pytest.mark.parametrize("builtin", [False, True])
-def test_c_hmac_matches_python_with_either_sha256(builtin):
+@pytest.mark.parametrize("portable", [False, True])
+def test_c_hmac_matches_python_with_either_sha256(portable):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    if builtin:
-        env["NVFP4_SHA256_BUILTIN"] = "1"
+    if portable:
+        env["NVFP4_SHA256_PORTABLE"] = "1"
     run = subprocess.run([sys.executable, "-c", BACKEND_CHECK], capture_output=True, text=True, env=env, timeout=60)
     backend, ok = run.stdout.split()
     assert ok == "True", run.stderr
-    assert backend == "builtin" if builtin else backend in ("openssl", "builtin")
+    assert backend == "portable" if portable else backend in ("sha-ni", "portable")
+
+
+SEALING_CHECK = """
+import ctypes, sys, torch
+from harness.judge import seal
+from harness.worker import sealed_core
+_, read_fd = seal.new_key_pipe()
+timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+core = sys.modules["harness.worker._sealed"].__file__
+refused = []
+for line in open("/proc/self/maps"):
+    fields = line.split()
+    if fields[-1] == core and "w" not in fields[1]:
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        refused.append(libc.mprotect(start, end - start, 7) != 0)  # read, write, execute
+print(timer.protection)
+print(len(refused), all(refused))
+"""
+
+
+def test_the_core_seals_its_code_and_tables_before_the_import():
+    """Where the kernel has mseal, nobody (the submission included) can make the core's code or GOT
+    writable again; the report says what took effect."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", SEALING_CHECK], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    report, counts = run.stdout.splitlines()
+    assert report.startswith("key on a page at a random address, no access outside the MAC; tables ")
+    if "this kernel has no mseal" in report:
+        pytest.skip(report)
+    assert "tables read-only and sealed; code sealed" in report
+    assert counts.split() == [counts.split()[0], "True"] and int(counts.split()[0]) >= 3
 
 
 def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):
@@ -117,6 +156,31 @@ def test_the_core_refuses_a_second_key_a_second_kernel_and_old_indexes(core):
     timer.time_call(torch.ones(1), 1000, 0, 0.0)
     with pytest.raises(RuntimeError, match="already timed"):
         timer.time_call(torch.ones(1), 1000, 0, 0.0)
+
+
+def test_no_collection_runs_while_the_core_reads_the_outputs(core):
+    """A collection calls gc.callbacks and finalizers, the submission's Python: none may run between
+    custom_kernel's return and the MAC (s11_gc_callback_in_window.py did its work there)."""
+    _, timer = core
+    returned, collections = [], []
+
+    def callback(phase, info):
+        if phase == "start":
+            collections.append(bool(returned))
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1, 1_000_000, 1_000_000)  # any allocation starts a collection
+    ON_RETURN.append(lambda: returned.append(True))
+    try:
+        answer = timer.time_call(torch.ones(2, 3), 2000, 0, 0.0)
+        count = len(collections)  # an int: no allocation that could start a collection
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*thresholds)
+        ON_RETURN.clear()
+    assert answer[0] == "ok" and gc.isenabled()
+    assert returned and True not in collections[:count], "a collection ran between custom_kernel's return and the MAC"
 
 
 def test_the_recheck_is_signed_over_the_parents_nonce(core):

@@ -1,8 +1,10 @@
-"""The parent's half of the worker's confinement, applied in the forked child before exec.
+"""The parent's half of the worker's confinement, applied before the worker's exec.
 
-Still as the evaluator's user: a fresh network namespace when the kernel permits it, then, when
-that user is root, a switch to an unprivileged uid. The worker's own half (no_new_privs, not
-dumpable, Landlock) is ``harness.worker.sandbox``. docs/security.md says what each step stops.
+Still as the evaluator's user: a fresh network namespace when the kernel permits it (in the forked
+child that becomes ``harness.judge.worker_reaper``), then in the reaper, a new PID namespace where
+it may create one and, when that user is root, a switch to an unprivileged uid in the worker's own
+process. The worker's own half (no_new_privs, not dumpable, Landlock) is
+``harness.worker.sandbox``. docs/security.md says what each step stops.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import stat
 from pathlib import Path
 
 UNPRIVILEGED_UID = 65534  # nobody
-STEPS = ("netns", "uid", "no_new_privs", "not_dumpable", "landlock")
+STEPS = ("netns", "pidns", "uid", "no_new_privs", "not_dumpable", "landlock")
 STEPS_ENV = "NVFP4_SANDBOX"
 """Comma-separated subset of STEPS to apply (default: all); read by the parent, which passes the
 choice to the worker, for hosts where one of them stops CUDA (scripts/sandbox_probe.py finds out)."""
@@ -37,16 +39,15 @@ def readable_by_others(path: Path) -> bool:
     return bool(os.stat(path).st_mode & stat.S_IROTH)
 
 
-def before_exec(drop_to_uid: int | None, steps: frozenset[str]) -> None:
-    """In the child before exec: a private network namespace, then the unprivileged uid.
+def before_exec(steps: frozenset[str]) -> None:
+    """In the child before exec: a private network namespace (the reaper and the worker share it).
 
-    Results are written to fd-free places only (the child cannot report yet); ``in_worker``
-    observes them afterwards (no interface but loopback, the uid it runs as).
+    The uid is dropped later, in the worker's own process (``worker_reaper``), so that the reaper
+    keeps the evaluator's uid, out of the worker's reach. Results are written to fd-free places
+    only (the child cannot report yet); ``in_worker`` observes them afterwards.
     """
     if "netns" in steps:
         private_network()
-    if drop_to_uid is not None and "uid" in steps:
-        drop_privileges(drop_to_uid)
 
 
 def _libc() -> ctypes.CDLL:

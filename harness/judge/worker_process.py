@@ -1,8 +1,10 @@
-"""One worker process, from the parent: spawn it confined, read its messages, kill its group.
+"""One worker process, from the parent: spawn it confined, read its messages, end it and all it started.
 
-The worker runs in its own process group with a scrubbed environment (no secrets), its own
-working directory, a memory cap and its output captured to a file that is shown, never parsed.
-What is said over its pipes is ``harness.judge.worker_channel``'s business.
+The worker runs in its own session with a scrubbed environment (no secrets), its own working
+directory, a memory cap and its output captured to a file that is shown, never parsed. It is
+started through ``harness.judge.worker_reaper``, the process between the two that ends whatever the
+submission started (its own PID namespace where one can be made). What is said over its pipes is
+``harness.judge.worker_channel``'s business.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ memory and Triton work under 16 GiB, and a 1 TiB bytearray raises MemoryError). 
 host that overcommits lets one submission exhaust the machine's memory."""
 
 _WORKER_ENTRY = "import sys; from harness.worker.serve_loop import main; sys.exit(main(sys.argv[1:]))"
+_REAPER_ENTRY = "import sys; from harness.judge.worker_reaper import main; sys.exit(main(sys.argv[1:]))"
+REAPER_GRACE_S = 5.0
+"""How long kill() lets the reaper end the worker's processes before it kills the group itself."""
 
 
 def worker_environment(device: str, visible_devices: str | None) -> dict[str, str]:
@@ -101,27 +106,35 @@ def keep_evaluator_private() -> None:
 
 
 PR_SET_PDEATHSIG = 1
+REAPED = sys.platform.startswith("linux")
+"""Workers start through harness.judge.worker_reaper (Linux: prctl, PID namespaces); elsewhere
+directly, in their own session only."""
 
 
-def _die_with(parent: int) -> None:
-    """The worker is killed when its evaluator dies (a Dask worker killed mid-job, say), rather than
-    keep a GPU busy beside the job's retry. Set after the uid change, which would clear it."""
+def _die_with(parent: int, signal_number: int) -> None:
+    """The reaper (and through it the worker) ends when its evaluator dies (a Dask worker killed
+    mid-job, say), rather than keep a GPU busy beside the job's retry: SIGTERM, so that the reaper
+    ends everything the submission started, not only the worker."""
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal_number, 0, 0, 0)
         if os.getppid() != parent:  # the evaluator died before the signal was armed
             os._exit(1)
 
 
 def _child_setup(device: str, drop_to_uid: int | None, steps: frozenset[str], parent: int) -> None:
-    """In the forked child: cap host memory, confine (harness.worker_confinement.before_exec), die with the parent."""
+    """In the forked child: cap host memory, confine (harness.worker_confinement.before_exec), die with the parent.
+
+    With the reaper, the uid is dropped there, in the worker's process; without it, here."""
     import resource
 
     if device == "cpu":
         resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
     else:
         resource.setrlimit(resource.RLIMIT_DATA, (GPU_HOST_DATA_BYTES, GPU_HOST_DATA_BYTES))
-    worker_confinement.before_exec(drop_to_uid, steps)
-    _die_with(parent)
+    worker_confinement.before_exec(steps)
+    if drop_to_uid is not None and not REAPED:
+        worker_confinement.drop_privileges(drop_to_uid)
+    _die_with(parent, signal.SIGTERM if REAPED else signal.SIGKILL)
 
 
 def unprivileged_uid(submission: Path | None = None) -> int | None:
@@ -171,10 +184,14 @@ class WorkerProcess:
         env = worker_environment(self.device, self.visible_devices)
         env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
+        command = [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
+                   str(key_r), ",".join(steps)]
+        if REAPED:
+            command = [sys.executable, "-c", _REAPER_ENTRY, "-" if drop_to_uid is None else str(drop_to_uid),
+                       "pidns" if "pidns" in steps else "-", f"{commands_r},{results_w},{key_r}", *command]
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
-                 str(key_r), ",".join(steps)],
+                command,
                 pass_fds=(commands_r, results_w, key_r),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -209,9 +226,15 @@ class WorkerProcess:
         return describe_exit(self.process.returncode)
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (anything the submission left running goes with it)."""
+        """End the worker and everything it started: the reaper kills them (SIGTERM asks it), and
+        if it has not ended within REAPER_GRACE_S, SIGKILL goes to the whole process group."""
         if self.process is None:
             return
+        if REAPED and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=REAPER_GRACE_S)
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)

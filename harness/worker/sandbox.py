@@ -13,6 +13,8 @@ import ctypes
 import os
 from pathlib import Path
 
+from harness.contract import process_guard
+
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -101,6 +103,7 @@ def in_worker(workdir: str, steps: frozenset[str]) -> dict[str, str]:
         report["ptrace"] = "blocked (not dumpable" if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 else "open ("
         report["ptrace"] += f", yama ptrace_scope {_yama_scope()})"
     report["network"] = "off (private namespace, loopback only)" if _network_isolated() else "reachable"
+    report["processes"] = os.environ.get(process_guard.ENV, process_guard.UNGUARDED)
     report["uid"] = f"{os.getuid()}" + (" (root: not dropped)" if os.getuid() == 0 else "")
     if "landlock" in steps:
         report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS])

@@ -22,7 +22,11 @@ def sealed_available() -> bool:
 
 
 def _sealed_hooks() -> dict[str, Any]:
-    """The torch entry points the core calls to read outputs, captured before the submission runs."""
+    """The torch entry points the core calls to read outputs, captured before the submission runs.
+
+    The core copies each one into C at init and keeps no reference to this dict: editing it, or
+    any object gc can reach, afterwards changes nothing (s10_gc_edit_core_hooks.py).
+    """
     from torch.utils._device import DeviceContext
 
     storage = torch.UntypedStorage
@@ -40,7 +44,6 @@ def _sealed_hooks() -> dict[str, Any]:
         "dispatch_stack_len": torch._C._len_torch_dispatch_stack,
         "function_stack_at": torch._C._get_function_stack_at,
         "device_context": DeviceContext,
-        "device_context_tf": DeviceContext.__torch_function__,
     }
 
 
@@ -48,7 +51,8 @@ class SealedTimer:
     """The worker's handle on the compiled core: init before the import, then bind, then time.
 
     It holds nothing that decides a time: shadowing or editing it changes what is sent, which the
-    parent's MAC check rejects.
+    parent's MAC check rejects. ``protection`` is the core's own line on where its key and tables
+    are (the worker's 'ready' message reports it with the sandbox).
     """
 
     def __init__(self, key_fd: int, device: torch.device) -> None:
@@ -56,13 +60,14 @@ class SealedTimer:
             torch.zeros(1, device=device)  # makes torch's primary context current for the driver API
             stream = torch.cuda.current_stream(device).cuda_stream
             l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-            self.overhead_us, self.spread_us, from_graph = _sealed.init(key_fd, stream, l2_bytes, _sealed_hooks())
+            self.overhead_us, self.spread_us, from_graph, self.protection = _sealed.init(key_fd, stream, l2_bytes,
+                                                                                          _sealed_hooks())
             reference = "graph replay" if from_graph else "kernel pairs, no graphs here"
             self.method = (f"cuda-event per call in compiled code, L2 flushed, queued sleep, minus "
                            f"{self.overhead_us:.2f} us event overhead ({reference}; 5 rounds, spread "
                            f"{self.spread_us:.2f} us)")
         else:
-            self.overhead_us, self.spread_us, _ = _sealed.init(key_fd, None, 0, _sealed_hooks())
+            self.overhead_us, self.spread_us, _, self.protection = _sealed.init(key_fd, None, 0, _sealed_hooks())
             self.method = "wall clock in compiled code (cpu, not rankable)"
         self.persisting_l2_reset = device.type == "cuda"
 

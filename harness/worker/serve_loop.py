@@ -59,9 +59,10 @@ class Worker:
         self.kernel = kernel
         self._check_integrity("at import")
         sealed = isinstance(self.timer, sealed_core.SealedTimer)
+        sandbox = {**self.sandbox, "core": self.timer.protection} if sealed else self.sandbox
         self.send({"op": "ready", "import_s": timers._perf_counter() - start, "timer": self.timer.method,
                    "persisting_l2_reset": self.timer.persisting_l2_reset, "sealed": sealed,
-                   "overhead_us": self.timer.overhead_us if sealed else None, "sandbox": self.sandbox})
+                   "overhead_us": self.timer.overhead_us if sealed else None, "sandbox": sandbox})
 
     def _make_timer(self) -> sealed_core.SealedTimer | timers.CudaTimer | timers.CpuTimer:
         """The compiled core when built (it reads the key and closes its pipe), else a Python timer."""

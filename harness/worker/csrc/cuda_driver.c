@@ -5,7 +5,7 @@
 
 #include "cuda_driver.h"
 
-cuda_driver cu;
+cuda_driver cu __attribute__((aligned(CORE_PAGE_BYTES)));
 
 int cuda_failed(CUresult status, const char *what) {
     if (status == 0) return 0;

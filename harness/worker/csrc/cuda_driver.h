@@ -12,38 +12,45 @@ typedef unsigned long long CUdeviceptr;
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
 
-typedef struct {
-    CUresult (*CtxGetCurrent)(CUcontext *);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*CtxSetLimit)(int, size_t);
-    CUresult (*CtxResetPersistingL2Cache)(void);
-    CUresult (*StreamSynchronize)(CUstream);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemAllocHost)(void **, size_t);
-    CUresult (*MemFreeHost)(void *);
-    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-    CUresult (*EventCreate)(CUevent *, unsigned);
-    CUresult (*EventRecord)(CUevent, CUstream);
-    CUresult (*EventSynchronize)(CUevent);
-    CUresult (*EventQuery)(CUevent);
-    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*ModuleLoadData)(CUmodule *, const void *);
-    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void **, void **);
-    CUresult (*GetErrorString)(CUresult, const char **);
-    CUresult (*StreamCreate)(CUstream *, unsigned);
-    CUresult (*StreamBeginCapture)(CUstream, int);
-    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*GraphExecDestroy)(CUgraphExec);
-    CUresult (*GraphDestroy)(CUgraph);
+/* A page of its own (page-aligned, page-sized): made read-only and sealed once the core is set up
+ * (sealed.c seal_core), so that native code cannot swap an entry for its own function. Where the
+ * system's pages are larger than this, the table stays writable (reported). */
+#define CORE_PAGE_BYTES 4096
+typedef union {
+    struct {
+        CUresult (*CtxGetCurrent)(CUcontext *);
+        CUresult (*CtxSetCurrent)(CUcontext);
+        CUresult (*CtxSynchronize)(void);
+        CUresult (*CtxSetLimit)(int, size_t);
+        CUresult (*CtxResetPersistingL2Cache)(void);
+        CUresult (*StreamSynchronize)(CUstream);
+        CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+        CUresult (*MemAllocHost)(void **, size_t);
+        CUresult (*MemFreeHost)(void *);
+        CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+        CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+        CUresult (*EventCreate)(CUevent *, unsigned);
+        CUresult (*EventRecord)(CUevent, CUstream);
+        CUresult (*EventSynchronize)(CUevent);
+        CUresult (*EventQuery)(CUevent);
+        CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+        CUresult (*ModuleLoadData)(CUmodule *, const void *);
+        CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+        CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 CUstream, void **, void **);
+        CUresult (*GetErrorString)(CUresult, const char **);
+        CUresult (*StreamCreate)(CUstream *, unsigned);
+        CUresult (*StreamBeginCapture)(CUstream, int);
+        CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+        CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+        CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+        CUresult (*GraphExecDestroy)(CUgraphExec);
+        CUresult (*GraphDestroy)(CUgraph);
+    };
+    unsigned char page[CORE_PAGE_BYTES];
 } cuda_driver;
 
-extern cuda_driver cu;  /* filled by load_driver; hidden in the extension (-fvisibility=hidden) */
+extern cuda_driver cu;  /* filled by load_driver at init; hidden in the extension (-fvisibility=hidden) */
 int load_driver(void);  /* 0, or -1 with a Python exception set */
 int cuda_failed(CUresult status, const char *what);  /* 0 for success, else 1 with an exception set */
 #define CU(call, what) do { if (cuda_failed((call), (what))) return NULL; } while (0)

@@ -1,6 +1,7 @@
 /* Reading the submission's outputs for harness._sealed: which objects are outputs, where their
- * storage is, and the digest the MAC covers. Only torch entry points captured before the import
- * (the hooks dict) are called, and only on exact torch.Tensor objects. */
+ * storage is, and the digest the MAC covers. Only torch entry points captured at init are called
+ * (torch_hooks, held in C), and only on exact torch.Tensor objects: between custom_kernel's return
+ * and the MAC no Python code of the submission's can run (docs/security.md, "The timed window"). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -8,14 +9,45 @@
 #include "sealed_outputs.h"
 #include "sha256.h"
 
-static PyObject *hook_call(PyObject *hooks, const char *name, PyObject *arg) {
-    PyObject *function = PyDict_GetItemString(hooks, name);
-    if (!function) { PyErr_Format(PyExc_RuntimeError, "sealed timer hook %s missing", name); return NULL; }
+int capture_hooks(PyObject *dict, torch_hooks *hooks) {
+    struct { PyObject **slot; const char *name; } entries[] = {
+        {&hooks->tensor_type, "tensor_type"}, {&hooks->dtype, "dtype"}, {&hooks->is_cuda, "is_cuda"},
+        {&hooks->untyped_storage, "untyped_storage"}, {&hooks->storage_data_ptr, "storage_data_ptr"},
+        {&hooks->storage_nbytes, "storage_nbytes"}, {&hooks->storage_offset, "storage_offset"},
+        {&hooks->size, "size"}, {&hooks->stride, "stride"}, {&hooks->function_stack_len, "function_stack_len"},
+        {&hooks->dispatch_stack_len, "dispatch_stack_len"}, {&hooks->function_stack_at, "function_stack_at"},
+        {&hooks->device_context, "device_context"},
+    };
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        PyObject *value = PyDict_GetItemString(dict, entries[i].name);
+        if (!value) { PyErr_Format(PyExc_RuntimeError, "sealed timer hook %s missing", entries[i].name); return -1; }
+        Py_INCREF(value);
+        *entries[i].slot = value;
+    }
+    if (!PyType_Check(hooks->tensor_type) || !PyType_Check(hooks->device_context) ||
+        !Py_TYPE(hooks->dtype)->tp_descr_get) {
+        PyErr_SetString(PyExc_RuntimeError, "sealed timer hooks: tensor_type and device_context must be types, "
+                        "dtype a descriptor");
+        return -1;
+    }
+    /* What the default-device mode's __torch_function__ is, looked up as foreign_mode_active does. */
+    hooks->torch_function_name = PyUnicode_InternFromString("__torch_function__");
+    if (!hooks->torch_function_name) return -1;
+    hooks->device_context_tf = _PyType_Lookup((PyTypeObject *)hooks->device_context, hooks->torch_function_name);
+    if (!hooks->device_context_tf) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "DeviceContext has no __torch_function__");
+        return -1;
+    }
+    Py_INCREF(hooks->device_context_tf);
+    return 0;
+}
+
+static PyObject *hook_call(PyObject *function, PyObject *arg) {
     return arg ? PyObject_CallOneArg(function, arg) : PyObject_CallNoArgs(function);
 }
 
-static long long hook_long(PyObject *hooks, const char *name, PyObject *arg) {
-    PyObject *value = hook_call(hooks, name, arg);
+static long long hook_long(PyObject *function, PyObject *arg) {
+    PyObject *value = hook_call(function, arg);
     if (!value) return -1;
     long long result = PyLong_AsLongLong(value);
     Py_DECREF(value);
@@ -24,41 +56,41 @@ static long long hook_long(PyObject *hooks, const char *name, PyObject *arg) {
 
 /* 1 when a torch function or dispatch mode other than an unmodified default-device context is
  * active: such a mode would run the submission's code while this file reads the outputs. */
-int foreign_mode_active(PyObject *hooks) {
-    long long functions = hook_long(hooks, "function_stack_len", NULL), dispatch = hook_long(hooks, "dispatch_stack_len", NULL);
+int foreign_mode_active(const torch_hooks *hooks) {
+    long long functions = hook_long(hooks->function_stack_len, NULL), dispatch = hook_long(hooks->dispatch_stack_len, NULL);
     if (functions < 0 || dispatch < 0) return -1;
     if (dispatch) return 1;
-    PyObject *allowed = PyDict_GetItemString(hooks, "device_context"), *allowed_tf = PyDict_GetItemString(hooks, "device_context_tf");
-    for (long long i = 0; i < functions; i++) {
-        PyObject *index = PyLong_FromLongLong(i), *mode = index ? hook_call(hooks, "function_stack_at", index) : NULL;
+    int foreign = 0;
+    for (long long i = 0; i < functions && !foreign; i++) {
+        PyObject *index = PyLong_FromLongLong(i), *mode = index ? hook_call(hooks->function_stack_at, index) : NULL;
         Py_XDECREF(index);
         if (!mode) return -1;
-        PyObject *tf = (PyObject *)Py_TYPE(mode) == allowed ? PyObject_GetAttrString(allowed, "__torch_function__") : NULL;
-        int foreign = tf != allowed_tf;
-        Py_XDECREF(tf);
+        /* The class's own attribute, read from its dicts (_PyType_Lookup runs no Python code, unlike
+         * getattr, which a descriptor or metaclass could turn into a call of the submission's). */
+        foreign = (PyObject *)Py_TYPE(mode) != hooks->device_context ||
+                  _PyType_Lookup((PyTypeObject *)hooks->device_context, hooks->torch_function_name) !=
+                      hooks->device_context_tf;
         Py_DECREF(mode);
-        PyErr_Clear();
-        if (foreign) return 1;
     }
-    return 0;
+    return foreign;
 }
 
-int describe_output(PyObject *hooks, int on_gpu, PyObject *tensor, output_view *view) {
-    PyObject *dtype_descriptor = PyDict_GetItemString(hooks, "dtype"), *storage = NULL, *size = NULL;
+int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, output_view *view) {
+    PyObject *storage = NULL, *size = NULL;
     long long pointer, nbytes, is_cuda;
-    view->dtype = Py_TYPE(dtype_descriptor)->tp_descr_get(dtype_descriptor, tensor, (PyObject *)Py_TYPE(tensor));
+    view->dtype = Py_TYPE(hooks->dtype)->tp_descr_get(hooks->dtype, tensor, (PyObject *)Py_TYPE(tensor));
     if (!view->dtype) return -1;
     Py_SETREF(view->dtype, PyObject_Str(view->dtype));
-    if (!view->dtype || !(storage = hook_call(hooks, "untyped_storage", tensor))) return -1;
-    pointer = hook_long(hooks, "storage_data_ptr", storage);
-    nbytes = hook_long(hooks, "storage_nbytes", storage);
+    if (!view->dtype || !(storage = hook_call(hooks->untyped_storage, tensor))) return -1;
+    pointer = hook_long(hooks->storage_data_ptr, storage);
+    nbytes = hook_long(hooks->storage_nbytes, storage);
     Py_DECREF(storage);
-    is_cuda = hook_long(hooks, "is_cuda", tensor);
-    view->offset = hook_long(hooks, "storage_offset", tensor);
-    if (PyErr_Occurred() || !(size = hook_call(hooks, "size", tensor))) return -1;
+    is_cuda = hook_long(hooks->is_cuda, tensor);
+    view->offset = hook_long(hooks->storage_offset, tensor);
+    if (PyErr_Occurred() || !(size = hook_call(hooks->size, tensor))) return -1;
     view->shape = PySequence_Tuple(size);
     Py_DECREF(size);
-    if (!view->shape || !(view->stride = hook_call(hooks, "stride", tensor))) return -1;
+    if (!view->shape || !(view->stride = hook_call(hooks->stride, tensor))) return -1;
     if (is_cuda != on_gpu) {
         PyErr_SetString(PyExc_ValueError, on_gpu ? "an output tensor is not on the GPU" : "an output tensor is not on the CPU");
         return -1;

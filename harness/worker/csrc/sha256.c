@@ -1,10 +1,18 @@
-/* Compact SHA-256 and HMAC-SHA256, written from FIPS 180-4 and RFC 2104. Where the process already
- * has OpenSSL's libcrypto (CPython's hashlib loads it), its SHA-256 is used instead: about 10x
- * faster on the CPUs here (SHA extensions), which matters for outputs of several MB per call. */
+/* SHA-256 and HMAC-SHA256, written from FIPS 180-4 and RFC 2104, with no function pointers and no
+ * other library on the path: the x86 SHA extensions where the CPU has them (about the speed of
+ * OpenSSL's, which matters for outputs of several MB per call), portable C elsewhere. The core
+ * once called OpenSSL's libcrypto through pointers it resolved with dlsym; a submission that
+ * found that table by value could swap EVP_DigestUpdate for its own and be handed the key. */
+#define _DEFAULT_SOURCE  /* explicit_bzero */
 #include "sha256.h"
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_SHANI 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -18,62 +26,98 @@ static const uint32_t K[64] = {
 
 #define ROTR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static void compress(uint32_t s[8], const uint8_t block[64]) {
-    uint32_t w[64], a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)block[4 * i] << 24 | (uint32_t)block[4 * i + 1] << 16 | (uint32_t)block[4 * i + 2] << 8 |
-               block[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 = ROTR(w[i - 15], 7) ^ ROTR(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        uint32_t s1 = ROTR(w[i - 2], 17) ^ ROTR(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+static void compress_portable(uint32_t s[8], const uint8_t *data, size_t blocks) {
+    for (; blocks; blocks--, data += 64) {
+        uint32_t w[64], a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
+        for (int i = 0; i < 16; i++)
+            w[i] = (uint32_t)data[4 * i] << 24 | (uint32_t)data[4 * i + 1] << 16 | (uint32_t)data[4 * i + 2] << 8 |
+                   data[4 * i + 3];
+        for (int i = 16; i < 64; i++) {
+            uint32_t s0 = ROTR(w[i - 15], 7) ^ ROTR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+            uint32_t s1 = ROTR(w[i - 2], 17) ^ ROTR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        }
+        for (int i = 0; i < 64; i++) {
+            uint32_t t1 = h + (ROTR(e, 6) ^ ROTR(e, 11) ^ ROTR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+            uint32_t t2 = (ROTR(a, 2) ^ ROTR(a, 13) ^ ROTR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+            h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+        }
+        s[0] += a; s[1] += b; s[2] += c; s[3] += d; s[4] += e; s[5] += f; s[6] += g; s[7] += h;
+        explicit_bzero(w, sizeof w);  /* an HMAC's first block is the key xor a pad */
     }
-    for (int i = 0; i < 64; i++) {
-        uint32_t t1 = h + (ROTR(e, 6) ^ ROTR(e, 11) ^ ROTR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
-        uint32_t t2 = (ROTR(a, 2) ^ ROTR(a, 13) ^ ROTR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
-    }
-    s[0] += a; s[1] += b; s[2] += c; s[3] += d; s[4] += e; s[5] += f; s[6] += g; s[7] += h;
 }
 
-/* OpenSSL's EVP digest entry points, resolved once (before the submission is imported, from init). */
-static struct {
-    int tried;
-    void *(*ctx_new)(void);
-    void (*ctx_free)(void *);
-    const void *(*sha256)(void);
-    int (*init)(void *, const void *, void *);
-    int (*update)(void *, const void *, size_t);
-    int (*final)(void *, unsigned char *, unsigned int *);
-} evp;
-
-void sha256_setup(void) {
-    if (evp.tried) return;
-    evp.tried = 1;
-    if (getenv("NVFP4_SHA256_BUILTIN")) return;  /* tests compare both implementations */
-    void *lib = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return;
-    *(void **)&evp.ctx_new = dlsym(lib, "EVP_MD_CTX_new");
-    *(void **)&evp.ctx_free = dlsym(lib, "EVP_MD_CTX_free");
-    *(void **)&evp.sha256 = dlsym(lib, "EVP_sha256");
-    *(void **)&evp.init = dlsym(lib, "EVP_DigestInit_ex");
-    *(void **)&evp.update = dlsym(lib, "EVP_DigestUpdate");
-    *(void **)&evp.final = dlsym(lib, "EVP_DigestFinal_ex");
-    if (!evp.ctx_new || !evp.ctx_free || !evp.sha256 || !evp.init || !evp.update || !evp.final) evp.ctx_new = NULL;
+#ifdef HAVE_SHANI
+/* The SHA extensions keep the state as two registers, (A, B, E, F) and (C, D, G, H), and run two
+ * rounds per sha256rnds2: four rounds per group of four message words. The schedule of group i
+ * (i >= 4) is msg2(msg1(g[i-4], g[i-3]) + (g[i-2] words 1..3, g[i-1] word 0), g[i-1]). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void compress_shani(uint32_t s[8], const uint8_t *data,
+                                                                       size_t blocks) {
+    const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);  /* big-endian words */
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&s[0]), hgfe = _mm_loadu_si128((const __m128i *)&s[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1), efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8), cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    for (; blocks; blocks--, data += 64) {
+        __m128i abef_start = abef, cdgh_start = cdgh, group[4];
+        for (int i = 0; i < 16; i++) {
+            __m128i words;
+            if (i < 4) {
+                words = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16 * i)), swap);
+            } else {
+                __m128i sum = _mm_add_epi32(_mm_sha256msg1_epu32(group[i & 3], group[(i + 1) & 3]),
+                                            _mm_alignr_epi8(group[(i + 3) & 3], group[(i + 2) & 3], 4));
+                words = _mm_sha256msg2_epu32(sum, group[(i + 3) & 3]);
+            }
+            group[i & 3] = words;
+            __m128i rounds = _mm_add_epi32(words, _mm_loadu_si128((const __m128i *)&K[4 * i]));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, rounds);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(rounds, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, abef_start);
+        cdgh = _mm_add_epi32(cdgh, cdgh_start);
+        group[0] = group[1] = group[2] = group[3] = _mm_setzero_si128();
+    }
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B), dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&s[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&s[4], _mm_alignr_epi8(dchg, feba, 8));
 }
 
-int sha256_uses_openssl(void) {
-    sha256_setup();
-    return evp.ctx_new != NULL;
+static int cpu_has_shani(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3)) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (b >> 29) & 1;  /* CPUID.(EAX=7,ECX=0):EBX.SHA[bit 29] */
+}
+#endif
+
+static int backend = -1;  /* 1: SHA extensions, 0: portable; either gives the same digests */
+
+static int use_shani(void) {
+    if (backend < 0) {
+#ifdef HAVE_SHANI
+        backend = !getenv("NVFP4_SHA256_PORTABLE") && cpu_has_shani();  /* tests compare both */
+#else
+        backend = 0;
+#endif
+    }
+    return backend;
+}
+
+static void compress(uint32_t s[8], const uint8_t *data, size_t blocks) {
+#ifdef HAVE_SHANI
+    if (use_shani()) {
+        compress_shani(s, data, blocks);
+        return;
+    }
+#endif
+    compress_portable(s, data, blocks);
+}
+
+const char *sha256_backend(void) {
+    return use_shani() ? "sha-ni" : "portable";
 }
 
 void sha256_init(sha256_ctx *ctx) {
-    sha256_setup();
-    ctx->evp = evp.ctx_new ? evp.ctx_new() : NULL;
-    if (ctx->evp && evp.init(ctx->evp, evp.sha256(), NULL) != 1) {
-        evp.ctx_free(ctx->evp);
-        ctx->evp = NULL;
-    }
     static const uint32_t initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(ctx->state, initial, sizeof initial);
@@ -82,43 +126,40 @@ void sha256_init(sha256_ctx *ctx) {
 }
 
 void sha256_update(sha256_ctx *ctx, const void *data, size_t size) {
-    if (ctx->evp) {
-        evp.update(ctx->evp, data, size);
-        return;
-    }
     const uint8_t *bytes = data;
     ctx->length += size;
-    while (size) {
+    if (ctx->used) {
         size_t take = 64 - ctx->used < size ? 64 - ctx->used : size;
         memcpy(ctx->block + ctx->used, bytes, take);
         ctx->used += take; bytes += take; size -= take;
-        if (ctx->used == 64) {
-            compress(ctx->state, ctx->block);
-            ctx->used = 0;
-        }
+        if (ctx->used < 64) return;
+        compress(ctx->state, ctx->block, 1);
+        ctx->used = 0;
     }
+    if (size >= 64) {  /* whole blocks straight from the caller's buffer */
+        compress(ctx->state, bytes, size / 64);
+        bytes += size / 64 * 64;
+        size %= 64;
+    }
+    memcpy(ctx->block, bytes, size);
+    ctx->used = size;
 }
 
 void sha256_final(sha256_ctx *ctx, uint8_t out[32]) {
-    if (ctx->evp) {
-        unsigned int size = 32;
-        evp.final(ctx->evp, out, &size);
-        evp.ctx_free(ctx->evp);
-        ctx->evp = NULL;
-        return;
-    }
     uint64_t bits = ctx->length * 8;
-    uint8_t pad = 0x80, zero = 0, length[8];
-    sha256_update(ctx, &pad, 1);
-    while (ctx->used != 56) sha256_update(ctx, &zero, 1);
-    for (int i = 0; i < 8; i++) length[i] = (uint8_t)(bits >> (56 - 8 * i));
-    sha256_update(ctx, length, 8);
+    uint8_t padding[72] = {0x80};
+    size_t pad = (ctx->used < 56 ? 56 : 120) - ctx->used;
+    for (int i = 0; i < 8; i++) padding[pad + i] = (uint8_t)(bits >> (56 - 8 * i));
+    sha256_update(ctx, padding, pad + 8);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (uint8_t)(ctx->state[i] >> 24); out[4 * i + 1] = (uint8_t)(ctx->state[i] >> 16);
         out[4 * i + 2] = (uint8_t)(ctx->state[i] >> 8); out[4 * i + 3] = (uint8_t)ctx->state[i];
     }
+    explicit_bzero(ctx, sizeof *ctx);
 }
 
+/* Every buffer that held the key, the key xor a pad or a midstate is wiped before returning; what
+ * the compiler kept in registers or spilled is the caller's to scrub (sealed.c scrub_stack). */
 void hmac_sha256(const uint8_t *key, size_t key_size, const void *message, size_t size, uint8_t out[32]) {
     uint8_t block[64] = {0}, inner[32];
     sha256_ctx ctx;
@@ -131,4 +172,6 @@ void hmac_sha256(const uint8_t *key, size_t key_size, const void *message, size_
     sha256_init(&ctx); sha256_update(&ctx, block, 64); sha256_update(&ctx, message, size); sha256_final(&ctx, inner);
     for (int i = 0; i < 64; i++) block[i] ^= 0x36 ^ 0x5c;
     sha256_init(&ctx); sha256_update(&ctx, block, 64); sha256_update(&ctx, inner, 32); sha256_final(&ctx, out);
+    explicit_bzero(block, sizeof block);
+    explicit_bzero(inner, sizeof inner);
 }

@@ -1,10 +1,12 @@
 """pygpubench exploits/submission_aes_key_recovery.py, rewritten for this harness: read the compiled
 core's MAC key out of its own process memory and sign a faster time.
 
-A KNOWN HOLE (docs/security.md, "Native code in the same process"): the key is a static of
-harness/worker/_sealed*.so, at an offset its ELF symbol table names; ctypes reads it, and harness.judge.seal
-computes valid MACs with it. This row expects the forgery to pass, so the suite notices the day it
-stops working (then flip the row to rejected).
+Closed by issue 23 (docs/security.md, "Native code in the same process"): the key used to be a
+static of harness/worker/_sealed*.so, at an offset its ELF symbol table named, and this file read
+it with ctypes and signed half of every time; it passed at half its honest twin's time on the CPU
+and on an H100. The key now lives on an anonymous page at a random address that no symbol names,
+so the lookup finds nothing; the attack goes on with 32 zero bytes as its guess, and the parent
+rejects the first forged MAC. p01b and p01c try the next steps: scanning memory for the key.
 """
 
 import ctypes
@@ -45,7 +47,10 @@ def _base_address(path):
 
 
 core = sys.modules["harness.worker._sealed"].__file__
-KEY = ctypes.string_at(_base_address(core) + _symbol_offset(core, b"key"), seal.KEY_BYTES)
+try:
+    KEY = ctypes.string_at(_base_address(core) + _symbol_offset(core, b"key"), seal.KEY_BYTES)
+except LookupError:  # no symbol names the key any more: sign anyway, with a guess
+    KEY = bytes(seal.KEY_BYTES)
 worker = _reach.worker()
 timer = _reach.timer()
 requests = []

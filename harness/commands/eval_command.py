@@ -66,7 +66,7 @@ def _handle(args: argparse.Namespace) -> int:
         return 130
     finally:
         progress.close()
-    print(report.render(result))
+    print(report.render(result, verbose=args.verbose))
     if json_path:
         json_path.write_text(json.dumps(result.to_json(), indent=2))
     return int(result.exit_code)
@@ -85,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
     parser.add_argument("--keep-going", action="store_true",
                         help="run every case even when the first ones fail the same way")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the worker's full traceback of a failed case (its stacks at a timeout)")
     parser.add_argument("--tool", choices=sanitize.TOOL_CHOICES, default="memcheck",
                         help="sanitize mode: the compute-sanitizer tool (all = each in turn)")
     parser.set_defaults(handler=_handle)

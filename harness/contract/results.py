@@ -107,6 +107,8 @@ class CaseResult:
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
     exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES
     # discarded with the sleep raised; later ones counted at the first sleep)
+    traceback: str | None = None  # the worker's traceback when the submission raised, or its Python stacks
+    # (all threads) when a stage timed out; shown by `eval --verbose`
 
 
 @dataclass

@@ -69,7 +69,23 @@ def _test_lines(tests: list[CaseResult]) -> list[str]:
     return lines
 
 
-def render(result: RunResult) -> str:
+def _traceback_lines(result: RunResult, verbose: bool) -> list[str]:
+    """The worker's tracebacks (or stacks at a timeout) of the failed cases; without ``verbose`` a
+    hint that they exist."""
+    kept = [c for c in result.cases if c.traceback]
+    if not kept:
+        return []
+    if not verbose:
+        return ["", "(--verbose prints the worker's full traceback; --json keeps it)"]
+    lines: list[str] = []
+    for case in kept:
+        lines += ["", f"Traceback of {case.kind} {shape_text(case.case)} (in the worker):"]
+        lines += ["  " + line for line in case.traceback.rstrip().splitlines()]
+    return lines
+
+
+def render(result: RunResult, verbose: bool = False) -> str:
+    """The report; ``verbose`` adds the worker's traceback of each failed case."""
     device = result.device.get("name", result.device.get("type", "?"))
     lines = [f"{result.problem}: {result.submission_path} "
              f"({result.mode} mode, {device}, harness {result.harness_version})"]
@@ -113,6 +129,7 @@ def render(result: RunResult) -> str:
     if result.stdout_tail.strip():
         lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]
+    lines += _traceback_lines(result, verbose)
     if result.status == Status.PASSED and result.reason:
         lines += ["", f"Note: {result.reason}"]
     if result.sanitizer_report:

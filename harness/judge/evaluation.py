@@ -108,8 +108,8 @@ class Evaluation:
         if failure.status in (Status.CRASHED, Status.CUDA_ERROR, Status.BAD_INPUT):
             need = hardware_verdict.diagnose(failure.reason, self.source, self.device_info)
             if need:
-                return CaseResult(kind, case, Status.UNSUPPORTED, need)
-        return CaseResult(kind, case, failure.status, failure.reason)
+                return CaseResult(kind, case, Status.UNSUPPORTED, need, traceback=failure.traceback or None)
+        return CaseResult(kind, case, failure.status, failure.reason, traceback=failure.traceback or None)
 
     def stop_reason(self, results: list[CaseResult]) -> str | None:
         """Why the remaining cases should not run, or None to go on."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract import protocol
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
 from harness.judge import seal
@@ -21,10 +22,14 @@ from harness.judge.worker_process import WorkerProcess
 
 
 class WorkerFailure(Exception):
-    def __init__(self, status: Status, reason: str) -> None:
+    """A case's end: one status, one line of reason, and the worker's traceback (or, on a timeout,
+    its stacks) when there is one, for ``--verbose`` and the JSON result."""
+
+    def __init__(self, status: Status, reason: str, traceback: str = "") -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.traceback = traceback
 
 
 @dataclass
@@ -98,7 +103,8 @@ class WorkerSession:
                 "failed": Status.FAILED,
                 "harness_fault": Status.HARNESS_FAULT,
             }.get(str(header.get("kind")), Status.CRASHED)
-            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})")
+            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})",
+                                protocol.tail(str(header.get("traceback") or "")))
         if header["op"] != op:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, f"unexpected '{header['op']}' message on the result channel")

@@ -30,6 +30,7 @@ class Worker:
         self.results_fd = results_fd
         self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by 'prepare'
         self.key_fd = key_fd
+        self.submission_file: str | None = None  # whose deepest line a failure's reason names
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
@@ -48,6 +49,7 @@ class Worker:
         self.timer = self._make_timer()
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol))
         submission_path = Path(request["submission"])
+        self.submission_file = str(submission_path)
         sys.path.insert(0, str(submission_path.parent))
         start = timers._perf_counter()
         if isinstance(self.timer, sealed_core.SealedTimer):  # the core imports it and keeps custom_kernel
@@ -109,7 +111,7 @@ class Worker:
             self.send({"op": "output", "time_us": 0.0, "host_us": 0.0, "structure": structure, "unfinished": False},
                       outputs)
         except BaseException as error:  # classified for the output log; the sanitizer's report says more
-            print(f"harness worker: {classify(error)}", flush=True)
+            print(f"harness worker: {classify(error, self.submission_file)}", flush=True)
             os._exit(3)
 
     def call(self, request: dict[str, Any]) -> None:
@@ -210,9 +212,9 @@ def main(argv: list[str]) -> int:
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line
-        failure = classify(error)
+        failure = classify(error, worker.submission_file)
         try:
-            worker.send({"op": "error", "kind": failure.kind, "message": str(failure)})
+            worker.send({"op": "error", "kind": failure.kind, "message": str(failure), "traceback": failure.traceback})
         except OSError:
             return 3
         return 2

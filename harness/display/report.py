@@ -76,10 +76,11 @@ def _traceback_lines(result: RunResult, verbose: bool) -> list[str]:
     if not kept:
         return []
     if not verbose:
-        return ["", "(--verbose prints the worker's full traceback; --json keeps it)"]
+        return ["", "(--verbose prints the worker's traceback, or its stacks at a timeout; --json keeps it)"]
     lines: list[str] = []
     for case in kept:
-        lines += ["", f"Traceback of {case.kind} {shape_text(case.case)} (in the worker):"]
+        what = "Python stacks at the time limit" if case.status == Status.TIMEOUT else "Traceback"
+        lines += ["", f"{what} of {case.kind} {shape_text(case.case)} (in the worker):"]
         lines += ["  " + line for line in case.traceback.rstrip().splitlines()]
     return lines
 

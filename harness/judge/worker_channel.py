@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,20 @@ class CallOutput:
     exposed: bool = False  # the queued sleep ran out before the call was queued: time not trusted
 
 
+
+
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+) in (\S+)')
+
+
+def hung_at(stacks: str, submission: Path) -> str:
+    """"; it was at submission.py:7 in custom_kernel": the innermost line of the submission's file in
+    a faulthandler dump of a worker past its limit (else its first frame); empty without a dump."""
+    frames = _FRAME.findall(stacks)
+    own = [f for f in frames if os.path.realpath(f[0]) == os.path.realpath(submission)]
+    if not frames:
+        return ""
+    file, line, name = (own or frames)[0]
+    return f"; it was at {Path(file).name}:{line} in {name}"
 
 
 class WorkerSession:
@@ -81,10 +96,13 @@ class WorkerSession:
         try:
             message = self.worker.messages.get(timeout=timeout_s)
         except queue.Empty:
+            stacks = self.worker.stacks()
             self.worker.kill()
             raise WorkerFailure(
                 Status.TIMEOUT,
-                f"{stage} took longer than {timeout_s:g} s (task.yml timeouts_s); the worker was killed",
+                f"{stage} took longer than {timeout_s:g} s (task.yml timeouts_s, times --timeout-scale); the worker "
+                f"was killed{hung_at(stacks, self.submission)}",
+                stacks,
             ) from None
         if isinstance(message, EOFError):
             raise WorkerFailure(Status.CRASHED, f"the worker {self.worker.exit_text()} during {stage}")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,9 @@ def worker_environment(device: str, visible_devices: str | None) -> dict[str, st
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
     return env
 
+
+STACK_WAIT_S = 2.0
+"""How long a worker past its time limit may take to write its stacks before it is killed."""
 
 PIPE_BYTES = 1 << 20
 """The result pipe's buffer (Linux's default ceiling, /proc/sys/fs/pipe-max-size): an 8 MiB output
@@ -168,14 +172,18 @@ class WorkerProcess:
         _widen_pipe(results_w)
         # The key reaches the worker's compiled core through a pipe it closes before the import.
         self.key, key_r = seal.new_key_pipe()
+        # Its stacks at a timeout go to a file of the parent's, unlinked and outside the worker's
+        # folder: the worker holds only the descriptor, so it cannot point the parent at another file.
+        self._stacks = tempfile.TemporaryFile(prefix="nvfp4-stacks-")  # noqa: SIM115 (closed by close())
+        stacks_w = self._stacks.fileno()
         env = worker_environment(self.device, self.visible_devices)
         env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
-                 str(key_r), ",".join(steps)],
-                pass_fds=(commands_r, results_w, key_r),
+                 str(key_r), ",".join(steps), str(stacks_w)],
+                pass_fds=(commands_r, results_w, key_r, stacks_w),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -208,6 +216,28 @@ class WorkerProcess:
         self.process.wait()
         return describe_exit(self.process.returncode)
 
+    def stacks(self, wait_s: float = STACK_WAIT_S) -> str:
+        """Every thread's Python stack, asked of a live worker (SIGUSR1 to its faulthandler) before it
+        is killed; empty when it runs under a wrapper (compute-sanitizer: its pid is not the worker's)
+        or did not answer within ``wait_s``. Shown to the user, never trusted."""
+        if self.process is None or self.process.poll() is not None or self.command_prefix:
+            return ""
+        fd = self._stacks.fileno()
+        start = os.fstat(fd).st_size  # anything the submission wrote there before is not the dump
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGUSR1)
+        deadline, size = time.monotonic() + wait_s, start
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = os.fstat(fd).st_size
+            if now > start and now == size:  # written and no longer growing
+                break
+            size = now
+        size = os.fstat(fd).st_size
+        keep = 4 * protocol.TRACEBACK_CHARS
+        text = os.pread(fd, max(0, min(keep, size - start)), max(start, size - keep)).decode(errors="replace")
+        return protocol.tail(text)
+
     def kill(self) -> None:
         """SIGKILL the whole process group (anything the submission left running goes with it)."""
         if self.process is None:
@@ -228,6 +258,7 @@ class WorkerProcess:
         self.kill()
         os.close(self._commands_w)
         os.close(self._results_r)
+        self._stacks.close()
         self._workdir.cleanup()
         self.process = None
 

@@ -9,8 +9,10 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -205,8 +207,16 @@ class Worker:
                 return
 
 
+def arm_stack_dump(fd: int) -> None:
+    """At a stage's time limit the parent sends SIGUSR1 before it kills this process: every thread's
+    Python stack then goes to ``fd`` (a file of the parent's), so the report says where it hung.
+    faulthandler writes from its C signal handler: a thread stuck in C code still answers."""
+    faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True)
+
+
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
+    arm_stack_dump(int(argv[4]))
     # Confined before any submission code exists; the report travels in the 'ready' message.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:

@@ -80,6 +80,24 @@ def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
     assert result.exit_code == (ExitCode.BAD_INPUT if status == Status.BAD_INPUT else ExitCode.CHECK_FAILED)
 
 
+def test_a_problem_argument_and_a_popcorn_line_that_disagree_stop_before_any_worker(tmp_path, monkeypatch, capsys):
+    from harness.judge import evaluation
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a worker was started")
+
+    monkeypatch.setattr(evaluation, "WorkerSession", no_worker)
+    path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return data[-1]\n")
+    result = evaluate_submission("nvfp4_gemm", path, "test", "cpu")
+    assert result.status == Status.BAD_INPUT and result.exit_code == ExitCode.BAD_INPUT
+    assert "'#!POPCORN leaderboard nvfp4_gemv'" in result.reason and "nvfp4_gemm" in result.reason
+    assert "\n" not in result.reason
+    from harness.commands.main import main
+
+    assert main(["eval", "nvfp4_gemm", str(path), "--device", "cpu", "--mode", "test"]) == ExitCode.BAD_INPUT
+    assert "nvfp4_gemv" in capsys.readouterr().out
+
+
 def test_missing_gpu_is_a_device_failure(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible here")  # the GPU path is exercised by scripts/gpu_check.sh

@@ -20,7 +20,7 @@ import torch
 
 from harness import __version__
 from harness.contract.results import RunResult, Status, worst
-from harness.contract.submission_file import SubmissionFileError, read_submission
+from harness.contract.submission_file import SubmissionFileError, agreed_problem, read_submission
 from harness.contract.task_spec import Task, TaskError, load_task
 from harness.contract.work_formula import work
 from harness.display import report
@@ -113,6 +113,7 @@ def evaluate_submission(
             )
         task = load_task(problem).with_timeouts_scaled(timeout_scale)
         result.problem = task.directory.name
+        agreed_problem(task.directory.name, file.leaderboard, submission.name)  # a folder's name is its problem
         mode = mode if isinstance(mode, Mode) else mode_named(mode)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if mode.sanitized:

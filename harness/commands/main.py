@@ -8,13 +8,34 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import platform
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from harness import __version__
 from harness.contract.results import ExitCode
 
 COMMAND_MODULES = tuple(f"harness.commands.{name}_command" for name in (
-    "eval", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
+    "new", "eval", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
+
+
+def version_line() -> str:
+    """The harness's, torch's (and its CUDA's) and Python's versions: what a bug report needs."""
+    import torch
+
+    cuda = f"CUDA {torch.version.cuda}" if torch.version.cuda else "no CUDA"
+    return f"nvfp4-harness {__version__} (torch {torch.__version__}, {cuda}, Python {platform.python_version()})"
+
+
+class _Version(argparse.Action):
+    """--version, with torch's version looked up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the harness's and torch's versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(version_line())
+        parser.exit()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,6 +48,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_Version)
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

@@ -16,7 +16,7 @@ from harness import __version__
 from harness.contract.results import ExitCode
 
 COMMAND_MODULES = tuple(f"harness.commands.{name}_command" for name in (
-    "new", "eval", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
+    "new", "eval", "history", "compare", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
 
 
 def version_line() -> str:

@@ -7,6 +7,7 @@ import subprocess
 
 from harness.contract.results import CaseResult, RunResult, Status
 from harness.contract.task_spec import shape_text
+from harness.display.tables import text_table
 
 STATUS_WORDS = {
     Status.PASSED: "PASS",
@@ -69,6 +70,17 @@ def _test_lines(tests: list[CaseResult]) -> list[str]:
     return lines
 
 
+def _kernel_lines(case: CaseResult) -> list[str]:
+    """Nsight Compute's kernels of one profiled call: what each took and what bounds it."""
+    if not case.kernels:
+        return []
+    rows = [[k.name, f"{k.duration_us:.2f}", f"{k.dram_pct:.1f}", f"{k.sm_pct:.1f}", f"{k.occupancy_pct:.1f}",
+             str(k.registers), k.bound] for k in case.kernels]
+    columns = ["kernel", "us", "DRAM %", "SM %", "occupancy %", "regs/thread", "bound by"]
+    return ["", f"Nsight Compute, one call of {shape_text(case.case)} (% of peak; bound by the larger):",
+            *text_table(columns, rows, indent=2)]
+
+
 def _traceback_lines(result: RunResult, verbose: bool) -> list[str]:
     """The worker's tracebacks (or stacks at a timeout) of the failed cases; without ``verbose`` a
     hint that they exist."""
@@ -125,8 +137,11 @@ def render(result: RunResult, verbose: bool = False) -> str:
                 else "some case did not pass")
             lines.append(f"Not rankable: {why}")
     for case in timed:
+        lines += _kernel_lines(case)
         if case.profile:
             lines += ["", f"Profile of one call, {shape_text(case.case)} (torch.profiler):", case.profile]
+    if result.ncu_reports:
+        lines += ["", f"Nsight Compute reports (.ncu-rep, open in ncu-ui): {result.ncu_reports}"]
     if result.stdout_tail.strip():
         lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]

@@ -14,8 +14,6 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from harness.contract.results import RunResult
 from harness.leaderboard.store import StoreError, apply_migrations, load_result, utc_now
 
@@ -27,7 +25,11 @@ APP_NAME = "nvfp4-harness"
 def default_path() -> Path:
     """``$NVFP4_HISTORY_DB``, else history.db in this user's data folder."""
     override = os.environ.get(HISTORY_ENV)
-    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
+    if override:
+        return Path(override)
+    import platformdirs  # here, not at the top: an eval on an image without it still runs (and says so)
+
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
 
 
 @dataclass(frozen=True)
@@ -116,5 +118,8 @@ def record(run: RunResult) -> str:
             before = history.previous(run_id, run.problem, run.mode)
     except StoreError as error:
         return f"note: not kept in the history: {error} (--no-history turns it off)"
+    except ModuleNotFoundError as error:
+        return f"note: not kept in the history: {error.name} is not installed (pip install {error.name}, or set " \
+               f"${HISTORY_ENV} to a file)"
     compare = f"; python -m harness compare {before} {run_id} shows the change" if before else ""
     return f"kept as run {run_id} in the history (python -m harness history{compare})"

@@ -25,7 +25,7 @@ from harness.contract.task_spec import Task, TaskError, load_task
 from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
-from harness.judge import sanitize, seal
+from harness.judge import nsight, sanitize, seal
 from harness.judge.evaluation import Evaluation, gpu_index
 from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
 from harness.judge.score import geometric_mean
@@ -83,13 +83,15 @@ def evaluate_submission(
     keep_going: bool = False,
     sanitizer_tool: str = "memcheck",
     sanitizer_report: Path | None = None,
+    ncu_report_dir: Path | None = None,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
     ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
     toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
     ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
-    raw report to ``sanitizer_report`` (default: a new file in the temp folder).
+    raw report to ``sanitizer_report`` (default: a new file in the temp folder). Profile mode on a GPU
+    with Nsight Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -144,6 +146,8 @@ def evaluate_submission(
             result.sanitizer_report = str(_write_sanitizer_report(log, sanitizer_report))
         else:
             result.cases = evaluation.run(cases)
+            if mode.profiled:
+                notes += _nsight_pass(evaluation, result, device, ncu_report_dir)
     finally:
         evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
@@ -164,6 +168,24 @@ def evaluate_submission(
     )
     result.elapsed_s = time.perf_counter() - started
     return result
+
+
+def _nsight_pass(evaluation: Evaluation, result: RunResult, device: str, folder: Path | None) -> list[str]:
+    """Profile mode: each passed benchmark shape once under Nsight Compute where it can run, else
+    one note saying why not (torch.profiler's table stays either way); notes on what failed."""
+    ncu = nsight.find_ncu()
+    why_not = nsight.unavailable(device, ncu)
+    if why_not or ncu is None:
+        return [why_not] if why_not else []
+    if not any(c.kind == "benchmark" and c.status == Status.PASSED for c in result.cases):
+        return []
+    tail = evaluation.stdout_tail  # the submission's output, not ncu's
+    folder = folder or Path(tempfile.mkdtemp(prefix="nvfp4-ncu-"))
+    try:
+        return nsight.profile_cases(evaluation, result.cases, ncu, folder)
+    finally:
+        evaluation.stdout_tail = tail
+        result.ncu_reports = str(folder)
 
 
 def _sanitizer_for(device: str, tool: str) -> Path:

@@ -65,11 +65,11 @@ class WorkerSession:
     """The parent's conversation with one worker for one submission; use as a context manager."""
 
     def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None,
-                 command_prefix: list[str] | None = None) -> None:
+                 command_prefix: list[str] | None = None, keep_uid: bool = False) -> None:
         self.task = task
         self.submission = submission
         self.device = device
-        self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []))
+        self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []), keep_uid)
         self.sealed = False
         self.overhead_us: float | None = None
         self._next_index = 0
@@ -166,9 +166,10 @@ class WorkerSession:
         with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
             self.worker.send(header)
 
-    def profile(self, case: dict[str, Any], timeout_s: float) -> str:
-        """One call under torch.profiler in the worker; returns its table (shown, not parsed)."""
-        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
+    def profile(self, case: dict[str, Any], timeout_s: float, under_ncu: bool = False) -> str:
+        """One call under torch.profiler in the worker; returns its table (shown, not parsed).
+        ``under_ncu``: a warm call, then one call in the range Nsight Compute profiles."""
+        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": "ncu" if under_ncu else True})
         header, _ = self._expect("profile", "a profiled call", timeout_s)
         return str(header.get("table", ""))[:20000]
 

@@ -149,11 +149,12 @@ class WorkerProcess:
     """One spawned worker: its process group, pipes, key, work folder and log."""
 
     def __init__(self, submission: Path, device: str, visible_devices: str | None,
-                 command_prefix: list[str]) -> None:
+                 command_prefix: list[str], keep_uid: bool = False) -> None:
         self.submission = submission
         self.device = device
         self.visible_devices = visible_devices
         self.command_prefix = command_prefix  # a wrapper of the worker, e.g. compute-sanitizer
+        self.keep_uid = keep_uid  # no uid drop: Nsight Compute reads counters the driver keeps for admins
         self.messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -164,7 +165,7 @@ class WorkerProcess:
         self.log_path = Path(self._workdir.name) / "submission-output.log"
         steps = worker_confinement.chosen_steps()
         parent = os.getpid()
-        drop_to_uid = unprivileged_uid(self.submission) if "uid" in steps else None
+        drop_to_uid = unprivileged_uid(self.submission) if "uid" in steps and not self.keep_uid else None
         if drop_to_uid is not None:
             os.chown(self._workdir.name, drop_to_uid, drop_to_uid)
         commands_r, self._commands_w = os.pipe()

@@ -124,7 +124,7 @@ class Worker:
         operands = [t for t in flatten(data) if t.dtype != torch.float16]  # fp16 tensors are output buffers
         pristine = [bytes_of(t).clone() for t in operands]
         if request.get("profile"):
-            self.send_profile(data)
+            self.send_profile(data, under_ncu=request["profile"] == "ncu")
             return
         if isinstance(self.timer, sealed_core.SealedTimer):
             header, parts, outputs = self._sealed_call(request, data)
@@ -179,8 +179,22 @@ class Worker:
         self.send({"op": "recheck", "overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us,
                    "mac": mac.hex()})
 
-    def send_profile(self, data: Any) -> None:
-        """One call under torch.profiler; the parent shows its per-kernel table."""
+    def send_profile(self, data: Any, under_ncu: bool = False) -> None:
+        """One call under torch.profiler; the parent shows its per-kernel table. ``under_ncu``: one warm
+        call (compile, autotune), then one call inside cudaProfilerStart/Stop, the one range that
+        `ncu --profile-from-start off` profiles (harness.judge.nsight)."""
+        if under_ncu:
+            on_gpu = self.device.type == "cuda"
+            self.kernel(data)
+            if on_gpu:
+                torch.cuda.synchronize()
+                torch.cuda.profiler.start()
+            self.kernel(data)
+            if on_gpu:
+                torch.cuda.synchronize()
+                torch.cuda.profiler.stop()
+            self.send({"op": "profile", "table": ""})
+            return
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self.device.type == "cuda":
             activities.append(torch.profiler.ProfilerActivity.CUDA)

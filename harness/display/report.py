@@ -39,6 +39,11 @@ def read_clocks(index: int = 0) -> dict[str, object]:
     return dict(zip(names, (v.strip() for v in out.split(","))))
 
 
+def case_text(case: dict[str, object]) -> str:
+    """A case's shape and its seed: which inputs it was checked on ('m=128 k=256 l=1 seed=7')."""
+    return shape_text(case) + (f" seed={case['seed']}" if "seed" in case else "")
+
+
 def case_summary(case: CaseResult) -> str:
     if case.status == Status.PASSED and case.timing:
         sol = f", {case.pct_of_sol:.1f}% of SOL" if case.pct_of_sol else ""
@@ -46,17 +51,9 @@ def case_summary(case: CaseResult) -> str:
     return f"{STATUS_WORDS[case.status]}: {case.reason}" if case.reason else STATUS_WORDS[case.status]
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-             for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
-
-
 def _test_lines(tests: list[CaseResult]) -> list[str]:
-    """One line per test shape; a run of shapes not run for one reason is one line."""
-    lines: list[str] = []
+    """One row per test shape and seed; a run of shapes not run for one reason is one row."""
+    rows: list[list[str]] = []
     index = 0
     while index < len(tests):
         case = tests[index]
@@ -64,10 +61,10 @@ def _test_lines(tests: list[CaseResult]) -> list[str]:
         while case.status == Status.NOT_RUN and end < len(tests) and tests[end].status == Status.NOT_RUN \
                 and tests[end].reason == case.reason:
             end += 1
-        shape = shape_text(case.case) if end == index + 1 else f"{end - index} shapes"
-        lines.append(f"  {STATUS_WORDS[case.status]:<9} {shape:<40} {case.reason}")
+        shape = case_text(case.case) if end == index + 1 else f"{end - index} shapes"
+        rows.append([STATUS_WORDS[case.status], shape, case.reason])
         index = end
-    return lines
+    return text_table(["status", "shape", "why"], rows, indent=2, right=())
 
 
 def _kernel_lines(case: CaseResult) -> list[str]:
@@ -124,7 +121,8 @@ def render(result: RunResult, verbose: bool = False) -> str:
                 f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-",
                 STATUS_WORDS[case.status],
             ])
-        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""), *_table(rows)]
+        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""),
+                  *text_table(rows[0], rows[1:])]
         for case in timed:
             if case.status != Status.PASSED:
                 lines.append(f"  {shape_text(case.case)}: {case.reason}")

@@ -119,7 +119,8 @@ def profile_case(evaluation: Evaluation, case: dict[str, object], ncu: Path, rep
     except WorkerFailure as failure:
         raise NsightFailed(f"the worker under ncu failed: {failure.reason}") from None
     if not report.is_file():
-        raise NsightFailed(f"ncu wrote no report ({evaluation.stdout_tail.strip().splitlines()[-1:] or 'no output'})")
+        said = (evaluation.stdout_tail.strip().splitlines() or ["no output"])[-1]
+        raise NsightFailed(f"ncu wrote no report; its last line: {said}")
     try:
         done = subprocess.run(import_command(ncu, report), capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:

@@ -21,7 +21,7 @@ import torch
 from harness import __version__
 from harness.contract.results import RunResult, Status, worst
 from harness.contract.submission_file import SubmissionFileError, agreed_problem, read_submission
-from harness.contract.task_spec import Task, TaskError, load_task
+from harness.contract.task_spec import Task, TaskError, load_task, shape_text
 from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
@@ -46,12 +46,16 @@ def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[
     notes: list[str] = []
     if device == "cpu":
         small = [c for c in tests if case_flops(task, c) <= CPU_MAX_FLOPS]
+        # A CPU shape that a contest test already covers runs once, with the contest's seed.
+        covered = {shape_text(c) for c in small}
+        own = [c for c in task.cpu_tests if shape_text(c) not in covered]
         if len(small) < len(tests):
             notes.append(
                 f"{len(tests) - len(small)} of {len(tests)} contest test shapes are too large for the CPU "
-                "(run on a GPU to check them)"
+                f"(run on a GPU to check them); the CPU checks the {len(small)} that fit{'s' * (len(small) == 1)}"
+                + (f" and {len(own)} smaller shape{'s' * (len(own) != 1)} of its own" if own else "")
             )
-        tests = list(task.cpu_tests) + small
+        tests = own + small
         benchmarks = tests  # on the CPU, 'benchmark' times the test shapes: wall clock, not rankable
         if mode.kinds(device) != mode.kinds("cuda"):
             notes.append("timing needs a GPU: this CPU run checks correctness only "

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import platform
 import sys
+import textwrap
 from typing import Any, NoReturn
 
 from harness import __version__
@@ -38,6 +39,26 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+DESCRIPTION = ("Check, time and rank NVFP4 kernel submissions (batched GEMV, GEMM, dual GEMM, grouped GEMM): "
+               "a contest submission.py runs unchanged, on a GPU or, for correctness, on the CPU.")
+EPILOG = """\
+a contestant's day:
+  new PROBLEM [PATH]          start from the problem's template (default ./submission.py)
+  eval FILE                   check every test shape, then time every benchmark shape
+                              (--mode test|benchmark|profile|sanitize, --verbose, --json FILE)
+  history [PROBLEM]           the runs eval kept for you
+  compare A B                 two runs per shape (history ids or --json files)
+  sol PROBLEM                 the speed-of-light table; calibrate: this GPU's measured rates
+  submit FILE                 send it to a contest service and wait for its report
+the organizer:
+  leaderboard                 rank every file under submissions/ (--cluster for several GPUs)
+  serve, user add|list|revoke the submission service and its users
+
+""" + textwrap.fill("exit codes: " + ", ".join(f"{int(code)} {code.name.lower().replace('_', ' ')}"
+                                             for code in ExitCode), width=96, subsequent_indent="  ") + """
+'python -m harness COMMAND --help' says more about each."""
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad command lines exit with the harness's bad-input code (113), not argparse's 2."""
 
@@ -47,7 +68,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m harness", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m harness", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version)
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:

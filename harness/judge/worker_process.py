@@ -133,11 +133,20 @@ def unprivileged_uid(submission: Path | None = None) -> int | None:
     (the harness's, and ``submission`` when given)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
+    return worker_confinement.UNPRIVILEGED_UID if unreachable_code(submission) is None else None
+
+
+def unreachable_code(submission: Path | None = None) -> tuple[Path, Path] | None:
+    """(a file the worker needs, where the unprivileged uid is stopped on its way to it), or None
+    when that uid can read the interpreter, the worker's code, torch and ``submission``."""
     needed = [Path(sys.executable), REPO_ROOT / "harness" / "worker" / "serve_loop.py", Path(torch.__file__)]
     if submission is not None:
         needed.append(submission)
-    reachable = all(worker_confinement.readable_by_others(p) for p in needed)
-    return worker_confinement.UNPRIVILEGED_UID if reachable else None
+    for path in needed:
+        blocked = worker_confinement.blocked_at(path)
+        if blocked is not None:
+            return path.resolve(), blocked
+    return None
 
 
 def workers_run_unprivileged() -> bool:

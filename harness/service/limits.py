@@ -60,6 +60,8 @@ def choose_problem(asked: str | None, text: str, known: list[str]) -> str:
     """The form's problem, else the file's '#!POPCORN leaderboard' line; Refused(400) if unknown or
     if the two disagree."""
     directives = {key.lower(): value for key, value in DIRECTIVE.findall(text)}
+    if asked and asked not in known:
+        raise Refused(400, f"unknown problem '{asked}': choose one of {', '.join(known)}")
     try:
         problem = agreed_problem(asked, directives.get("leaderboard"), "the file")
     except SubmissionFileError as error:

@@ -112,7 +112,8 @@ BAD_REQUESTS = {
     "no problem": ("ada", {"file": ("k.py", b"def custom_kernel(data):\n    return data\n")}, {}, 400,
                    "no problem"),
     "no file": ("ada", {}, {"mode": "test"}, 400, "file"),
-    "after the deadline": ("ada", "gemv", {"problem": "nvfp4_gemm", "mode": "leaderboard"}, 403, "deadline"),
+    "after the deadline": ("ada", {"file": ("k.py", b"def custom_kernel(data):\n    return data\n")},
+                           {"problem": "nvfp4_gemm", "mode": "leaderboard"}, 403, "deadline"),
     # the parser's depth limits (RecursionError, MemoryError) are reached by small files
     "nested subscripts": ("ada", {"file": ("k.py", b"a" + b"[0]" * 6000)}, {}, 400, "too deeply nested"),
     "nested minus signs": ("ada", {"file": ("k.py", b"-" * 19000 + b"1")}, {}, 400, "k.py: "),

@@ -5,6 +5,12 @@ SUBMISSION ?= submissions/nvfp4_gemv/torch_reference.py
 MODE ?= all
 EXTRAS ?= test
 
+# GNU make exits 2 whenever a recipe fails (it prints the recipe's code: "Error 112"). A failing
+# harness command writes its own exit code to EXIT_CODE_FILE; scripts/make.sh runs make with a
+# fresh one and exits with that code (scripts/make.sh eval SUBMISSION=my.py -> 112, 113, ...).
+EXIT_CODE_FILE ?=
+harness = $(PYTHON) -m harness $(1)$(if $(EXIT_CODE_FILE), || { code=$$?; echo $$code > "$(EXIT_CODE_FILE)"; exit $$code; })
+
 .PHONY: install eval test lint leaderboard sol calibrate gpu-check
 
 # torch first: where none is installed, the pinned release (a CPU build on CPU-only hosts);
@@ -16,8 +22,8 @@ install:
 # Correctness on every test shape, then timing on every benchmark shape (CPU when no GPU).
 # The problem comes from PROBLEM or from the file's '#!POPCORN leaderboard' line.
 eval:
-	$(PYTHON) -m harness eval $(PROBLEM) "$(SUBMISSION)" --mode $(MODE) \
-		$(if $(DEVICE),--device $(DEVICE)) $(if $(JSON),--json $(JSON))
+	$(call harness,eval $(PROBLEM) "$(SUBMISSION)" --mode $(MODE) \
+		$(if $(DEVICE),--device $(DEVICE)) $(if $(JSON),--json $(JSON)) $(ARGS))
 
 test:
 	$(PYTHON) -m pytest -q tests
@@ -25,14 +31,15 @@ test:
 lint:
 	ruff check .
 
+# Evaluate and rank every file under submissions/ (PROBLEM: only that problem; DEVICE: cpu for a dry run).
 leaderboard:
-	$(PYTHON) -m harness leaderboard $(ARGS)
+	$(call harness,leaderboard $(if $(PROBLEM),--problem $(PROBLEM)) $(if $(DEVICE),--device $(DEVICE)) $(ARGS))
 
 sol:
-	$(PYTHON) -m harness sol $(or $(PROBLEM),nvfp4_gemv) $(ARGS)
+	$(call harness,sol $(or $(PROBLEM),nvfp4_gemv) $(if $(DEVICE),--device $(DEVICE)) $(ARGS))
 
 calibrate:
-	$(PYTHON) -m harness calibrate $(ARGS)
+	$(call harness,calibrate $(if $(DEVICE),--device $(DEVICE)) $(ARGS))
 
 # The whole GPU check in one go (run it through the device tool; results under $$OUT).
 gpu-check:

@@ -10,7 +10,7 @@ import torch
 
 from harness.commands import eval_command
 from harness.contract.results import ExitCode, Status
-from harness.contract.task_spec import list_problems, load_task
+from harness.contract.task_spec import list_problems, load_task, shape_text
 from harness.display.progress import as_progress
 from harness.judge import queued_sleep, seal
 from harness.judge.run import evaluate_submission, select_cases
@@ -29,13 +29,32 @@ def test_torch_baseline_passes_every_cpu_case(problem):
 def test_cpu_runs_small_shapes_and_says_what_it_left_out():
     task = load_task("nvfp4_gemm")
     cases, notes = select_cases(task, "all", "cpu")
-    assert [c for _, c in cases[: len(task.cpu_tests)]] == list(task.cpu_tests)
+    assert {shape_text(c) for c in task.cpu_tests} <= {shape_text(c) for _, c in cases}
     assert notes and "too large for the CPU" in notes[0]
     assert {kind for kind, _ in cases} == {"test"} and "timing needs a GPU" in notes[1]
     timed, _ = select_cases(task, "benchmark", "cpu")
     assert [c for _, c in timed] == [c for _, c in cases]  # CPU timing only when asked for
     gpu_cases, gpu_notes = select_cases(task, "all", "cuda")
     assert len(gpu_cases) == len(task.tests) + len(task.benchmarks) and not gpu_notes
+
+
+def test_cpu_cases_never_repeat_a_shape_and_the_report_names_each_seed():
+    """nvfp4_gemm's one contest test shape small enough for the CPU is also its first cpu_tests
+    shape: the CPU runs it once, with the contest's seed, and says what it checks."""
+    from harness.contract.results import CaseResult, RunResult
+    from harness.display import report
+
+    task = load_task("nvfp4_gemm")
+    cases, notes = select_cases(task, "test", "cpu")
+    shapes = [shape_text(c) for _, c in cases]
+    assert len(shapes) == len(set(shapes)) == 2
+    assert cases[-1][1] == task.tests[0] and cases[0][1] == task.cpu_tests[1]
+    assert "9 of 10 contest test shapes are too large for the CPU" in notes[0]
+    assert "checks the 1 that fits and 1 smaller shape of its own" in notes[0]
+    run = RunResult("nvfp4_gemm", "s.py", "", "test", {"type": "cpu"}, "0", status=Status.PASSED,
+                    cases=[CaseResult(k, c, Status.PASSED, "passed in 0.1 s") for k, c in cases])
+    text = report.render(run)
+    assert "m=256 n=256 k=768 l=1 seed=8" in text and "m=128 n=256 k=256 l=1 seed=1111" in text
 
 
 def _write(tmp_path, body, name="s.py"):
@@ -78,6 +97,24 @@ def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
     assert result.status == status and needle in result.reason
     assert "\n" not in result.reason and "Traceback" not in result.reason
     assert result.exit_code == (ExitCode.BAD_INPUT if status == Status.BAD_INPUT else ExitCode.CHECK_FAILED)
+
+
+def test_a_problem_argument_and_a_popcorn_line_that_disagree_stop_before_any_worker(tmp_path, monkeypatch, capsys):
+    from harness.judge import evaluation
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a worker was started")
+
+    monkeypatch.setattr(evaluation, "WorkerSession", no_worker)
+    path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return data[-1]\n")
+    result = evaluate_submission("nvfp4_gemm", path, "test", "cpu")
+    assert result.status == Status.BAD_INPUT and result.exit_code == ExitCode.BAD_INPUT
+    assert "'#!POPCORN leaderboard nvfp4_gemv'" in result.reason and "nvfp4_gemm" in result.reason
+    assert "\n" not in result.reason
+    from harness.commands.main import main
+
+    assert main(["eval", "nvfp4_gemm", str(path), "--device", "cpu", "--mode", "test"]) == ExitCode.BAD_INPUT
+    assert "nvfp4_gemv" in capsys.readouterr().out
 
 
 def test_missing_gpu_is_a_device_failure(tmp_path):

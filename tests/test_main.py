@@ -1,5 +1,6 @@
 """python -m harness with a Python that lacks a module the harness imports: one line, not a traceback."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,3 +22,14 @@ def test_a_missing_dependency_is_one_line_naming_the_install(tmp_path, module, a
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1, done.stderr
     assert lines[0].startswith(f"error: {module} is not installed for") and hint in lines[0]
+
+
+def test_the_top_level_help_describes_the_harness_and_lists_every_command(capsys):
+    from harness.commands.main import COMMAND_MODULES, build_parser
+
+    text = build_parser().format_help()
+    assert "Check, time and rank NVFP4 kernel submissions" in text and "``" not in text
+    epilog = text[text.index("a contestant's day:"):]
+    names = [module.rsplit(".", 1)[1].removesuffix("_command") for module in COMMAND_MODULES]
+    assert [name for name in names if not re.search(rf"\b{name}\b", epilog)] == []
+    assert "112 check failed" in epilog and "114 timeout" in epilog

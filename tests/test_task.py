@@ -71,6 +71,16 @@ def test_timeouts_scale():
         task.with_timeouts_scaled(0)
 
 
+@pytest.mark.parametrize("problem", list_problems())
+def test_default_stage_limits_end_a_hang_in_minutes_and_a_repeated_call_in_seconds(problem):
+    """A first call of a shape may compile (a Triton or CuTe JIT, a load_inline build): minutes. A
+    later call of the same shape (warm-up, timed, profiled) runs a compiled kernel: seconds."""
+    limits = load_task(problem).timeouts_s
+    assert set(limits) == {"import", "test", "warmup", "call", "benchmark"}
+    assert all(60 <= limits[stage] <= 180 for stage in ("import", "test", "warmup", "benchmark"))
+    assert 10 <= limits["call"] <= 60
+
+
 def test_every_problem_declares_a_contract_its_contest_shapes_meet():
     for name in list_problems():
         task = load_task(name)

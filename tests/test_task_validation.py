@@ -165,7 +165,7 @@ def test_a_copy_may_change_shapes_timeouts_and_the_speed_of_light(tmp_path):
         spec["benchmarks"] = spec["benchmarks"][:1]
         spec["speed_of_light"]["published_b200_us"] = spec["speed_of_light"]["published_b200_us"][:1]
         spec["speed_of_light"]["flops"] = "4 * m * n * k * l"
-        spec["timeouts_s"] = {"import": 60.0, "warmup": 60.0, "test": 60, "benchmark": 120.0}
+        spec["timeouts_s"] = {"import": 60.0, "warmup": 60.0, "test": 60, "call": 10, "benchmark": 120.0}
         spec["shape_contract"]["m"] = {"multiple_of": 128, "one_of": [128, 256]}
         spec["description"] = "a cut-down copy"
 

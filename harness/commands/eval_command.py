@@ -17,6 +17,7 @@ from harness.contract.results import ExitCode
 from harness.contract.task_spec import list_problems
 from harness.display import report
 from harness.display.progress import for_stream
+from harness.history import run_history
 from harness.judge import sanitize, seeds
 from harness.judge.modes import DEFAULT_MODE, MODES, mode_named
 from harness.judge.run import evaluate_submission
@@ -60,15 +61,18 @@ def _handle(args: argparse.Namespace) -> int:
     try:
         result = evaluate_submission(problem, Path(submission), mode, args.device, secret, progress=progress,
                                      timeout_scale=args.timeout_scale, keep_going=args.keep_going,
-                                     sanitizer_tool=args.tool, sanitizer_report=report_path)
+                                     sanitizer_tool=args.tool, sanitizer_report=report_path,
+                                     ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the run stopped, its workers were killed, nothing was written", file=sys.stderr)
         return 130
     finally:
         progress.close()
-    print(report.render(result))
+    print(report.render(result, verbose=args.verbose))
     if json_path:
         json_path.write_text(json.dumps(result.to_json(), indent=2))
+    if not args.no_history:
+        print(run_history.record(result), file=sys.stderr)
     return int(result.exit_code)
 
 
@@ -85,6 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply task.yml's stage time limits")
     parser.add_argument("--keep-going", action="store_true",
                         help="run every case even when the first ones fail the same way")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the worker's full traceback of a failed case (its stacks at a timeout)")
+    parser.add_argument("--no-history", action="store_true",
+                        help=f"do not keep this run in your history (python -m harness history; "
+                        f"${run_history.HISTORY_ENV} says where it is)")
     parser.add_argument("--tool", choices=sanitize.TOOL_CHOICES, default="memcheck",
                         help="sanitize mode: the compute-sanitizer tool (all = each in turn)")
     parser.set_defaults(handler=_handle)

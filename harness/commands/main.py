@@ -8,13 +8,55 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import platform
 import sys
-from typing import NoReturn
+import textwrap
+from typing import Any, NoReturn
 
+from harness import __version__
 from harness.contract.results import ExitCode
 
 COMMAND_MODULES = tuple(f"harness.commands.{name}_command" for name in (
-    "eval", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
+    "new", "eval", "history", "compare", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
+
+
+def version_line() -> str:
+    """The harness's, torch's (and its CUDA's) and Python's versions: what a bug report needs."""
+    import torch
+
+    cuda = f"CUDA {torch.version.cuda}" if torch.version.cuda else "no CUDA"
+    return f"nvfp4-harness {__version__} (torch {torch.__version__}, {cuda}, Python {platform.python_version()})"
+
+
+class _Version(argparse.Action):
+    """--version, with torch's version looked up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the harness's and torch's versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(version_line())
+        parser.exit()
+
+
+DESCRIPTION = ("Check, time and rank NVFP4 kernel submissions (batched GEMV, GEMM, dual GEMM, grouped GEMM): "
+               "a contest submission.py runs unchanged, on a GPU or, for correctness, on the CPU.")
+EPILOG = """\
+a contestant's day:
+  new PROBLEM [PATH]          start from the problem's template (default ./submission.py)
+  eval FILE                   check every test shape, then time every benchmark shape
+                              (--mode test|benchmark|profile|sanitize, --verbose, --json FILE)
+  history [PROBLEM]           the runs eval kept for you
+  compare A B                 two runs per shape (history ids or --json files)
+  sol PROBLEM                 the speed-of-light table; calibrate: this GPU's measured rates
+  submit FILE                 send it to a contest service and wait for its report
+the organizer:
+  leaderboard                 rank every file under submissions/ (--cluster for several GPUs)
+  serve, user add|list|revoke the submission service and its users
+
+""" + textwrap.fill("exit codes: " + ", ".join(f"{int(code)} {code.name.lower().replace('_', ' ')}"
+                                             for code in ExitCode), width=96, subsequent_indent="  ") + """
+'python -m harness COMMAND --help' says more about each."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +68,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m harness", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m harness", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version)
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from harness.contract.results import ExitCode
@@ -16,14 +17,29 @@ from harness.judge import seeds
 from harness.leaderboard.store import StoreError
 
 DEFAULT_DB = "results/service.db"
-SAME_USER_REFUSAL = (
-    "workers would run as this service's own user, and a submission could then read the database (every "
-    "user's code) and the secret; run serve as root on a host where uid 65534 can run this Python (workers "
-    "drop to it), or with --cluster and workers on other hosts; --same-user-workers runs anyway (a trial)")
+def same_user_refusal() -> str:
+    """Why workers would run as the service's own user, naming what stops uid 65534, and what to do."""
+    from harness.judge import worker_confinement
+    from harness.judge.worker_process import unreachable_code
+
+    uid = worker_confinement.UNPRIVILEGED_UID
+    blocked = unreachable_code()
+    if os.geteuid() != 0:
+        why = f"serve runs as uid {os.geteuid()}, not root, so workers cannot switch to uid {uid}"
+    elif blocked:
+        file, at = blocked
+        stop = f"cannot search the folder {at} (chmod o+x {at})" if at != file else f"cannot read {file}"
+        why = f"uid {uid}, which workers drop to, {stop} on its way to {file}"
+    else:
+        why = f"the sandbox's uid step is off on this host, so workers do not drop to uid {uid}"
+    return (f"workers would run as this service's own user, and a submission could then read the database (every "
+            f"user's code) and the secret: {why}; fix that, or run with --cluster and workers on other hosts; "
+            "--same-user-workers runs anyway (a trial)")
 log = logging.getLogger("harness.service")
 
 
 def _handle(args: argparse.Namespace) -> int:
+    import torch
     import uvicorn
 
     from harness.contract.task_spec import contest_problems
@@ -44,7 +60,7 @@ def _handle(args: argparse.Namespace) -> int:
         if min(args.max_file_bytes, args.per_hour, args.max_unfinished, args.parallel) < 1:
             raise ValueError("--max-file-bytes, --per-hour, --max-unfinished and --parallel must be at least 1")
         if args.cluster is None and not workers_run_unprivileged() and not args.same_user_workers:
-            raise ValueError(SAME_USER_REFUSAL)
+            raise ValueError(same_user_refusal())
         secret = seeds.read_secret(args.secret_seed_file)
         lock = claim(args.db)
         db = ServiceDb.open(args.db)
@@ -68,7 +84,8 @@ def _handle(args: argparse.Namespace) -> int:
     dispatcher = Dispatcher(db, executor, device=args.device, secret_seed=secret, parallel=args.parallel)
     dispatcher.start()
     try:
-        uvicorn.run(create_app(db, settings, problems), host=args.host, port=args.port, log_level="info")
+        runs_on = args.device or (None if args.cluster else ("cuda" if torch.cuda.is_available() else "cpu"))
+        uvicorn.run(create_app(db, settings, problems, runs_on), host=args.host, port=args.port, log_level="info")
     finally:
         dispatcher.stop()
         db.close()

@@ -8,6 +8,7 @@ import sys
 
 from harness.contract.results import ExitCode
 from harness.contract.task_spec import Task, TaskError, load_task, shape_text
+from harness.display.tables import text_table
 from harness.sol.breakdown import (
     DeviceTableError,
     UnknownDeviceError,
@@ -18,14 +19,6 @@ from harness.sol.breakdown import (
     load_table,
     resolve_device,
 )
-
-
-def _table_lines(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-             for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
 
 
 def render(task: Task, device: str, convention: str | None = None) -> str:
@@ -54,7 +47,7 @@ def render(task: Task, device: str, convention: str | None = None) -> str:
         if published:
             row += [f"{published[index]:.3f}", f"{100 * (result.seconds * 1e6 / published[index] - 1):+.2f}%"]
         rows.append(row)
-    lines += _table_lines(rows)
+    lines += text_table(rows[0], rows[1:])
     if results:
         geomean_us = math.exp(sum(math.log(r.seconds * 1e6) for r in results) / len(results))
         lines.append(f"geometric mean of the SOL: {geomean_us:.3f} us")

@@ -17,6 +17,14 @@ import torch
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSOR_BYTES = 1 << 31
+TRACEBACK_CHARS = 8000
+"""At most this much of a worker's traceback or stack dump is kept (its end: the innermost frames).
+The worker cuts what it sends; the parent cuts again what it accepts."""
+
+
+def tail(text: str, limit: int = TRACEBACK_CHARS) -> str:
+    """The last ``limit`` characters of ``text``, marked as cut when it was longer."""
+    return text if len(text) <= limit else "...\n" + text[-limit:]
 
 # Output dtypes a submission may return; anything else fails the dtype check by name.
 WIRE_DTYPES: dict[str, torch.dtype] = {

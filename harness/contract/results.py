@@ -7,7 +7,7 @@ store. ``RunResult.to_json()`` is the documented result format (docs/architectur
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -91,6 +91,19 @@ class TimingStats:
 
 
 @dataclass
+class KernelProfile:
+    """One kernel launch of a profiled call as Nsight Compute measured it (profile mode on a GPU)."""
+
+    name: str
+    duration_us: float
+    dram_pct: float  # DRAM throughput, % of its sustained peak over the kernel's time
+    sm_pct: float  # SM throughput, % of its sustained peak
+    occupancy_pct: float  # achieved occupancy: active warps, % of the SM's maximum
+    registers: int  # per thread
+    bound: str  # "memory" when DRAM % is the larger, else "compute"
+
+
+@dataclass
 class CaseResult:
     kind: str  # "test" or "benchmark"
     case: dict[str, Any]
@@ -110,6 +123,9 @@ class CaseResult:
     vendor_us: float | None = None  # the vendor library's median on this shape and GPU (calibrate --vendor)
     pct_of_vendor: float | None = None  # 100 * vendor_us / median: above 100 beats the vendor
     vendor_note: str | None = None  # the library's name, or why there is no vendor time
+    traceback: str | None = None  # the worker's traceback when the submission raised, or its Python stacks
+    # (all threads) when a stage timed out; shown by `eval --verbose`
+    kernels: list[KernelProfile] | None = None  # profile mode with Nsight Compute: one call's kernels
 
 
 @dataclass
@@ -132,6 +148,7 @@ class RunResult:
     started_at: str = ""
     elapsed_s: float = 0.0
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
+    ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
 
     @property
     def exit_code(self) -> ExitCode:
@@ -152,8 +169,16 @@ class RunResult:
                     **case,
                     "status": Status(case["status"]),
                     "timing": TimingStats(**case["timing"]) if case.get("timing") else None,
+                    "kernels": [KernelProfile(**_known(k, KernelProfile)) for k in case["kernels"]]
+                    if case.get("kernels") else None,
                 }
             )
             for case in fields.get("cases", [])
         ]
         return cls(**fields)
+
+
+def _known(record: dict[str, Any], kind: type) -> dict[str, Any]:
+    """The keys of ``record`` that ``kind`` has: a field a newer harness added is left out."""
+    names = {f.name for f in fields(kind)}
+    return {key: value for key, value in record.items() if key in names}

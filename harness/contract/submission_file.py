@@ -48,6 +48,15 @@ def parse_source(source: bytes, name: str) -> str:
     return text
 
 
+def agreed_problem(asked: str | None, declared: str | None, name: str) -> str | None:
+    """The problem to run: the one asked for, else the file's '#!POPCORN leaderboard' line's; one
+    line naming both when the two disagree (a file written for another problem fails every check)."""
+    if asked and declared and asked != declared:
+        raise SubmissionFileError(f"{name}: its '#!POPCORN leaderboard {declared}' line and the problem asked for, "
+                                  f"{asked}, disagree; fix the line or ask for {declared}")
+    return asked or declared
+
+
 def read_submission(path: str | Path) -> SubmissionFile:
     path = Path(path)
     if path.is_dir():

@@ -21,7 +21,9 @@ from harness.contract.work_formula import OPERAND_FORMATS, SpeedOfLightSpec, wor
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS_DIR = REPO_ROOT / "problems"
-STAGES = ("import", "warmup", "test", "benchmark")
+STAGES = ("import", "test", "warmup", "call", "benchmark")
+"""The limits of task.yml's timeouts_s, in seconds: the import; the first call of a shape (test,
+warmup: it may compile); a later call of a shape (call); one case's timed loop (benchmark)."""
 CASE_LISTS = ("tests", "cpu_tests", "benchmarks")
 MAX_SEED = (1 << 63) - 1
 

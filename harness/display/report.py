@@ -7,6 +7,7 @@ import subprocess
 
 from harness.contract.results import CaseResult, RunResult, Status
 from harness.contract.task_spec import shape_text
+from harness.display.tables import text_table
 
 STATUS_WORDS = {
     Status.PASSED: "PASS",
@@ -38,6 +39,11 @@ def read_clocks(index: int = 0) -> dict[str, object]:
     return dict(zip(names, (v.strip() for v in out.split(","))))
 
 
+def case_text(case: dict[str, object]) -> str:
+    """A case's shape and its seed: which inputs it was checked on ('m=128 k=256 l=1 seed=7')."""
+    return shape_text(case) + (f" seed={case['seed']}" if "seed" in case else "")
+
+
 def case_summary(case: CaseResult) -> str:
     if case.status == Status.PASSED and case.timing:
         sol = f", {case.pct_of_sol:.1f}% of SOL" if case.pct_of_sol else ""
@@ -45,17 +51,9 @@ def case_summary(case: CaseResult) -> str:
     return f"{STATUS_WORDS[case.status]}: {case.reason}" if case.reason else STATUS_WORDS[case.status]
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-             for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
-
-
 def _test_lines(tests: list[CaseResult]) -> list[str]:
-    """One line per test shape; a run of shapes not run for one reason is one line."""
-    lines: list[str] = []
+    """One row per test shape and seed; a run of shapes not run for one reason is one row."""
+    rows: list[list[str]] = []
     index = 0
     while index < len(tests):
         case = tests[index]
@@ -63,9 +61,36 @@ def _test_lines(tests: list[CaseResult]) -> list[str]:
         while case.status == Status.NOT_RUN and end < len(tests) and tests[end].status == Status.NOT_RUN \
                 and tests[end].reason == case.reason:
             end += 1
-        shape = shape_text(case.case) if end == index + 1 else f"{end - index} shapes"
-        lines.append(f"  {STATUS_WORDS[case.status]:<9} {shape:<40} {case.reason}")
+        shape = case_text(case.case) if end == index + 1 else f"{end - index} shapes"
+        rows.append([STATUS_WORDS[case.status], shape, case.reason])
         index = end
+    return text_table(["status", "shape", "why"], rows, indent=2, right=())
+
+
+def _kernel_lines(case: CaseResult) -> list[str]:
+    """Nsight Compute's kernels of one profiled call: what each took and what bounds it."""
+    if not case.kernels:
+        return []
+    rows = [[k.name, f"{k.duration_us:.2f}", f"{k.dram_pct:.1f}", f"{k.sm_pct:.1f}", f"{k.occupancy_pct:.1f}",
+             str(k.registers), k.bound] for k in case.kernels]
+    columns = ["kernel", "us", "DRAM %", "SM %", "occupancy %", "regs/thread", "bound by"]
+    return ["", f"Nsight Compute, one call of {shape_text(case.case)} (% of peak; bound by the larger):",
+            *text_table(columns, rows, indent=2)]
+
+
+def _traceback_lines(result: RunResult, verbose: bool) -> list[str]:
+    """The worker's tracebacks (or stacks at a timeout) of the failed cases; without ``verbose`` a
+    hint that they exist."""
+    kept = [c for c in result.cases if c.traceback]
+    if not kept:
+        return []
+    if not verbose:
+        return ["", "(--verbose prints the worker's traceback, or its stacks at a timeout; --json keeps it)"]
+    lines: list[str] = []
+    for case in kept:
+        what = "Python stacks at the time limit" if case.status == Status.TIMEOUT else "Traceback"
+        lines += ["", f"{what} of {case.kind} {shape_text(case.case)} (in the worker):"]
+        lines += ["  " + line for line in case.traceback.rstrip().splitlines()]
     return lines
 
 
@@ -77,7 +102,8 @@ def _vendor_lines(timed: list[CaseResult]) -> list[str]:
     return [f"% vendor: none ({note})" for note in notes]
 
 
-def render(result: RunResult) -> str:
+def render(result: RunResult, verbose: bool = False) -> str:
+    """The report; ``verbose`` adds the worker's traceback of each failed case."""
     device = result.device.get("name", result.device.get("type", "?"))
     lines = [f"{result.problem}: {result.submission_path} "
              f"({result.mode} mode, {device}, harness {result.harness_version})"]
@@ -104,7 +130,8 @@ def render(result: RunResult) -> str:
                 f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-",
                 STATUS_WORDS[case.status],
             ])
-        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""), *_table(rows)]
+        lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""),
+                  *text_table(rows[0], rows[1:])]
         for case in timed:
             if case.status != Status.PASSED:
                 lines.append(f"  {shape_text(case.case)}: {case.reason}")
@@ -119,11 +146,15 @@ def render(result: RunResult) -> str:
                 else "some case did not pass")
             lines.append(f"Not rankable: {why}")
     for case in timed:
+        lines += _kernel_lines(case)
         if case.profile:
             lines += ["", f"Profile of one call, {shape_text(case.case)} (torch.profiler):", case.profile]
+    if result.ncu_reports:
+        lines += ["", f"Nsight Compute reports (.ncu-rep, open in ncu-ui): {result.ncu_reports}"]
     if result.stdout_tail.strip():
         lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]
+    lines += _traceback_lines(result, verbose)
     if result.status == Status.PASSED and result.reason:
         lines += ["", f"Note: {result.reason}"]
     if result.sanitizer_report:

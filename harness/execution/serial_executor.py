@@ -23,25 +23,36 @@ class Executor(Protocol):
 
 
 class SerialExecutor:
-    """Jobs one after another on a background thread of this process (no cluster)."""
+    """Jobs one after another on a background thread of this process (no cluster).
+
+    A job starts only once the caller has come back for the last one's result (its next
+    ``completed`` call): the caller has then stored and reported it, so a plain log reads each
+    file's verdict before the next file's 'started' line.
+    """
 
     def __init__(self, progress: Progress | None = None) -> None:
         self._progress = progress
         self._jobs: queue.Queue[EvalJob | None] = queue.Queue()
         self._done: queue.Queue[tuple[EvalJob, RunResult]] = queue.Queue()
+        self._caller_ready = threading.Event()
+        self._caller_ready.set()
         self._thread = threading.Thread(target=self._run, name="serial-executor", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
+            self._caller_ready.wait()
             if self._progress:
                 self._progress(f"{job.problem}/{job.filename}: started")
-            self._done.put((job, run_job(job, progress=self._progress)))
+            result = run_job(job, progress=self._progress)
+            self._caller_ready.clear()
+            self._done.put((job, result))
 
     def submit(self, job: EvalJob) -> None:
         self._jobs.put(job)
 
     def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
+        self._caller_ready.set()  # what it was given before is reported: the next job may start
         finished = []
         try:
             finished.append(self._done.get(timeout=timeout_s))
@@ -53,4 +64,5 @@ class SerialExecutor:
 
     def close(self) -> None:
         self._jobs.put(None)
+        self._caller_ready.set()
         self._thread.join()

@@ -42,24 +42,24 @@ class BenchmarkCase:
         warmup_s = time.perf_counter() - started
         host_us = [first.host_us]
         for index in range(1, WARMUP_CALLS):
-            warm = self.checker.checked_call(session, case, index, MIN_QUEUED_SLEEP_US, "warm-up", limit["warmup"],
+            warm = self.checker.checked_call(session, case, index, MIN_QUEUED_SLEEP_US, "a warm-up call", limit["call"],
                                              prefetch=True)
             host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep = QueuedSleep.after_warmup(host_us[1:])
-        samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep, started)
-        drift = session.recheck_overhead(limit["warmup"])
+        samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
+        drift = session.recheck_overhead(limit["call"])
         if drift and seal.overhead_moved(*drift)[0]:
             note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
                  f"(spread {drift[2]:.2f} us); measuring this case again")
-            samples, index, wall_s = self._timed_loop(session, case, index, sleep, time.perf_counter())
-            drift = session.recheck_overhead(limit["warmup"])
+            samples, index, wall_s = self._timed_loop(session, case, index, sleep)
+            drift = session.recheck_overhead(limit["call"])
             if drift and seal.overhead_moved(*drift)[0]:
                 return CaseResult("benchmark", case, Status.HARNESS_FAULT,
                                   f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
                                   "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")
         stats = summarize(samples, self.timer_method)
-        profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["warmup"]) if (
+        profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["call"]) if (
             self.profiled) else None
         calls = max(1, self.checker.phase_calls)
         exposed = f"; {sleep.summary()}" if sleep.exposed else ""
@@ -79,17 +79,19 @@ class BenchmarkCase:
                               "cannot be real")
         return outcome
 
-    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int, sleep: QueuedSleep,
-                    started: float) -> tuple[list[float], int, float]:
-        """Timed calls until the stopping rule says enough: (times in us, the next call index, wall s)."""
+    def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int,
+                    sleep: QueuedSleep) -> tuple[list[float], int, float]:
+        """Timed calls until the stopping rule says enough, or the loop's own limit (task.yml
+        timeouts_s.benchmark, from the loop's start: a long compile before it takes nothing from it)
+        once a time was taken: (times in us, the next call index, wall s)."""
         samples: list[float] = []
         self.checker.reset_phases()
         loop_start = time.perf_counter()
         while not self.rule.done(samples, time.perf_counter() - loop_start):
-            if time.perf_counter() - started > self.timeouts_s["benchmark"]:
+            if samples and time.perf_counter() - loop_start > self.timeouts_s["benchmark"]:
                 break
             result = self.checker.checked_call(session, case, index, sleep.us, "a timed call",
-                                               self.timeouts_s["benchmark"], prefetch=True)
+                                               self.timeouts_s["call"], prefetch=True)
             index += 1
             if sleep.counts(result.host_us, result.exposed):
                 samples.append(result.time_us)

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from harness.contract.results import CaseResult, Status
-from harness.contract.task_spec import Task, load_task, shape_text
+from harness.contract.task_spec import Task, load_task
 from harness.display import report
 from harness.display.progress import Progress
 from harness.judge import hardware_verdict
@@ -77,10 +77,14 @@ class Evaluation:
         self.checker.close()
 
     @contextlib.contextmanager
-    def session(self, command_prefix: list[str] | None = None) -> Iterator[WorkerSession]:
-        """A fresh worker for this submission (``command_prefix`` wraps it, e.g. compute-sanitizer);
+    def session(self, command_prefix: list[str] | None = None, timeout_scale: float = 1.0,
+                keep_uid: bool = False) -> Iterator[WorkerSession]:
+        """A fresh worker for this submission (``command_prefix`` wraps it, e.g. compute-sanitizer;
+        ``timeout_scale`` widens its stage limits; ``keep_uid``: no uid drop, for Nsight Compute);
         what it printed is kept as the run's ``stdout_tail`` when it ends."""
-        with WorkerSession(self.task, self.submission, self.device, self.visible_devices, command_prefix) as session:
+        task = self.task.with_timeouts_scaled(timeout_scale)
+        with WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
+                           keep_uid) as session:
             try:
                 yield session
             finally:
@@ -108,8 +112,8 @@ class Evaluation:
         if failure.status in (Status.CRASHED, Status.CUDA_ERROR, Status.BAD_INPUT):
             need = hardware_verdict.diagnose(failure.reason, self.source, self.device_info)
             if need:
-                return CaseResult(kind, case, Status.UNSUPPORTED, need)
-        return CaseResult(kind, case, failure.status, failure.reason)
+                return CaseResult(kind, case, Status.UNSUPPORTED, need, traceback=failure.traceback or None)
+        return CaseResult(kind, case, failure.status, failure.reason, traceback=failure.traceback or None)
 
     def stop_reason(self, results: list[CaseResult]) -> str | None:
         """Why the remaining cases should not run, or None to go on."""
@@ -148,7 +152,7 @@ class Evaluation:
                     announced = True
                 while pending:
                     kind, case = pending.pop(0)
-                    label = f"{kind} {shape_text(case)}"
+                    label = f"{kind} {report.case_text(case)}"
                     self.progress.working(label)
                     try:
                         outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)

@@ -20,12 +20,12 @@ import torch
 
 from harness import __version__
 from harness.contract.results import CaseResult, RunResult, Status, worst
-from harness.contract.submission_file import SubmissionFileError, read_submission
-from harness.contract.task_spec import Task, TaskError, load_task
+from harness.contract.submission_file import SubmissionFileError, agreed_problem, read_submission
+from harness.contract.task_spec import Task, TaskError, load_task, shape_text
 from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
-from harness.judge import sanitize, seal, vendor_cache
+from harness.judge import nsight, sanitize, seal, vendor_cache
 from harness.judge.evaluation import Evaluation, gpu_index
 from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
 from harness.judge.score import geometric_mean
@@ -46,12 +46,16 @@ def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[
     notes: list[str] = []
     if device == "cpu":
         small = [c for c in tests if case_flops(task, c) <= CPU_MAX_FLOPS]
+        # A CPU shape that a contest test already covers runs once, with the contest's seed.
+        covered = {shape_text(c) for c in small}
+        own = [c for c in task.cpu_tests if shape_text(c) not in covered]
         if len(small) < len(tests):
             notes.append(
                 f"{len(tests) - len(small)} of {len(tests)} contest test shapes are too large for the CPU "
-                "(run on a GPU to check them)"
+                f"(run on a GPU to check them); the CPU checks the {len(small)} that fit{'s' * (len(small) == 1)}"
+                + (f" and {len(own)} smaller shape{'s' * (len(own) != 1)} of its own" if own else "")
             )
-        tests = list(task.cpu_tests) + small
+        tests = own + small
         benchmarks = tests  # on the CPU, 'benchmark' times the test shapes: wall clock, not rankable
         if mode.kinds(device) != mode.kinds("cuda"):
             notes.append("timing needs a GPU: this CPU run checks correctness only "
@@ -83,13 +87,15 @@ def evaluate_submission(
     keep_going: bool = False,
     sanitizer_tool: str = "memcheck",
     sanitizer_report: Path | None = None,
+    ncu_report_dir: Path | None = None,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
     ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
     toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
     ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
-    raw report to ``sanitizer_report`` (default: a new file in the temp folder).
+    raw report to ``sanitizer_report`` (default: a new file in the temp folder). Profile mode on a GPU
+    with Nsight Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -113,6 +119,7 @@ def evaluate_submission(
             )
         task = load_task(problem).with_timeouts_scaled(timeout_scale)
         result.problem = task.directory.name
+        agreed_problem(task.directory.name, file.leaderboard, submission.name)  # a folder's name is its problem
         mode = mode if isinstance(mode, Mode) else mode_named(mode)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if mode.sanitized:
@@ -143,6 +150,8 @@ def evaluate_submission(
             result.sanitizer_report = str(_write_sanitizer_report(log, sanitizer_report))
         else:
             result.cases = evaluation.run(cases)
+            if mode.profiled:
+                notes += _nsight_pass(evaluation, result, device, ncu_report_dir)
     finally:
         evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
@@ -176,6 +185,24 @@ def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str) ->
         if vendor.median_us and case.timing and case.timing.median_us > 0:
             case.vendor_us = vendor.median_us
             case.pct_of_vendor = 100.0 * vendor.median_us / case.timing.median_us
+
+
+def _nsight_pass(evaluation: Evaluation, result: RunResult, device: str, folder: Path | None) -> list[str]:
+    """Profile mode: each passed benchmark shape once under Nsight Compute where it can run, else
+    one note saying why not (torch.profiler's table stays either way); notes on what failed."""
+    ncu = nsight.find_ncu()
+    why_not = nsight.unavailable(device, ncu)
+    if why_not or ncu is None:
+        return [why_not] if why_not else []
+    if not any(c.kind == "benchmark" and c.status == Status.PASSED for c in result.cases):
+        return []
+    tail = evaluation.stdout_tail  # the submission's output, not ncu's
+    folder = folder or Path(tempfile.mkdtemp(prefix="nvfp4-ncu-"))
+    try:
+        return nsight.profile_cases(evaluation, result.cases, ncu, folder)
+    finally:
+        evaluation.stdout_tail = tail
+        result.ncu_reports = str(folder)
 
 
 def _sanitizer_for(device: str, tool: str) -> Path:

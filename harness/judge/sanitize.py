@@ -299,7 +299,8 @@ def run_cases(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], e
                     outcome = CaseResult(kind, case, Status.FAILED, line)
                     break
                 if failure is not None:
-                    outcome = CaseResult(kind, case, failure.status, f"{failure.reason} (no finding by {tool})")
+                    outcome = CaseResult(kind, case, failure.status, f"{failure.reason} (no finding by {tool})",
+                                         traceback=failure.traceback or None)
                     break
             yield outcome, "\n".join(logs)
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract import protocol
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
 from harness.judge import seal
@@ -21,10 +23,14 @@ from harness.judge.worker_process import WorkerProcess
 
 
 class WorkerFailure(Exception):
-    def __init__(self, status: Status, reason: str) -> None:
+    """A case's end: one status, one line of reason, and the worker's traceback (or, on a timeout,
+    its stacks) when there is one, for ``--verbose`` and the JSON result."""
+
+    def __init__(self, status: Status, reason: str, traceback: str = "") -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.traceback = traceback
 
 
 @dataclass
@@ -41,15 +47,29 @@ class CallOutput:
 
 
 
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+) in (\S+)')
+
+
+def hung_at(stacks: str, submission: Path) -> str:
+    """"; it was at submission.py:7 in custom_kernel": the innermost line of the submission's file in
+    a faulthandler dump of a worker past its limit (else its first frame); empty without a dump."""
+    frames = _FRAME.findall(stacks)
+    own = [f for f in frames if os.path.realpath(f[0]) == os.path.realpath(submission)]
+    if not frames:
+        return ""
+    file, line, name = (own or frames)[0]
+    return f"; it was at {Path(file).name}:{line} in {name}"
+
+
 class WorkerSession:
     """The parent's conversation with one worker for one submission; use as a context manager."""
 
     def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None,
-                 command_prefix: list[str] | None = None) -> None:
+                 command_prefix: list[str] | None = None, keep_uid: bool = False) -> None:
         self.task = task
         self.submission = submission
         self.device = device
-        self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []))
+        self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []), keep_uid)
         self.sealed = False
         self.overhead_us: float | None = None
         self._next_index = 0
@@ -76,10 +96,13 @@ class WorkerSession:
         try:
             message = self.worker.messages.get(timeout=timeout_s)
         except queue.Empty:
+            stacks = self.worker.stacks()
             self.worker.kill()
             raise WorkerFailure(
                 Status.TIMEOUT,
-                f"{stage} took longer than {timeout_s:g} s (task.yml timeouts_s); the worker was killed",
+                f"{stage} took longer than {timeout_s:g} s (task.yml timeouts_s, times --timeout-scale); the worker "
+                f"was killed{hung_at(stacks, self.submission)}",
+                stacks,
             ) from None
         if isinstance(message, EOFError):
             raise WorkerFailure(Status.CRASHED, f"the worker {self.worker.exit_text()} during {stage}")
@@ -98,7 +121,8 @@ class WorkerSession:
                 "failed": Status.FAILED,
                 "harness_fault": Status.HARNESS_FAULT,
             }.get(str(header.get("kind")), Status.CRASHED)
-            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})")
+            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})",
+                                protocol.tail(str(header.get("traceback") or "")))
         if header["op"] != op:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, f"unexpected '{header['op']}' message on the result channel")
@@ -142,9 +166,10 @@ class WorkerSession:
         with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
             self.worker.send(header)
 
-    def profile(self, case: dict[str, Any], timeout_s: float) -> str:
-        """One call under torch.profiler in the worker; returns its table (shown, not parsed)."""
-        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": True})
+    def profile(self, case: dict[str, Any], timeout_s: float, under_ncu: bool = False) -> str:
+        """One call under torch.profiler in the worker; returns its table (shown, not parsed).
+        ``under_ncu``: a warm call, then one call in the range Nsight Compute profiles."""
+        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": "ncu" if under_ncu else True})
         header, _ = self._expect("profile", "a profiled call", timeout_s)
         return str(header.get("table", ""))[:20000]
 

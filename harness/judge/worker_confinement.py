@@ -35,13 +35,19 @@ def chosen_steps() -> frozenset[str]:
 CLONE_NEWNET = 0x40000000
 
 
+def blocked_at(path: Path) -> Path | None:
+    """Where an unprivileged uid is stopped on its way to ``path`` (resolved): the first folder it
+    cannot search, or the file itself when it cannot read it; None when it gets there."""
+    path = path.resolve()
+    for parent in reversed(path.parents):
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return parent
+    return None if os.stat(path).st_mode & stat.S_IROTH else path
+
+
 def readable_by_others(path: Path) -> bool:
     """Whether an unprivileged uid can reach ``path``: every parent searchable, the file readable."""
-    path = path.resolve()
-    for parent in path.parents:
-        if not os.stat(parent).st_mode & stat.S_IXOTH:
-            return False
-    return bool(os.stat(path).st_mode & stat.S_IROTH)
+    return blocked_at(path) is None
 
 
 def before_exec(steps: frozenset[str]) -> None:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,9 @@ def worker_environment(device: str, visible_devices: str | None) -> dict[str, st
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
     return env
 
+
+STACK_WAIT_S = 2.0
+"""How long a worker past its time limit may take to write its stacks before it is killed."""
 
 PIPE_BYTES = 1 << 20
 """The result pipe's buffer (Linux's default ceiling, /proc/sys/fs/pipe-max-size): an 8 MiB output
@@ -142,11 +146,20 @@ def unprivileged_uid(submission: Path | None = None) -> int | None:
     (the harness's, and ``submission`` when given)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
+    return worker_confinement.UNPRIVILEGED_UID if unreachable_code(submission) is None else None
+
+
+def unreachable_code(submission: Path | None = None) -> tuple[Path, Path] | None:
+    """(a file the worker needs, where the unprivileged uid is stopped on its way to it), or None
+    when that uid can read the interpreter, the worker's code, torch and ``submission``."""
     needed = [Path(sys.executable), REPO_ROOT / "harness" / "worker" / "serve_loop.py", Path(torch.__file__)]
     if submission is not None:
         needed.append(submission)
-    reachable = all(worker_confinement.readable_by_others(p) for p in needed)
-    return worker_confinement.UNPRIVILEGED_UID if reachable else None
+    for path in needed:
+        blocked = worker_confinement.blocked_at(path)
+        if blocked is not None:
+            return path.resolve(), blocked
+    return None
 
 
 def workers_run_unprivileged() -> bool:
@@ -158,11 +171,12 @@ class WorkerProcess:
     """One spawned worker: its process group, pipes, key, work folder and log."""
 
     def __init__(self, submission: Path, device: str, visible_devices: str | None,
-                 command_prefix: list[str]) -> None:
+                 command_prefix: list[str], keep_uid: bool = False) -> None:
         self.submission = submission
         self.device = device
         self.visible_devices = visible_devices
         self.command_prefix = command_prefix  # a wrapper of the worker, e.g. compute-sanitizer
+        self.keep_uid = keep_uid  # no uid drop: Nsight Compute reads counters the driver keeps for admins
         self.messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -173,7 +187,7 @@ class WorkerProcess:
         self.log_path = Path(self._workdir.name) / "submission-output.log"
         steps = worker_confinement.chosen_steps()
         parent = os.getpid()
-        drop_to_uid = unprivileged_uid(self.submission) if "uid" in steps else None
+        drop_to_uid = unprivileged_uid(self.submission) if "uid" in steps and not self.keep_uid else None
         if drop_to_uid is not None:
             os.chown(self._workdir.name, drop_to_uid, drop_to_uid)
         commands_r, self._commands_w = os.pipe()
@@ -181,18 +195,22 @@ class WorkerProcess:
         _widen_pipe(results_w)
         # The key reaches the worker's compiled core through a pipe it closes before the import.
         self.key, key_r = seal.new_key_pipe()
+        # Its stacks at a timeout go to a file of the parent's, unlinked and outside the worker's
+        # folder: the worker holds only the descriptor, so it cannot point the parent at another file.
+        self._stacks = tempfile.TemporaryFile(prefix="nvfp4-stacks-")  # noqa: SIM115 (closed by close())
+        stacks_w = self._stacks.fileno()
         env = worker_environment(self.device, self.visible_devices)
         env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
         command = [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
-                   str(key_r), ",".join(steps)]
+                   str(key_r), ",".join(steps), str(stacks_w)]
         if REAPED:
             command = [sys.executable, "-c", _REAPER_ENTRY, "-" if drop_to_uid is None else str(drop_to_uid),
-                       "pidns" if "pidns" in steps else "-", f"{commands_r},{results_w},{key_r}", *command]
+                       "pidns" if "pidns" in steps else "-", f"{commands_r},{results_w},{key_r},{stacks_w}", *command]
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 command,
-                pass_fds=(commands_r, results_w, key_r),
+                pass_fds=(commands_r, results_w, key_r, stacks_w),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -225,6 +243,28 @@ class WorkerProcess:
         self.process.wait()
         return describe_exit(self.process.returncode)
 
+    def stacks(self, wait_s: float = STACK_WAIT_S) -> str:
+        """Every thread's Python stack, asked of a live worker (SIGUSR1 to its faulthandler) before it
+        is killed; empty when it runs under a wrapper (compute-sanitizer: its pid is not the worker's)
+        or did not answer within ``wait_s``. Shown to the user, never trusted."""
+        if self.process is None or self.process.poll() is not None or self.command_prefix:
+            return ""
+        fd = self._stacks.fileno()
+        start = os.fstat(fd).st_size  # anything the submission wrote there before is not the dump
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGUSR1)
+        deadline, size = time.monotonic() + wait_s, start
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = os.fstat(fd).st_size
+            if now > start and now == size:  # written and no longer growing
+                break
+            size = now
+        size = os.fstat(fd).st_size
+        keep = 4 * protocol.TRACEBACK_CHARS
+        text = os.pread(fd, max(0, min(keep, size - start)), max(start, size - keep)).decode(errors="replace")
+        return protocol.tail(text)
+
     def kill(self) -> None:
         """End the worker and everything it started: the reaper kills them (SIGTERM asks it), and
         if it has not ended within REAPER_GRACE_S, SIGKILL goes to the whole process group."""
@@ -251,6 +291,7 @@ class WorkerProcess:
         self.kill()
         os.close(self._commands_w)
         os.close(self._results_r)
+        self._stacks.close()
         self._workdir.cleanup()
         self.process = None
 

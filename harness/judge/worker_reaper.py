@@ -39,7 +39,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWPID = 0x20000000
-_WAITED = {signal.SIGTERM, signal.SIGCHLD}
+_WAITED = {signal.SIGTERM, signal.SIGCHLD, signal.SIGUSR1}  # SIGUSR1: the parent asks for stacks
 _DEFAULT_AGAIN = (signal.SIGPIPE, signal.SIGXFSZ)  # Python ignores these; the worker starts clean
 
 
@@ -142,7 +142,11 @@ def _wait_for(child: int, stop_on_term: bool) -> tuple[int | None, bool]:
                 break
             if pid == child:
                 return status, False
-        if signal.sigwaitinfo(_WAITED).si_signo == signal.SIGTERM and stop_on_term:
+        number = signal.sigwaitinfo(_WAITED).si_signo
+        if number == signal.SIGUSR1:  # the parent's request for the worker's stacks: passed on
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGUSR1)
+        elif number == signal.SIGTERM and stop_on_term:
             return None, True
 
 

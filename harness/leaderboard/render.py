@@ -298,7 +298,8 @@ def render_html(board: Board, generated_at: str) -> str:
 
 
 def render_index(boards: Sequence[Board], generated_at: str) -> str:
-    rows = [{"problem": b.problem, "device": b.device_name or "?", "ranked": len(b.ranking), "failed": len(b.failed),
+    rows = [{"problem": b.problem, "device": b.device_name or "?", "ranked": len(b.ranking),
+             "unranked": len(b.not_rankable), "failed": len(b.failed),
              "leader": b.ranking[0].stored.author if b.ranking else None,
              "score": fmt_us(b.ranking[0].score_us) if b.ranking else NONE, "updated": fmt_time(b.updated_at)}
             for b in boards]

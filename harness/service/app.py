@@ -39,7 +39,13 @@ def _job_json(job: jobs.Job, position: int | None) -> dict[str, Any]:
             "started_at": job.started_at, "finished_at": job.finished_at, "result": job.result}
 
 
-def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
+RUNS_ON = {"cpu": "on the service's CPU (correctness; timing needs a GPU)", "cuda": "on the organizer's GPU",
+           None: "on the organizer's machines"}
+"""Where the front page says submissions run, by the device the service evaluates on."""
+
+
+def create_app(db: ServiceDb, settings: Limits, problems: list[str], device: str | None = None) -> FastAPI:
+    """The service's routes; ``device``: where its jobs run (cpu, cuda, None: the cluster's workers decide)."""
     app = FastAPI(title="nvfp4-harness submission service", version=__version__, docs_url=None, redoc_url=None)
 
     @app.exception_handler(Refused)
@@ -126,11 +132,12 @@ def create_app(db: ServiceDb, settings: Limits, problems: list[str]) -> FastAPI:
     # -- public pages: the leaderboard as the organizer publishes it ---------------------------
     @app.get("/", response_class=HTMLResponse)
     @app.get("/index.html", response_class=HTMLResponse)
-    def index() -> str:
+    def index(request: Request) -> str:
         boards = [board(p) for p in problems]
         deadlines = {p: d.strftime("%Y-%m-%d %H:%M UTC") for p, d in settings.deadlines.items()}
-        return TEMPLATES.get_template("index.html").render(boards=boards, deadlines=deadlines, fmt_us=render.fmt_us,
-                                                           version=__version__, generated_at=_generated_at())
+        return TEMPLATES.get_template("index.html").render(
+            boards=boards, deadlines=deadlines, fmt_us=render.fmt_us, version=__version__,
+            generated_at=_generated_at(), address=str(request.base_url).rstrip("/"), runs_on=RUNS_ON.get(device))
 
     @app.get("/{problem}/index.html", response_class=HTMLResponse)
     def problem_page(problem: str) -> str:

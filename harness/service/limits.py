@@ -7,7 +7,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
-from harness.contract.submission_file import DIRECTIVE, SubmissionFileError, parse_source
+from harness.contract.submission_file import DIRECTIVE, SubmissionFileError, agreed_problem, parse_source
 from harness.judge.modes import MODES, SERVICE_MODES
 from harness.service import jobs
 
@@ -57,9 +57,15 @@ def check_source(source: bytes, filename: str) -> str:
 
 
 def choose_problem(asked: str | None, text: str, known: list[str]) -> str:
-    """The form's problem, else the file's '#!POPCORN leaderboard' line; Refused(400) if unknown."""
+    """The form's problem, else the file's '#!POPCORN leaderboard' line; Refused(400) if unknown or
+    if the two disagree."""
     directives = {key.lower(): value for key, value in DIRECTIVE.findall(text)}
-    problem = asked or directives.get("leaderboard")
+    if asked and asked not in known:
+        raise Refused(400, f"unknown problem '{asked}': choose one of {', '.join(known)}")
+    try:
+        problem = agreed_problem(asked, directives.get("leaderboard"), "the file")
+    except SubmissionFileError as error:
+        raise Refused(400, str(error)) from None
     if not problem:
         raise Refused(400, "no problem: send the 'problem' field or add a '#!POPCORN leaderboard <problem>' line")
     if problem not in known:

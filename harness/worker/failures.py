@@ -3,21 +3,57 @@
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from harness.contract.protocol import tail
 from harness.worker import contest_modules
 
 
 class SubmissionError(Exception):
-    """Raised inside the worker to report a classified failure to the parent."""
+    """Raised inside the worker to report a classified failure to the parent; ``traceback`` is the
+    full text of what the submission raised (empty for the harness's own verdicts)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, traceback: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+        self.traceback = traceback
+
+
+def traceback_text(error: BaseException) -> str:
+    """The error's traceback as Python prints it, cut to its last ``TRACEBACK_CHARS`` characters."""
+    return tail("".join(traceback.format_exception(type(error), error, error.__traceback__)))
+
+
+def _library_path(filename: str) -> str:
+    """A file's path below the sys.path entry that holds it (torch/nn/functional.py), else its name."""
+    path = os.path.abspath(filename)
+    for root in sorted({os.path.abspath(p) for p in sys.path if p}, key=len, reverse=True):
+        if path.startswith(root + os.sep):
+            return path[len(root) + 1:]
+    return Path(filename).name
+
+
+def location(error: BaseException, own_file: str | None) -> str:
+    """Where it raised, for a contestant: the deepest line of their own file and the library frame
+    that raised below it, " (at submission.py:42 in custom_kernel, via torch/nn/functional.py:372)";
+    the last frame when their file is not on the stack."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    own = os.path.realpath(own_file) if own_file else None
+    mine = [i for i, frame in enumerate(frames) if own and os.path.realpath(frame.filename) == own]
+    last = frames[-1]
+    if not mine:
+        return f" (at {_library_path(last.filename)}:{last.lineno})"
+    frame = frames[mine[-1]]
+    via = f", via {_library_path(last.filename)}:{last.lineno}" if mine[-1] < len(frames) - 1 else ""
+    return f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name}{via})"
 
 
 # Import names whose pip package is called something else.
@@ -30,10 +66,17 @@ def _install_advice(module: str) -> str:
     return f"pip install {PACKAGES.get(top, top)} where the harness runs, or drop the import"
 
 
-def classify(error: BaseException) -> SubmissionError:
-    """Turn whatever the submission raised into one of the statuses the parent reports."""
+def classify(error: BaseException, own_file: str | None = None) -> SubmissionError:
+    """Turn whatever the submission raised into one of the statuses the parent reports, with its
+    traceback; ``own_file``: the submission's path, whose deepest line the reason names."""
     if isinstance(error, SubmissionError):
         return error
+    failure = _classified(error, own_file)
+    failure.traceback = traceback_text(error)
+    return failure
+
+
+def _classified(error: BaseException, own_file: str | None) -> SubmissionError:
     text = f"{type(error).__name__}: {error}".strip()
     if isinstance(error, torch.OutOfMemoryError) or ("out of memory" in text.lower() and "cuda" in text.lower()):
         return SubmissionError("cuda_error", f"CUDA out of memory: {text.splitlines()[0]}")
@@ -54,9 +97,8 @@ def classify(error: BaseException) -> SubmissionError:
         return SubmissionError("crashed", f"the submission called sys.exit({error.code!r})")
     if isinstance(error, MemoryError):
         return SubmissionError("crashed", "MemoryError: the submission ran out of host memory")
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    return SubmissionError("crashed", f"{headline(text) if text else type(error).__name__}{where}")
+    first_line = headline(text) if text else type(error).__name__
+    return SubmissionError("crashed", f"{first_line}{location(error, own_file)}")
 
 
 def headline(text: str) -> str:

@@ -9,8 +9,10 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ class Worker:
         self.results_fd = results_fd
         self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by 'prepare'
         self.key_fd = key_fd
+        self.submission_file: str | None = None  # whose deepest line a failure's reason names
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
@@ -48,6 +51,7 @@ class Worker:
         self.timer = self._make_timer()
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol))
         submission_path = Path(request["submission"])
+        self.submission_file = str(submission_path)
         sys.path.insert(0, str(submission_path.parent))
         start = timers._perf_counter()
         if isinstance(self.timer, sealed_core.SealedTimer):  # the core imports it and keeps custom_kernel
@@ -110,7 +114,7 @@ class Worker:
             self.send({"op": "output", "time_us": 0.0, "host_us": 0.0, "structure": structure, "unfinished": False},
                       outputs)
         except BaseException as error:  # classified for the output log; the sanitizer's report says more
-            print(f"harness worker: {classify(error)}", flush=True)
+            print(f"harness worker: {classify(error, self.submission_file)}", flush=True)
             os._exit(3)
 
     def call(self, request: dict[str, Any]) -> None:
@@ -121,7 +125,7 @@ class Worker:
         operands = operand_tensors(data)
         pristine = [bytes_of(t).clone() for t in operands]
         if request.get("profile"):
-            self.send_profile(data)
+            self.send_profile(data, under_ncu=request["profile"] == "ncu")
             return
         if isinstance(self.timer, sealed_core.SealedTimer):
             header, parts, outputs = self._sealed_call(request, data)
@@ -176,8 +180,22 @@ class Worker:
         self.send({"op": "recheck", "overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us,
                    "mac": mac.hex()})
 
-    def send_profile(self, data: Any) -> None:
-        """One call under torch.profiler; the parent shows its per-kernel table."""
+    def send_profile(self, data: Any, under_ncu: bool = False) -> None:
+        """One call under torch.profiler; the parent shows its per-kernel table. ``under_ncu``: one warm
+        call (compile, autotune), then one call inside cudaProfilerStart/Stop, the one range that
+        `ncu --profile-from-start off` profiles (harness.judge.nsight)."""
+        if under_ncu:
+            on_gpu = self.device.type == "cuda"
+            self.kernel(data)
+            if on_gpu:
+                torch.cuda.synchronize()
+                torch.cuda.profiler.start()
+            self.kernel(data)
+            if on_gpu:
+                torch.cuda.synchronize()
+                torch.cuda.profiler.stop()
+            self.send({"op": "profile", "table": ""})
+            return
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self.device.type == "cuda":
             activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -204,16 +222,24 @@ class Worker:
                 return
 
 
+def arm_stack_dump(fd: int) -> None:
+    """At a stage's time limit the parent sends SIGUSR1 before it kills this process: every thread's
+    Python stack then goes to ``fd`` (a file of the parent's), so the report says where it hung.
+    faulthandler writes from its C signal handler: a thread stuck in C code still answers."""
+    faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True)
+
+
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
+    arm_stack_dump(int(argv[4]))
     # Confined before any submission code exists; the report travels in the 'ready' message.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line
-        failure = classify(error)
+        failure = classify(error, worker.submission_file)
         try:
-            worker.send({"op": "error", "kind": failure.kind, "message": str(failure)})
+            worker.send({"op": "error", "kind": failure.kind, "message": str(failure), "traceback": failure.traceback})
         except OSError:
             return 3
         return 2

@@ -10,14 +10,14 @@ partial product, scaled by A's per-row scales and the tile's B scale, into an fp
 "promotion": Hopper's fp8 MMA accumulates with reduced precision (DeepSeek-V3 report, section
 3.3.2), so no more than 128 products are summed before the fp32 add.
 
-B's scale is gathered per column (a tile may span two 128-row scale blocks of B), so BLOCK_N is
-free. Shape classes: M <= 128 (the decode-like shapes) take 64-row tiles on 4 warps, and split K
-across programs when the tiles cannot fill the GPU (fp32 partials, summed by torch in a fixed
-order); larger M takes wider tiles on 8 warps. Rows past M or N are read clamped (modulo) and
-never stored, so the inner loop
-has no masks. The result is a new bf16 tensor (this harness rejects writes into the tuple's c).
+A tile within one 128-row scale block of B takes its B scale as a scalar; a wider one gathers it
+per column. Shape classes (tuned on the H100, scripts/tune_blockwise.py): M <= 128 (the
+decode-like shapes) take 64 x 128 tiles on 4 warps and split K across programs when the tiles
+cannot fill the GPU (fp32 partials, summed by torch in a fixed order); larger M takes 128 x 64
+tiles on 8 warps. Rows past M or N are read clamped (modulo) and never stored, so the inner loop
+has no masks. The result is a new bf16 tensor.
 
-Not run or tuned on a GPU by this project yet; checked under TRITON_INTERPRET=1 on the CPU
+Timed on the H100 (docs/baselines.md); checked under TRITON_INTERPRET=1 on the CPU
 (tests/test_triton_baselines.py).
 """
 
@@ -56,15 +56,20 @@ def _blockwise_kernel(
     a_ptrs = a_ptr + rows[:, None] * stride_am + (k_first * BLOCK_K + ks)[None, :]
     b_ptrs = b_ptr + cols[None, :] * stride_bn + (k_first * BLOCK_K + ks)[:, None]  # (BLOCK_K, BLOCK_N)
     sa_ptrs = sa_ptr + rows * stride_sam
-    sb_ptrs = sb_ptr + (cols // 128) * stride_sbn  # one B scale per column: any BLOCK_N
+    # B's scale: one per 128 columns. A tile inside one scale block loads it as one scalar (measured
+    # faster on the H100); a wider tile gathers it per column.
+    sb_ptrs = sb_ptr + (cols // 128) * stride_sbn
+    sb_one = sb_ptr + (pid_n * BLOCK_N // 128) * stride_sbn
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(k_first, k_last):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
         sa = tl.load(sa_ptrs + kb * stride_sak)
-        sb = tl.load(sb_ptrs + kb * stride_sbk)
-        acc += tl.dot(a, b) * (sa[:, None] * sb[None, :])
+        if BLOCK_N <= 128:
+            acc += tl.dot(a, b) * (sa[:, None] * tl.load(sb_one + kb * stride_sbk))
+        else:
+            acc += tl.dot(a, b) * (sa[:, None] * tl.load(sb_ptrs + kb * stride_sbk)[None, :])
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -82,17 +87,17 @@ def _num_sms(device: torch.device) -> int:
 
 
 def pick_config(m: int, n: int, k: int, device: torch.device) -> dict:
-    """Tile shape, warps, stages and split-K for one shape (the two shape classes of the docstring)."""
+    """Tile shape, warps, stages and split-K for one shape, from a sweep on the H100
+    (scripts/tune_blockwise.py, docs/baselines.md): 64 x 128 tiles on 4 warps for M <= 128, K split
+    until about two programs an SM; 128 x 64 tiles on 8 warps above; 3 stages throughout."""
     if m <= 128:
-        config = {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 4}
+        config = {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 3}
     else:
-        config = {"block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 4}
+        config = {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3}
     tiles = triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"])
     k_blocks = triton.cdiv(k, SCALE_BLOCK)
-    sms = _num_sms(device)
-    # Split K only when the tiles fill less than half the GPU, keeping >= 8 K blocks per split.
-    split = 1 if tiles * 2 > sms else max(1, min(triton.cdiv(sms, tiles), k_blocks // 8))
-    return {**config, "split_k": split}
+    wanted = round(2 * _num_sms(device) / tiles) if m <= 128 else 1
+    return {**config, "split_k": max(1, min(4, wanted, k_blocks // 8))}
 
 
 def blockwise_gemm(

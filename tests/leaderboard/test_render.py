@@ -165,3 +165,15 @@ def test_the_vendor_column_sits_beside_speed_of_light():
     assert render.board_json(board, NOW)["ranking"][0]["geomean_pct_of_vendor"] == 87.5
     html = render.render_html(board, NOW)
     assert "% of vendor" in html and "87.5" in html
+
+
+def test_the_index_counts_files_that_passed_unranked():
+    """Two CPU runs that passed showed as '0 ranked, 0 failed': they are counted apart."""
+    cpu = [stored(make_run((50.0, 90.0, 20.0), device_type="cpu"), run_id=i, author=a, file=f"{a}.py")
+           for i, a in ((1, "ada"), (2, "bob"))]
+    board = build_board("nvfp4_gemv", cpu)
+    assert len(board.not_rankable) == 2 and not board.ranking and not board.failed
+    index = render.render_index([board], NOW)
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", index)
+    cells = re.findall(r'<td class="num">(\d+)</td>', index)
+    assert header[3:6] == ["ranked", "passed, unranked", "failed"] and cells == ["0", "2", "0"]

@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -101,6 +102,29 @@ def test_run_stores_every_run_and_survives_an_exception(tree, tmp_path, install)
     assert "[2/4] nvfp4_gemv/broken.py ... failed: output mismatch at [0, 0, 0]" in lines
     assert "      nvfp4_gemv/fast.py: started" in lines
     assert "      imported in 0.1 s; timing: fake" in lines  # the evaluator's own progress, indented
+
+
+def test_each_files_verdict_is_printed_before_the_next_file_starts(tree, tmp_path, install):
+    """The plain log once printed a file's verdict after the next file's 'started' line: the serial
+    executor began the next job while the runner was still storing the last one (slow here)."""
+    install(_results())
+    lines: list[str] = []
+    subs = runner.discover(tree, ["nvfp4_gemv", "nvfp4_gemm"])
+    with Store.open(tmp_path / "lb.db") as store:
+        add = store.add
+
+        def slow_add(*args, **kwargs):
+            time.sleep(0.3)
+            return add(*args, **kwargs)
+
+        store.add = slow_add
+        runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=lines.append)
+    events = [line.split()[0] if line.startswith("[") else line.strip() for line in lines
+              if line.startswith("[") or line.endswith(": started")]
+    started = [i for i, line in enumerate(events) if line.endswith(": started")]
+    verdicts = [i for i, line in enumerate(events) if line.startswith("[")]
+    assert len(started) == len(verdicts) == 4
+    assert all(s < v < next_s for s, v, next_s in zip(started, verdicts, [*started[1:], len(events)])), events
 
 
 def test_cached_files_are_skipped_unless_forced(tree, tmp_path, install):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import socket
@@ -111,7 +112,8 @@ BAD_REQUESTS = {
     "no problem": ("ada", {"file": ("k.py", b"def custom_kernel(data):\n    return data\n")}, {}, 400,
                    "no problem"),
     "no file": ("ada", {}, {"mode": "test"}, 400, "file"),
-    "after the deadline": ("ada", "gemv", {"problem": "nvfp4_gemm", "mode": "leaderboard"}, 403, "deadline"),
+    "after the deadline": ("ada", {"file": ("k.py", b"def custom_kernel(data):\n    return data\n")},
+                           {"problem": "nvfp4_gemm", "mode": "leaderboard"}, 403, "deadline"),
     # the parser's depth limits (RecursionError, MemoryError) are reached by small files
     "nested subscripts": ("ada", {"file": ("k.py", b"a" + b"[0]" * 6000)}, {}, 400, "too deeply nested"),
     "nested minus signs": ("ada", {"file": ("k.py", b"-" * 19000 + b"1")}, {}, 400, "k.py: "),
@@ -219,3 +221,10 @@ def test_the_served_pages_in_headless_chromium(service, ranked, tmp_path):
     assert "2000-01-01 00:00 UTC" in dom  # nvfp4_gemm's deadline
     page = chromium(tmp_path, "--dump-dom", server.url + "/nvfp4_dual_gemm/index.html").stdout
     assert "nvfp4_dual_gemm leaderboard" in page and "ada" in page and "not rankable (cpu)" in page
+
+
+def test_the_front_page_gives_its_own_address_and_says_where_runs_happen(service):
+    server, _ = service
+    page = html.unescape(requests.get(server.url + "/", timeout=10).text)
+    assert f"export NVFP4_SERVER={server.url} " in page and "this page's address" not in page
+    assert "on the service's CPU" in page and "organizer's GPU" not in page  # this service runs with --device cpu

@@ -44,7 +44,11 @@ def test_a_deadline_closes_ranked_runs_only():
 def test_the_problem_comes_from_the_field_or_the_popcorn_line():
     text = "#!POPCORN leaderboard nvfp4_gemv\n"
     assert choose_problem(None, text, ["nvfp4_gemv", "nvfp4_gemm"]) == "nvfp4_gemv"
-    assert choose_problem("nvfp4_gemm", text, ["nvfp4_gemv", "nvfp4_gemm"]) == "nvfp4_gemm"
+    assert choose_problem("nvfp4_gemv", text, ["nvfp4_gemv", "nvfp4_gemm"]) == "nvfp4_gemv"
+    assert choose_problem("nvfp4_gemm", "x = 1\n", ["nvfp4_gemv", "nvfp4_gemm"]) == "nvfp4_gemm"
+    with pytest.raises(Refused, match=r"leaderboard nvfp4_gemv' line .* nvfp4_gemm") as refused:
+        choose_problem("nvfp4_gemm", text, ["nvfp4_gemv", "nvfp4_gemm"])  # the two must agree
+    assert refused.value.status_code == 400
     with pytest.raises(Refused, match="unknown problem"):
         choose_problem(None, "#!POPCORN leaderboard conv\n", ["nvfp4_gemv"])
 

@@ -41,3 +41,36 @@ def test_two_users_with_one_name_are_refused(db):
         add_user(db.connection, "ada")
     with pytest.raises(ValueError, match="user name"):
         add_user(db.connection, "ada lovelace")
+
+
+def test_a_revoked_users_token_is_refused_and_the_list_says_so(db):
+    from harness.service.users import list_users, revoke_user
+
+    token = add_user(db.connection, "ada")
+    add_user(db.connection, "bob")
+    revoke_user(db.connection, "ada")
+    assert authenticate(db.connection, token) is None
+    listed = {u.name: u for u in list_users(db.connection)}
+    assert listed["ada"].revoked_at and listed["bob"].revoked_at is None
+    assert listed["ada"].submissions == 0
+    with pytest.raises(ValueError, match="no user 'carol'"):
+        revoke_user(db.connection, "carol")
+    with pytest.raises(ValueError, match="revoked already"):
+        revoke_user(db.connection, "ada")
+
+
+def test_the_user_command_lists_and_revokes(tmp_path, capsys):
+    from harness.commands.main import main
+
+    path = str(tmp_path / "s.db")
+    assert main(["user", "add", "ada", "--db", path]) == 0
+    assert main(["user", "add", "bob", "--db", path]) == 0
+    assert main(["user", "revoke", "bob", "--db", path]) == 0
+    capsys.readouterr()
+    assert main(["user", "list", "--db", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["name", "added", "submissions", "revoked"]
+    ada, bob = (next(line for line in out if line.startswith(name)) for name in ("ada", "bob"))
+    assert ada.split()[-2:] == ["0", "-"] and bob.split()[-1] != "-"
+    assert main(["user", "revoke", "carol", "--db", path]) == 113
+    assert "no user 'carol'" in capsys.readouterr().err

@@ -1,0 +1,1 @@
+"""A contestant's own history: every `eval` result kept in a per-user SQLite file, listed and compared."""

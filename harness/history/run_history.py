@@ -1,0 +1,125 @@
+"""The per-user history of `eval` results: a small SQLite file with numbered migrations.
+
+Where it lives: ``$NVFP4_HISTORY_DB`` when set (tests, a shared folder), else ``history.db`` in the
+platform's user data folder (platformdirs: ~/.local/share/nvfp4-harness on Linux,
+~/Library/Application Support/nvfp4-harness on macOS), so runs from any checkout land in one place.
+The migrations follow the leaderboard store's (its ``apply_migrations``), in this package's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.contract.results import RunResult
+from harness.leaderboard.store import StoreError, apply_migrations, load_result, utc_now
+
+HISTORY_ENV = "NVFP4_HISTORY_DB"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+APP_NAME = "nvfp4-harness"
+
+
+def default_path() -> Path:
+    """``$NVFP4_HISTORY_DB``, else history.db in this user's data folder."""
+    override = os.environ.get(HISTORY_ENV)
+    if override:
+        return Path(override)
+    import platformdirs  # here, not at the top: an eval on an image without it still runs (and says so)
+
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One kept run, as `history` lists it."""
+
+    id: int
+    recorded_at: str
+    problem: str
+    submission_path: str
+    mode: str
+    device_name: str
+    status: str
+    geomean_us: float | None
+    geomean_pct_of_sol: float | None
+
+
+_LISTED = "id, recorded_at, problem, submission_path, mode, device_name, status, geomean_us, geomean_pct_of_sol"
+
+
+class History:
+    """Runs in, runs out; use as a context manager."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection = connection
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | None = None) -> History:
+        path = path or default_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(str(path))
+            apply_migrations(connection, MIGRATIONS_DIR)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"{path}: cannot open the history ({error}); set ${HISTORY_ENV} to another file") from None
+        return cls(connection, path)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, run: RunResult) -> int:
+        """Keep one run; returns its id."""
+        device = str((run.device or {}).get("name") or (run.device or {}).get("type") or "?")
+        with self.connection:
+            cursor = self.connection.execute(
+                "INSERT INTO runs (recorded_at, problem, submission_path, sha256, mode, device_name, status, "
+                "geomean_us, geomean_pct_of_sol, result_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (utc_now(), run.problem, run.submission_path, run.submission_sha256, run.mode, device,
+                 run.status.value, run.geomean_us, run.geomean_pct_of_sol, json.dumps(run.to_json())),
+            )
+        return int(cursor.lastrowid)
+
+    def entries(self, problem: str | None = None, limit: int = 50) -> list[HistoryEntry]:
+        """The latest ``limit`` runs (of one problem), oldest first."""
+        where, params = ("WHERE problem = ?", (problem,)) if problem else ("", ())
+        rows = self.connection.execute(f"SELECT {_LISTED} FROM runs {where} ORDER BY id DESC LIMIT ?",
+                                       (*params, limit)).fetchall()
+        return [HistoryEntry(*row) for row in reversed(rows)]
+
+    def previous(self, run_id: int, problem: str, mode: str) -> int | None:
+        """The run of the same problem and mode kept just before ``run_id``, if any."""
+        row = self.connection.execute("SELECT MAX(id) FROM runs WHERE id < ? AND problem = ? AND mode = ?",
+                                      (run_id, problem, mode)).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def result(self, run_id: int) -> RunResult:
+        """The full result of run ``run_id``; StoreError when there is none."""
+        row = self.connection.execute("SELECT result_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id} in the history {self.path} (python -m harness history lists them)")
+        return load_result(json.loads(row[0]))
+
+
+def record(run: RunResult) -> str:
+    """Keep ``run`` in this user's history; one line saying where, or why it was not kept (never raises)."""
+    try:
+        with History.open() as history:
+            run_id = history.add(run)
+            before = history.previous(run_id, run.problem, run.mode)
+    except StoreError as error:
+        return f"note: not kept in the history: {error} (--no-history turns it off)"
+    except ModuleNotFoundError as error:
+        return f"note: not kept in the history: {error.name} is not installed (pip install {error.name}, or set " \
+               f"${HISTORY_ENV} to a file)"
+    compare = f"; python -m harness compare {before} {run_id} shows the change" if before else ""
+    return f"kept as run {run_id} in the history (python -m harness history{compare})"

@@ -1,0 +1,113 @@
+"""The per-user history: every eval kept (unless --no-history), listed, and two runs compared."""
+
+import json
+import os
+
+import pytest
+
+from harness.commands import eval_command
+from harness.commands.compare_command import comparison_rows
+from harness.commands.main import main
+from harness.contract.results import CaseResult, ExitCode, RunResult, Status, TimingStats
+from harness.history.run_history import HISTORY_ENV, History, default_path
+from harness.leaderboard.store import StoreError
+
+SHAPES = ({"m": 7168, "k": 16384, "l": 1, "seed": 1111}, {"m": 4096, "k": 7168, "l": 8, "seed": 1111})
+
+
+def _timing(median_us: float) -> TimingStats:
+    return TimingStats(median_us, median_us, 0.1, median_us, median_us, median_us, median_us, 20, "cuda-event")
+
+
+def run_of(medians, path="my.py", status=Status.PASSED) -> RunResult:
+    cases = [CaseResult("test", {"m": 128, "k": 256, "l": 1, "seed": 1}, Status.PASSED)]
+    cases += [CaseResult("benchmark", dict(shape), Status.PASSED, timing=_timing(m), sol_us=5.0, pct_of_sol=500 / m)
+              for shape, m in zip(SHAPES, medians)]
+    geomean = (medians[0] * medians[1]) ** 0.5
+    return RunResult("nvfp4_gemv", path, "ab" * 32, "benchmark", {"type": "cuda", "name": "NVIDIA H100"}, "0.1.0",
+                     status=status, cases=cases, geomean_us=geomean, geomean_pct_of_sol=500 / geomean,
+                     started_at="2026-01-02T03:04:05+00:00")
+
+
+def test_the_history_lives_in_the_user_data_folder_unless_the_environment_says(monkeypatch, tmp_path):
+    monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "h.db"))
+    assert default_path() == tmp_path / "h.db"
+    monkeypatch.delenv(HISTORY_ENV)
+    assert default_path().name == "history.db" and "nvfp4-harness" in default_path().parts
+
+
+def test_runs_are_kept_listed_and_read_back(tmp_path):
+    with History.open(tmp_path / "h.db") as history:
+        first = history.add(run_of([20.0, 40.0]))
+        second = history.add(run_of([10.0, 40.0], path="faster.py"))
+        entries = history.entries()
+        assert [e.id for e in entries] == [first, second] and entries[1].submission_path == "faster.py"
+        assert history.previous(second, "nvfp4_gemv", "benchmark") == first
+        assert history.result(second).cases[1].timing.median_us == 10.0
+        assert history.entries("nvfp4_gemm") == []
+        with pytest.raises(StoreError, match="no run 99"):
+            history.result(99)
+
+
+def test_eval_keeps_every_run_unless_no_history(monkeypatch, capsys):
+    monkeypatch.setattr(eval_command, "evaluate_submission", lambda *a, **k: run_of([20.0, 40.0]))
+    argv = ["eval", "nvfp4_gemv", "submissions/nvfp4_gemv/torch_reference.py", "--device", "cpu"]
+    assert main(argv) == 0 and main(argv) == 0
+    err = capsys.readouterr().err
+    assert "kept as run 2 in the history" in err and "python -m harness compare 1 2" in err
+    assert main([*argv, "--no-history"]) == 0
+    with History.open() as history:
+        assert len(history.entries()) == 2
+
+
+def test_history_lists_the_runs_in_a_table(capsys):
+    with History.open() as history:
+        history.add(run_of([20.0, 40.0]))
+        history.add(run_of([10.0, 40.0], path="faster.py", status=Status.FAILED))
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("id"))
+    assert header.split() == ["id", "when", "problem", "file", "mode", "device", "status", "geomean", "%", "SOL"]
+    assert "faster.py" in out and "failed" in out and "28.28 us" in out and "NVIDIA H100" in out
+    assert main(["history", "nvfp4_gemm"]) == 0 and "no runs kept" in capsys.readouterr().out
+
+
+def test_compare_shows_two_runs_per_shape_from_ids_and_json_files(tmp_path, capsys):
+    with History.open() as history:
+        history.add(run_of([20.0, 40.0]))
+    result_file = tmp_path / "b.json"
+    result_file.write_text(json.dumps(run_of([10.0, 44.0]).to_json()))
+    assert main(["compare", "1", str(result_file)]) == 0
+    out = capsys.readouterr().out
+    line = next(row for row in out.splitlines() if row.startswith("benchmark m=7168 k=16384 l=1"))
+    assert line.split()[-5:] == ["20.00", "25.0", "10.00", "50.0", "-50.0%"]
+    assert "+10.0%" in next(row for row in out.splitlines() if "m=4096" in row)
+    assert "geometric mean" in out and "A = run 1: my.py" in out and "B = b.json" in out
+
+
+def test_comparison_rows_name_a_shape_only_one_run_has():
+    a, b = run_of([20.0, 40.0]), run_of([10.0, 40.0])
+    b.cases = b.cases[:2]
+    b.cases[1].status, b.cases[1].timing = Status.FAILED, None
+    rows = {row[0]: row[1:] for row in comparison_rows(a, b)}
+    assert rows["benchmark m=7168 k=16384 l=1"][2:] == ["FAIL", "-", "-"]
+    assert rows["benchmark m=4096 k=7168 l=8"][2:] == ["-", "-", "-"]
+
+
+@pytest.mark.parametrize(("ref", "words"), [("7", "no run 7"), ("{tmp}/none.json", "neither a history id"),
+                                            ("{tmp}/bad.json", "not a result written by `eval --json`")])
+def test_compare_refuses_what_it_cannot_read_in_one_line(tmp_path, capsys, ref, words):
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["compare", ref.format(tmp=tmp_path), "1"]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_an_unwritable_history_is_a_note_never_a_failed_eval(monkeypatch, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv(HISTORY_ENV, str(blocker / "h.db"))  # a folder that cannot be made
+    monkeypatch.setattr(eval_command, "evaluate_submission", lambda *a, **k: run_of([20.0, 40.0]))
+    assert main(["eval", "nvfp4_gemv", "x.py"]) == 0
+    assert "not kept in the history" in capsys.readouterr().err
+    assert os.path.exists(blocker)

@@ -1,0 +1,46 @@
+"""`make` keeps the harness's exit code where it can: GNU make itself exits 2 for any failed recipe,
+so each harness command's own code is written to EXIT_CODE_FILE and scripts/make.sh exits with it."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.contract.results import ExitCode
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make here")
+
+
+def _broken(tmp_path: Path) -> Path:
+    path = tmp_path / "broken.py"
+    path.write_text("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(:\n")  # 113 before any worker
+    return path
+
+
+def test_make_records_the_harness_code_and_the_wrapper_exits_with_it(tmp_path):
+    code_file = tmp_path / "code"
+    args = ["eval", f"SUBMISSION={_broken(tmp_path)}", "DEVICE=cpu", f"PYTHON={sys.executable}"]
+    plain = subprocess.run(["make", "-s", *args, f"EXIT_CODE_FILE={code_file}"], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+    assert plain.returncode == 2 and "Error 113" in plain.stderr  # GNU make's own status
+    assert code_file.read_text().strip() == str(int(ExitCode.BAD_INPUT))
+    wrapped = subprocess.run(["sh", "scripts/make.sh", "-s", *args], cwd=REPO, capture_output=True, text=True,
+                             timeout=120)
+    assert wrapped.returncode == ExitCode.BAD_INPUT, wrapped.stdout + wrapped.stderr
+
+
+def test_the_wrapper_passes_success_and_makes_own_errors_through():
+    ok = subprocess.run(["sh", "scripts/make.sh", "-s", "-n", "sol"], cwd=REPO, capture_output=True, timeout=60)
+    assert ok.returncode == 0
+    missing = subprocess.run(["sh", "scripts/make.sh", "no-such-target"], cwd=REPO, capture_output=True, timeout=60)
+    assert missing.returncode == 2  # make's own failure: nothing of the harness ran
+
+
+def test_leaderboard_takes_the_variables_eval_takes():
+    run = subprocess.run(["make", "-n", "leaderboard", "DEVICE=cpu", "PROBLEM=nvfp4_gemv", "ARGS=--force"],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0
+    assert "-m harness leaderboard --problem nvfp4_gemv --device cpu --force" in run.stdout

@@ -216,3 +216,16 @@ def test_without_the_core_the_worker_falls_back_to_the_python_timer_and_never_re
     assert isinstance(worker._make_timer(), timers.CpuTimer)
     with pytest.raises(OSError):
         os.fstat(read_fd)  # closed unread
+
+
+def test_an_unsealed_worker_is_the_parents_choice_and_never_reads_the_key():
+    """Under Nsight Compute the parent asks for a worker without the core (its graph-based start
+    fails there); the worker closes the key unread and the parent expects no MAC from it."""
+    from harness.worker.serve_loop import Worker
+
+    _, read_fd = seal.new_key_pipe()
+    worker = Worker(-1, -1, read_fd)
+    worker.device = torch.device("cpu")
+    assert sealed_core.sealed_available() and isinstance(worker._make_timer(unsealed=True), timers.CpuTimer)
+    with pytest.raises(OSError):
+        os.fstat(read_fd)

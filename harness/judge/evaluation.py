@@ -78,13 +78,14 @@ class Evaluation:
 
     @contextlib.contextmanager
     def session(self, command_prefix: list[str] | None = None, timeout_scale: float = 1.0,
-                keep_uid: bool = False) -> Iterator[WorkerSession]:
+                keep_uid: bool = False, unsealed: bool = False) -> Iterator[WorkerSession]:
         """A fresh worker for this submission (``command_prefix`` wraps it, e.g. compute-sanitizer;
-        ``timeout_scale`` widens its stage limits; ``keep_uid``: no uid drop, for Nsight Compute);
+        ``timeout_scale`` widens its stage limits; ``keep_uid``: no uid drop, and ``unsealed``: no
+        compiled core, both for Nsight Compute, which breaks the core's graph-based start);
         what it printed is kept as the run's ``stdout_tail`` when it ends."""
         task = self.task.with_timeouts_scaled(timeout_scale)
         with WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
-                           keep_uid) as session:
+                           keep_uid, unsealed) as session:
             try:
                 yield session
             finally:

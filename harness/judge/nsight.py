@@ -113,7 +113,7 @@ def profile_case(evaluation: Evaluation, case: dict[str, object], ncu: Path, rep
     limits = evaluation.task.timeouts_s
     seeded = {**case, "seed": evaluation.checker.call_seed(case, 0)}
     try:
-        with evaluation.session(profile_prefix(ncu, report), TIMEOUT_SCALE, keep_uid=True) as session:
+        with evaluation.session(profile_prefix(ncu, report), TIMEOUT_SCALE, keep_uid=True, unsealed=True) as session:
             session.start()
             session.profile(seeded, TIMEOUT_SCALE * (limits["warmup"] + limits["call"]), under_ncu=True)
     except WorkerFailure as failure:

@@ -65,10 +65,11 @@ class WorkerSession:
     """The parent's conversation with one worker for one submission; use as a context manager."""
 
     def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None,
-                 command_prefix: list[str] | None = None, keep_uid: bool = False) -> None:
+                 command_prefix: list[str] | None = None, keep_uid: bool = False, unsealed: bool = False) -> None:
         self.task = task
         self.submission = submission
         self.device = device
+        self.unsealed = unsealed  # a worker without the compiled core (under Nsight Compute): never ranked
         self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []), keep_uid)
         self.sealed = False
         self.overhead_us: float | None = None
@@ -147,12 +148,13 @@ class WorkerSession:
                 "reference_module": self.task.reference_module,
                 "task_py": str(self.task.task_py),
                 "submission": str(self.submission),
+                "unsealed": self.unsealed,
             },
         )
         header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.
-        self.sealed = seal.sealed_core_built()
+        self.sealed = seal.sealed_core_built() and not self.unsealed
         if self.sealed and (header.get("sealed") is not True or not isinstance(header.get("overhead_us"), float)):
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")

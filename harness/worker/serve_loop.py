@@ -48,7 +48,7 @@ class Worker:
             extension_arch.install(10 * major + minor)  # sm_100a-only extensions fail before nvcc runs
         self.reference = importlib.import_module(request["reference_module"])
         contest_modules.install(self.reference, Path(request["task_py"]))
-        self.timer = self._make_timer()
+        self.timer = self._make_timer(unsealed=bool(request.get("unsealed")))
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol))
         submission_path = Path(request["submission"])
         self.submission_file = str(submission_path)
@@ -68,8 +68,13 @@ class Worker:
                    "persisting_l2_reset": self.timer.persisting_l2_reset, "sealed": sealed,
                    "overhead_us": self.timer.overhead_us if sealed else None, "sandbox": sandbox})
 
-    def _make_timer(self) -> sealed_core.SealedTimer | timers.CudaTimer | timers.CpuTimer:
-        """The compiled core when built (it reads the key and closes its pipe), else a Python timer."""
+    def _make_timer(self, unsealed: bool = False) -> sealed_core.SealedTimer | timers.CudaTimer | timers.CpuTimer:
+        """The compiled core when built (it reads the key and closes its pipe), else a Python timer;
+        ``unsealed`` (the parent's choice, for a worker under Nsight Compute): a plain event timer."""
+        if unsealed:
+            os.close(self.key_fd)
+            return timers.CudaTimer(self.device, subtract_overhead=False) if self.device.type == "cuda" else (
+                timers.CpuTimer())
         if sealed_core.sealed_available():
             try:
                 return sealed_core.SealedTimer(self.key_fd, self.device)

@@ -21,15 +21,16 @@ fp8() {
   echo "exit $?"; python3 scripts/run_summary.py "$OUT/fp8_triton.json"
   grep -E "% vendor|Geometric|Result" "$OUT/fp8_triton.log"
 }
-hang() {
-  local steps
-  for steps in default netns,no_new_privs,not_dumpable,landlock; do
-    [ "$steps" = default ] && unset NVFP4_SANDBOX || export NVFP4_SANDBOX=$steps
-    python3 -m harness eval nvfp4_gemv tests/adversarial/submissions/fault_hang_in_call.py --mode test \
-      --timeout-scale 0.1 --verbose --no-history > "$OUT/hang_$steps.log" 2>&1
-    echo "sandbox $steps: exit $?"; grep -E "^sandbox|TIMEOUT|it was at|File \"" "$OUT/hang_$steps.log" | head -n 12
+hang() {  # by default; without the uid drop; on the CPU of the same host (no CUDA threads)
+  local name steps device
+  for name in default no_uid cpu; do
+    steps=netns,uid,no_new_privs,not_dumpable,landlock; device=cuda
+    [ "$name" = no_uid ] && steps=netns,no_new_privs,not_dumpable,landlock
+    [ "$name" = cpu ] && device=cpu
+    NVFP4_SANDBOX=$steps python3 -m harness eval nvfp4_gemv tests/adversarial/submissions/fault_hang_in_call.py \
+      --mode test --device "$device" --timeout-scale 0.1 --verbose --no-history > "$OUT/hang_$name.log" 2>&1
+    echo "hang $name: exit $?"; grep -E "TIMEOUT|it was at|File \"" "$OUT/hang_$name.log" | head -n 6
   done
-  unset NVFP4_SANDBOX
 }
 adversarial() {
   local only

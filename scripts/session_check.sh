@@ -7,6 +7,7 @@
 #   hang         a hanging submission timed out, with the default sandbox and without the uid drop:
 #                the reason must name fault_hang_in_call.py:7
 #   adversarial  the adversarial rows of the sealed timed window (s10, s11, p01*, o01, v07 evaluator)
+#   honest       the Triton GEMV ranked (its medians against the ones before the session's changes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/session-check-out}
@@ -23,7 +24,7 @@ fp8() {
 }
 hang() {  # by default; without the uid drop; on the CPU of the same host (no CUDA threads)
   local name steps device
-  for name in default no_uid cpu; do
+  for name in ${HANG_VARIANTS:-default no_uid cpu}; do
     steps=netns,uid,no_new_privs,not_dumpable,landlock; device=cuda
     [ "$name" = no_uid ] && steps=netns,no_new_privs,not_dumpable,landlock
     [ "$name" = cpu ] && device=cpu
@@ -46,6 +47,7 @@ for step in ${*:-fp8 profile hang adversarial}; do
     profile) OUT="$OUT/profile" bash scripts/profile_check.sh gemv gemm csv 2>&1 | grep -vE "^ +(aten|cu|cuda|Activity)" | tail -n 70 ;;
     hang) hang ;;
     adversarial) adversarial ;;
+    honest) python3 scripts/throughput.py "$OUT/honest" submissions/nvfp4_gemv/triton_gemv.py | tail -n 1 ;;
     *) echo "unknown step $step" ;;
   esac
 done

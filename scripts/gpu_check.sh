@@ -38,18 +38,9 @@ WORK=$(mktemp -d)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:${PYTHONPATH:-}"
 source scripts/carried_wheels.sh
-summary="$OUT/summary.txt"
-log() { echo "$*" | tee -a "$summary"; }
-run_step() {  # name, command...: log the command, its time and exit status; keep its output
-  local name=$1; shift
-  log "== $name: $* ($(date -u +%FT%TZ))"
-  local start=$SECONDS
-  "$@" > "$WORK/$name.log" 2>&1
-  local rc=$?
-  tail -n "${TAIL:-40}" "$WORK/$name.log" | tee -a "$summary"
-  log "== $name: exit $rc after $((SECONDS - start)) s"
-  tar -czf "$OUT/results-$first.tar.gz" -C "$WORK" .  # after every step: a call cut short keeps what ran
-}
+summary="$OUT/summary.txt" STEP_LOGS=$WORK AFTER_STEP=keep_results
+keep_results() { tar -czf "$OUT/results-$first.tar.gz" -C "$WORK" .; }  # after every step: a call cut short keeps what ran
+source scripts/step_log.sh
 b2b() {
   for run in $(seq 1 10); do
     python3 -m harness eval nvfp4_gemv submissions/nvfp4_gemv/triton_gemv.py --mode benchmark \

@@ -15,17 +15,8 @@ OUT=${OUT:-$PWD/profile-check-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:${PYTHONPATH:-}" NVFP4_HISTORY_DB="$OUT/history.db"
 source scripts/carried_wheels.sh
-summary="$OUT/summary.txt"
-log() { echo "$*" | tee -a "$summary"; }
-step() {  # name, command...: log the command, its time and exit status; keep its output
-  local name=$1; shift
-  log "== $name: $* ($(date -u +%FT%TZ))"
-  local start=$SECONDS
-  "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  tail -n "${TAIL:-60}" "$OUT/$name.log" | tee -a "$summary"
-  log "== $name: exit $rc after $((SECONDS - start)) s"
-}
+summary="$OUT/summary.txt" STEP_LOGS=$OUT TAIL=${TAIL:-60}
+source scripts/step_log.sh
 ncu_path() { command -v ncu || { [ -x /usr/local/cuda/bin/ncu ] && echo /usr/local/cuda/bin/ncu; }; }
 env_step() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
@@ -63,11 +54,11 @@ hang_step() {
 }
 for name in ${@:-env gemv gemm csv hang}; do
   case $name in
-    env) step env env_step ;;
-    gemv) step gemv profile_step nvfp4_gemv submissions/nvfp4_gemv/triton_gemv.py gemv ;;
-    gemm) step gemm profile_step nvfp4_gemm submissions/nvfp4_gemm/triton_gemm.py gemm ;;
-    csv) step csv csv_step ;;
-    hang) step hang hang_step ;;
+    env) run_step env env_step ;;
+    gemv) run_step gemv profile_step nvfp4_gemv submissions/nvfp4_gemv/triton_gemv.py gemv ;;
+    gemm) run_step gemm profile_step nvfp4_gemm submissions/nvfp4_gemm/triton_gemm.py gemm ;;
+    csv) run_step csv csv_step ;;
+    hang) run_step hang hang_step ;;
     *) log "unknown step $name" ;;
   esac
 done

@@ -16,6 +16,7 @@
 #   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it)
+#   flush       graph replay of the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
@@ -121,6 +122,7 @@ for step in $steps; do
     fp8) run_step fp8 fp8_files ;;
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
     ncu) run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
+    flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;

@@ -1,0 +1,77 @@
+"""Does the L2 flush's write-back land in the timed call? Graph replay under three flushes (GPU only).
+
+Issue 25's second hypothesis (docs/timing.md, "The ladder"): flushing the L2 by zeroing a buffer
+twice its size leaves that much dirty data, which the timed kernel's own reads must write back to
+DRAM, so memory-bound kernels read slower than under Nsight Compute's clean-cache flush. Per
+shape, the same graph replay as scripts/graph_replay.py with three flushes:
+
+- ``zero``: the buffer zeroed (today's method: dirty lines left);
+- ``read``: the buffer read (a sum): the L2 ends full of clean lines;
+- ``zero+read``: zeroed then read: the write-back happens inside the flush.
+
+If the hypothesis holds, ``read`` and ``zero+read`` agree with each other and with ncu
+(scripts/ncu_times.py) on the memory rungs and the GEMV, and ``zero`` reads higher; if all three
+agree, it is refuted.
+
+    python3 scripts/flush_variants.py OUT.json [FILE ...]   (default: the ladder and the GEMV)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+from graph_replay import POOL, REPLAYS, ROUNDS, load  # this folder's script: the same replay, another flush
+from timing_validation import graph_per_call_us
+
+from harness.contract.task_spec import load_task, shape_text
+
+DEFAULT_FILES = ("submissions/timing_ladder/triton_ladder.py", "submissions/nvfp4_gemv/triton_gemv.py")
+
+
+def flushes(buffer: torch.Tensor, total: torch.Tensor) -> dict:
+    """The three ways to empty the L2 of the previous call's lines."""
+    def read() -> None:
+        torch.sum(buffer, dim=0, dtype=torch.int64, out=total)
+
+    def zero_then_read() -> None:
+        buffer.zero_()
+        read()
+
+    return {"zero": buffer.zero_, "read": read, "zero+read": zero_then_read}
+
+
+def per_call_us(kernel, problem: str, case: dict, flush) -> float:
+    reference = importlib.import_module(f"problems.{problem}.reference")
+    inputs = [reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda") for i in range(POOL)]
+
+    def flushed_call(data: object) -> None:
+        flush()
+        kernel(data)
+
+    calls = [lambda data=data: flushed_call(data) for _ in range(ROUNDS) for data in inputs]
+    return graph_per_call_us(calls, REPLAYS) - graph_per_call_us([flush] * len(calls), REPLAYS)
+
+
+def main() -> int:
+    out = Path(sys.argv[1])
+    buffer = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    total = torch.zeros((), dtype=torch.int64, device="cuda")
+    rows = []
+    for path in [Path(f) for f in sys.argv[2:]] or [Path(f) for f in DEFAULT_FILES]:
+        kernel, problem = load(path), path.parent.name
+        for case in load_task(problem).benchmarks:
+            row = {"file": f"{problem}/{path.name}", "shape": shape_text(case)}
+            for name, flush in flushes(buffer, total).items():
+                row[f"{name}_us"] = per_call_us(kernel, problem, case, flush)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    out.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

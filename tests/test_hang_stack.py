@@ -27,21 +27,3 @@ def test_a_timeout_names_the_hanging_line_and_keeps_every_threads_stack(tmp_path
     assert f'fault_hang_in_call.py", line {HANGING_LINE} in custom_kernel' in first["traceback"]
     assert "most recent call first" in first["traceback"]  # faulthandler's dump, every thread
     assert f'fault_hang_in_call.py", line {HANGING_LINE}' in run.stdout  # --verbose prints it
-
-
-def test_the_watchdog_writes_the_stacks_without_a_signal(tmp_path):
-    """On the H100 a CUDA worker never answered SIGUSR1 (docs/results.md, run 10): the worker also
-    arms faulthandler's watchdog with each request's limit, which needs no signal."""
-    import time
-
-    from harness.worker.serve_loop import stacks_at_the_limit
-
-    with open(tmp_path / "stacks", "w+b") as handle:
-        with stacks_at_the_limit(handle.fileno(), 0.2):
-            time.sleep(0.6)
-        with stacks_at_the_limit(handle.fileno(), 5.0):
-            pass  # answered in time: cancelled, nothing written
-        time.sleep(0.2)
-        handle.seek(0)
-        text = handle.read().decode()
-    assert text.count("Timeout (") == 1 and "test_the_watchdog_writes_the_stacks_without_a_signal" in text

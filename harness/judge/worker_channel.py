@@ -149,7 +149,6 @@ class WorkerSession:
                 "task_py": str(self.task.task_py),
                 "submission": str(self.submission),
                 "unsealed": self.unsealed,
-                "dump_after_s": self.task.timeouts_s["import"],
             },
         )
         header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
@@ -196,8 +195,7 @@ class WorkerSession:
              plain: bool = False) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
         index, self._next_index = self._next_index, self._next_index + 1
-        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain,
-                       "dump_after_s": timeout_s})
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
         header, tensors = self._expect("output", stage, timeout_s)
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
             self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, header,

@@ -28,7 +28,6 @@ WATCHED = (
     ("harness.worker.serve_loop", "Worker.call"),
     ("harness.worker.serve_loop", "Worker.send"),
     ("harness.worker.serve_loop", "Worker.serve"),
-    ("harness.worker.serve_loop", "Worker.handle"),
     ("os", "write"),
     ("os", "read"),
     ("json", "dumps"),  # encodes the result header: a patched one rewrites the reported times

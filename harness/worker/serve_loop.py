@@ -9,13 +9,11 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import importlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +33,6 @@ class Worker:
         self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by 'prepare'
         self.key_fd = key_fd
         self.submission_file: str | None = None  # whose deepest line a failure's reason names
-        self.stacks_fd: int | None = None  # a file of the parent's for every thread's stack at a time limit
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
@@ -218,36 +215,16 @@ class Worker:
     def serve(self) -> None:
         while True:
             header, _ = protocol.receive(self.commands_fd)
-            with stacks_at_the_limit(self.stacks_fd, header.get("dump_after_s")):
-                self.handle(header)
-            if header["op"] not in ("start", "prepare", "call", "recheck"):
-                return
-
-    def handle(self, header: dict[str, Any]) -> None:
-        """One request of the parent's."""
-        if header["op"] == "start":
+            if header["op"] == "start":
                 self.start(header)
-        elif header["op"] == "prepare":
-            self.prepare(header)
-        elif header["op"] == "call":
-            self.call(header)
-        elif header["op"] == "recheck":
-            self.recheck(header)
-
-
-@contextlib.contextmanager
-def stacks_at_the_limit(fd: int | None, limit_s: Any) -> Iterator[None]:
-    """Every thread's stack written to ``fd`` just before the parent's time limit for this request
-    runs out (faulthandler's watchdog thread): on the H100 a CUDA worker never answered the
-    parent's SIGUSR1 (docs/results.md, run 10), a watchdog needs no signal."""
-    armed = fd is not None and isinstance(limit_s, (int, float)) and limit_s > 0
-    if armed:
-        faulthandler.dump_traceback_later(max(0.1, 0.98 * limit_s), file=fd)
-    try:
-        yield
-    finally:
-        if armed:
-            faulthandler.cancel_dump_traceback_later()
+            elif header["op"] == "prepare":
+                self.prepare(header)
+            elif header["op"] == "call":
+                self.call(header)
+            elif header["op"] == "recheck":
+                self.recheck(header)
+            else:
+                return
 
 
 def arm_stack_dump(fd: int) -> None:
@@ -259,8 +236,7 @@ def arm_stack_dump(fd: int) -> None:
 
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
-    worker.stacks_fd = int(argv[4])
-    arm_stack_dump(worker.stacks_fd)
+    arm_stack_dump(int(argv[4]))
     # Confined before any submission code exists; the report travels in the 'ready' message.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:

@@ -179,8 +179,7 @@ def evaluate_submission(
 
 def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str) -> None:
     """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache)."""
-    for case in timed:
-        vendor = vendor_cache.lookup(task, case.case, device_name)
+    for case, vendor in zip(timed, vendor_cache.lookup_cases(task, [c.case for c in timed], device_name)):
         case.vendor_note = vendor.note
         if vendor.median_us and case.timing and case.timing.median_us > 0:
             case.vendor_us = vendor.median_us

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,11 +61,21 @@ def record(device_name: str, problem: str, entries: Mapping[str, VendorTime], pa
 
 def lookup(task: Task, case: Mapping[str, Any], device_name: str, path: Path | None = None) -> VendorTime:
     """The vendor's time for this shape on this device, or the reason the report shows instead."""
+    return lookup_cases(task, [case], device_name, path)[0]
+
+
+def lookup_cases(task: Task, cases: Sequence[Mapping[str, Any]], device_name: str,
+                 path: Path | None = None) -> list[VendorTime]:
+    """``lookup`` for each of a run's cases, the cache read once."""
     if task.vendor is None:
-        return VendorTime(None, "no vendor library path for this problem")
+        return [VendorTime(None, "no vendor library path for this problem")] * len(cases)
     if device_name == "cpu":
-        return VendorTime(None, "vendor times need a GPU")
-    entry = _read(path or cache_path()).get(device_name, {}).get(task.name, {}).get(shape_text(case))
+        return [VendorTime(None, "vendor times need a GPU")] * len(cases)
+    measured = _read(path or cache_path()).get(device_name, {}).get(task.name, {})
+    return [_entry_time(measured.get(shape_text(case))) for case in cases]
+
+
+def _entry_time(entry: Any) -> VendorTime:
     if not isinstance(entry, dict):
         return VendorTime(None, MEASURE_HINT)
     median = entry.get("median_us")

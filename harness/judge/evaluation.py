@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from harness.contract.results import CaseResult, Status
-from harness.contract.task_spec import Task, load_task
+from harness.contract.task_spec import PROBLEMS_DIR, Task, load_task
 from harness.display import report
 from harness.display.progress import Progress
 from harness.judge import hardware_verdict
@@ -64,7 +64,8 @@ class Evaluation:
         self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
         # The speed of light always uses the shipped problem's formula (a folder given by path may
         # change shapes and limits, not how it is scored), read once.
-        self.sol_task = load_task(task.directory.name)
+        shipped = PROBLEMS_DIR / task.directory.name
+        self.sol_task = task if task.directory.resolve() == shipped.resolve() else load_task(task.directory.name)
         self.stdout_tail = ""
         self.timer_method = ""
 

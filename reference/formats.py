@@ -102,13 +102,18 @@ def encode_e2m1(values: torch.Tensor) -> torch.Tensor:
     return code | sign
 
 
+def _fp8_values(scales: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float32 values of one-byte scales given as ``dtype`` or as its raw uint8 bits."""
+    if scales.dtype == torch.uint8:
+        scales = scales.view(dtype)
+    if scales.dtype != dtype:
+        raise TypeError(f"expected {dtype} scales, got {scales.dtype}")
+    return scales.to(torch.float32)
+
+
 def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
     """Value (float32) of fp8 e4m3 scales given as ``float8_e4m3fn`` or raw uint8 bits."""
-    if scales.dtype == torch.uint8:
-        scales = scales.view(E4M3)
-    if scales.dtype != E4M3:
-        raise TypeError(f"expected {E4M3} scales, got {scales.dtype}")
-    return scales.to(torch.float32)
+    return _fp8_values(scales, E4M3)
 
 
 def encode_e4m3(values: torch.Tensor) -> torch.Tensor:
@@ -121,11 +126,7 @@ def decode_e8m0(scales: torch.Tensor) -> torch.Tensor:
 
     Exact for every code: 2^-127 is a float32 subnormal, 2^127 a normal; 0xFF is NaN.
     """
-    if scales.dtype == torch.uint8:
-        scales = scales.view(E8M0)
-    if scales.dtype != E8M0:
-        raise TypeError(f"expected {E8M0} scales, got {scales.dtype}")
-    return scales.to(torch.float32)
+    return _fp8_values(scales, E8M0)
 
 
 def encode_e8m0(values: torch.Tensor) -> torch.Tensor:

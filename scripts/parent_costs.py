@@ -66,6 +66,7 @@ def costs(problem: str) -> dict:
 
     data = draw(0)
     expected = reference.ref_kernel(data)
+    variants = reference_variants(data) if problem.startswith("nvfp4") else {}
     host = output_bytes(expected)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                             torch.profiler.ProfilerActivity.CUDA]) as profiler:
@@ -80,7 +81,36 @@ def costs(problem: str) -> dict:
         "output_bytes": len(host),
         "sha256_ms": median_ms(lambda _: hashlib.sha256(host).digest(), synchronize=False),
         "profile": profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12),
+        **variants,
     }
+
+
+def reference_variants(data: tuple) -> dict:
+    """The first product of an NVFP4 problem (A against its first B) three ways: the decode to
+    float64 as shipped, exact bf16 operands with fp32 accumulation (mm out_dtype), and the decode
+    alone; each one's time and the bf16 way's largest relative error against float64."""
+    from reference.quantize import dequantize
+
+    a, b, sfa, sfb = data[0], data[1], data[2], data[3]
+    a0, b0, sfa0, sfb0 = a[..., 0], b[..., 0], sfa[..., 0], sfb[..., 0]
+    rows_b = 1 if b0.shape[0] == 128 and a0.shape[0] != 128 else b0.shape[0]  # the GEMV's padded vector
+
+    def decoded(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        return dequantize(a0, sfa0).to(dtype), dequantize(b0[:rows_b], sfb0[:rows_b]).to(dtype)
+
+    def f64(_: int) -> torch.Tensor:
+        x, y = decoded(torch.float64)
+        return x @ y.T
+
+    def bf16(_: int) -> torch.Tensor:
+        x, y = decoded(torch.bfloat16)
+        return torch.mm(x, y.T, out_dtype=torch.float32)
+
+    exact, fast = f64(0), bf16(0).double()
+    return {"product_f64_ms": median_ms(f64, True), "product_bf16_fp32acc_ms": median_ms(bf16, True),
+            "decode_f32_ms": median_ms(lambda _: decoded(torch.float32), True),
+            "bf16_max_rel_err": float(((fast - exact).abs() / exact.abs().clamp_min(1e-3)).max()),
+            "bf16_max_abs_err": float((fast - exact).abs().max())}
 
 
 def main() -> int:

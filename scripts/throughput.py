@@ -59,6 +59,7 @@ def main() -> int:
                "rankable": record.get("rankable"), "runs": [c["timing"]["runs"] for c in timed],
                "overhead_ms": [round(c["overhead_ms"], 2) for c in timed if c.get("overhead_ms") is not None],
                "overhead_split_ms": [c.get("overhead_split_ms") for c in timed],
+               "worker_split_ms": [c.get("worker_split_ms") for c in timed], "wall_phases_s": record.get("wall_s"),
                "exposed_calls": [c.get("exposed_calls") for c in timed],
                "queued_sleep_us": [round(c.get("queued_sleep_us") or 0) for c in timed],
                "median_us": [round(c["timing"]["median_us"], 2) for c in timed]}

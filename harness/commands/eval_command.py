@@ -21,6 +21,7 @@ from harness.history import run_history
 from harness.judge import sanitize, seeds
 from harness.judge.modes import DEFAULT_MODE, MODES, mode_named
 from harness.judge.run import evaluate_submission
+from harness.judge.wall_clock import process_age_s
 
 
 def _json_target(path: str) -> Path:
@@ -58,6 +59,7 @@ def _handle(args: argparse.Namespace) -> int:
               "rankable", file=sys.stderr)
     progress = for_stream(sys.stderr)
     report_path = json_path.with_suffix(".sanitizer.txt") if json_path else None
+    start_s = process_age_s()  # the interpreter's start and imports, before the evaluation's own clock
     try:
         result = evaluate_submission(problem, Path(submission), mode, args.device, secret, progress=progress,
                                      timeout_scale=args.timeout_scale, keep_going=args.keep_going,
@@ -68,6 +70,8 @@ def _handle(args: argparse.Namespace) -> int:
         return 130
     finally:
         progress.close()
+    if start_s is not None:
+        result.wall_s = {"start": round(start_s, 3), **result.wall_s}
     print(report.render(result, verbose=args.verbose))
     if json_path:
         json_path.write_text(json.dumps(result.to_json(), indent=2))

@@ -116,7 +116,10 @@ class CaseResult:
     profile: str | None = None  # torch.profiler table of one call (profile mode)
     overhead_ms: float | None = None  # harness wall time per timed call made (exposed ones included, as in
     # overhead_split_ms) beyond the median call's own time
-    overhead_split_ms: dict[str, float] | None = None  # per timed call: worker round trip, parent's inputs, check
+    overhead_split_ms: dict[str, float] | None = None  # per timed call, the parent's clock: the wait for the
+    # worker's prefetched inputs, the exchange (request to reply), the MAC check, the parent's draw and check
+    worker_split_ms: dict[str, float] | None = None  # per timed call, as the worker reports it (never trusted,
+    # shown only): its draw, the scan of the inputs, the compiled core's call, the checks after it
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
     exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES
     # discarded with the sleep raised; later ones counted at the first sleep)
@@ -147,6 +150,8 @@ class RunResult:
     stdout_tail: str = ""
     started_at: str = ""
     elapsed_s: float = 0.0
+    wall_s: dict[str, float] = field(default_factory=dict)  # where the wall time went, by phase
+    # (harness.judge.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
 

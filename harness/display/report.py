@@ -102,6 +102,33 @@ def _vendor_lines(timed: list[CaseResult]) -> list[str]:
     return [f"% vendor: none ({note})" for note in notes]
 
 
+PHASE_WORDS = {"start": "start and imports", "setup": "setup", "worker_start": "worker start", "tests": "tests",
+               "warmup": "warm-up", "timed": "timed calls", "recheck": "rechecks", "profile": "profiles",
+               "close": "worker stop", "other": "other"}
+CALL_WORDS = {"inputs_wait": "inputs wait", "exchange": "exchange", "seal": "MAC", "draw": "draw", "check": "check"}
+
+
+def _wall_lines(result: RunResult) -> list[str]:
+    """Where the run's wall time went (harness.judge.wall_clock), and the harness's time per timed call."""
+    if not result.wall_s:
+        return []
+    total = sum(s for name, s in result.wall_s.items() if name in PHASE_WORDS)
+    parts = []
+    for name, words in PHASE_WORDS.items():
+        seconds = result.wall_s.get(name)
+        if seconds is None or (seconds < 0.05 and name not in ("timed", "tests")):
+            continue
+        own = result.wall_s.get("submission_import") if name == "worker_start" else None
+        parts.append(f"{words} {seconds:.1f}" + (f" (its import {own:.1f})" if own is not None else ""))
+    lines = ["", f"Wall time {total:.1f} s: " + ", ".join(parts)]
+    for case in (c for c in result.cases if c.kind == "benchmark" and c.overhead_split_ms):
+        split = ", ".join(f"{CALL_WORDS.get(k, k)} {v:.2f}" for k, v in case.overhead_split_ms.items())
+        said = ", ".join(f"{k} {v:.2f}" for k, v in (case.worker_split_ms or {}).items())
+        lines.append(f"  ms per timed call, {shape_text(case.case)}: {split}" + (f" (worker's account: {said})"
+                                                                                  if said else ""))
+    return lines
+
+
 def render(result: RunResult, verbose: bool = False) -> str:
     """The report; ``verbose`` adds the worker's traceback of each failed case."""
     device = result.device.get("name", result.device.get("type", "?"))
@@ -159,6 +186,7 @@ def render(result: RunResult, verbose: bool = False) -> str:
         lines += ["", f"Note: {result.reason}"]
     if result.sanitizer_report:
         lines += ["", f"Full compute-sanitizer report: {result.sanitizer_report}"]
+    lines += _wall_lines(result)
     verdict = STATUS_WORDS[result.status] if result.status != Status.NOT_RUN else "nothing run"
     lines += ["", f"Result: {verdict} (exit code {int(result.exit_code)})" + (f": {result.reason}" if result.reason
                                                                              and result.status != Status.PASSED

@@ -16,6 +16,7 @@ from harness.judge import seal
 from harness.judge.call_checker import CallChecker
 from harness.judge.queued_sleep import MIN_QUEUED_SLEEP_US, QueuedSleep
 from harness.judge.stopping import StoppingRule, summarize
+from harness.judge.wall_clock import WallClock
 from harness.judge.worker_channel import WorkerSession
 
 WARMUP_CALLS = 3
@@ -31,43 +32,51 @@ class BenchmarkCase:
     timer_method: str
     profiled: bool
     on_gpu: bool
+    clock: WallClock
 
     def run(self, session: WorkerSession, case: dict[str, Any], sol_us: float | None, ceiling_us: float | None,
             note: Any) -> CaseResult:
         """Time ``case``; ``sol_us`` / ``ceiling_us``: its speed of light and datasheet ceiling, if known."""
-        limit = self.timeouts_s
+        limit, clock = self.timeouts_s, self.clock
         started = time.perf_counter()
-        first = self.checker.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"],
-                                          prefetch=True)
-        warmup_s = time.perf_counter() - started
-        host_us = [first.host_us]
-        for index in range(1, WARMUP_CALLS):
-            warm = self.checker.checked_call(session, case, index, MIN_QUEUED_SLEEP_US, "a warm-up call", limit["call"],
-                                             prefetch=True)
-            host_us.append(warm.host_us)
+        with clock.phase("warmup"):
+            first = self.checker.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"],
+                                              prefetch=True)
+            warmup_s = time.perf_counter() - started
+            host_us = [first.host_us]
+            for index in range(1, WARMUP_CALLS):
+                warm = self.checker.checked_call(session, case, index, MIN_QUEUED_SLEEP_US, "a warm-up call",
+                                                 limit["call"], prefetch=True)
+                host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep = QueuedSleep.after_warmup(host_us[1:])
-        samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
-        drift = session.recheck_overhead(limit["call"])
+        with clock.phase("timed"):
+            samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
+        with clock.phase("recheck"):
+            drift = session.recheck_overhead(limit["call"])
         if drift and seal.overhead_moved(*drift)[0]:
             note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
                  f"(spread {drift[2]:.2f} us); measuring this case again")
-            samples, index, wall_s = self._timed_loop(session, case, index, sleep)
-            drift = session.recheck_overhead(limit["call"])
+            with clock.phase("timed"):
+                samples, index, wall_s = self._timed_loop(session, case, index, sleep)
+            with clock.phase("recheck"):
+                drift = session.recheck_overhead(limit["call"])
             if drift and seal.overhead_moved(*drift)[0]:
                 return CaseResult("benchmark", case, Status.HARNESS_FAULT,
                                   f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
                                   "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")
         stats = summarize(samples, self.timer_method)
-        profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["call"]) if (
-            self.profiled) else None
+        with clock.phase("profile"):
+            profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["call"]) if (
+                self.profiled) else None
         calls = max(1, self.checker.phase_calls)
         exposed = f"; {sleep.summary()}" if sleep.exposed else ""
+        split, worker_split = self.checker.per_call()
         outcome = CaseResult("benchmark", case, Status.PASSED,
                              f"{stats.runs} timed calls, every output checked{exposed}",
                              timing=stats, warmup_s=warmup_s, profile=profile,
                              overhead_ms=1e3 * wall_s / calls - stats.median_us / 1e3,  # per call made, as the split
-                             overhead_split_ms={k: round(v / calls, 3) for k, v in self.checker.phases_ms.items()},
+                             overhead_split_ms=split, worker_split_ms=worker_split,
                              queued_sleep_us=sleep.us, exposed_calls=sleep.exposed)
         if sol_us:
             outcome.sol_us = sol_us

@@ -30,7 +30,8 @@ class CallChecker:
         self.plain = plain  # sanitize mode: no timer, no flush, no seal
         self.reference: ModuleType = importlib.import_module(task.reference_module)
         self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inputs")
-        self.phases_ms: dict[str, float] = {}  # where the harness's time per call goes
+        self.phases_ms: dict[str, float] = {}  # where the harness's time per call goes (the parent's clock)
+        self.worker_ms: dict[str, float] = {}  # the same, as the worker reports it (shown, never trusted)
         self.phase_calls = 0
 
     def close(self) -> None:
@@ -38,7 +39,13 @@ class CallChecker:
         self._generator.shutdown(cancel_futures=True)
 
     def reset_phases(self) -> None:
-        self.phases_ms, self.phase_calls = {}, 0
+        self.phases_ms, self.worker_ms, self.phase_calls = {}, {}, 0
+
+    def per_call(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(the parent's phases, the worker's account) in ms per call since ``reset_phases``."""
+        calls = max(1, self.phase_calls)
+        return ({k: round(v / calls, 3) for k, v in self.phases_ms.items()},
+                {k: round(v / calls, 3) for k, v in self.worker_ms.items()})
 
     def call_seed(self, case: dict[str, Any], index: int) -> int:
         """The seed of call ``index`` of ``case`` (public for call 0 unless ranked; harness.judge.seeds)."""
@@ -64,7 +71,6 @@ class CallChecker:
         # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
         drawing = None if self.check_device.type == "cuda" else self._generator.submit(
             self.reference.generate_input, **seeded, device="cpu")
-        started = time.perf_counter()
         result = session.call(seeded, sleep_us, stage, timeout_s, self.plain)
         called = time.perf_counter()
         if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
@@ -72,9 +78,12 @@ class CallChecker:
         inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
         drawn = time.perf_counter()
         ok, message = self.check(inputs, result)
-        for phase, ms in (("worker", 1e3 * (called - started) - result.time_us / 1e3),
-                          ("inputs", 1e3 * (drawn - called)), ("check", 1e3 * (time.perf_counter() - drawn))):
+        spent = {**{k: 1e3 * v for k, v in result.phases_s.items()}, "draw": 1e3 * (drawn - called),
+                 "check": 1e3 * (time.perf_counter() - drawn)}
+        for phase, ms in spent.items():
             self.phases_ms[phase] = self.phases_ms.get(phase, 0.0) + ms
+        for phase, ms in result.worker_ms.items():
+            self.worker_ms[phase] = self.worker_ms.get(phase, 0.0) + ms
         self.phase_calls += 1
         if not ok:
             raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")

@@ -26,6 +26,7 @@ from harness.judge import hardware_verdict
 from harness.judge.benchmark_case import BenchmarkCase
 from harness.judge.call_checker import CallChecker
 from harness.judge.modes import Mode, mode_named
+from harness.judge.wall_clock import WallClock
 from harness.judge.worker_channel import WorkerFailure, WorkerSession
 from harness.sol.breakdown import DeviceTableError, UnknownDeviceError, breakdown
 
@@ -68,6 +69,7 @@ class Evaluation:
         self.sol_task = task if task.directory.resolve() == shipped.resolve() else load_task(task.directory.name)
         self.stdout_tail = ""
         self.timer_method = ""
+        self.clock = WallClock()
 
     @property
     def reference(self) -> ModuleType:
@@ -85,12 +87,16 @@ class Evaluation:
         compiled core, both for Nsight Compute, which breaks the core's graph-based start);
         what it printed is kept as the run's ``stdout_tail`` when it ends."""
         task = self.task.with_timeouts_scaled(timeout_scale)
-        with WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
-                           keep_uid, unsealed) as session:
-            try:
-                yield session
-            finally:
-                self.stdout_tail = session.output_tail()
+        session = WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
+                                keep_uid, unsealed)
+        with self.clock.phase("worker_start"):
+            session.worker.spawn()
+        try:
+            yield session
+        finally:
+            self.stdout_tail = session.output_tail()
+            with self.clock.phase("close"):
+                session.close()
 
     def sol_us(self, case: dict[str, Any], convention: str | None = None) -> float | None:
         """Speed of light in us (the contest convention unless named; 'datasheet' is the physical ceiling)."""
@@ -101,12 +107,13 @@ class Evaluation:
 
     def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         started = time.perf_counter()
-        self.checker.checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
+        with self.clock.phase("tests"):
+            self.checker.checked_call(session, case, 0, 0.0, "a test", self.task.timeouts_s["test"])
         return CaseResult("test", case, Status.PASSED, f"passed in {time.perf_counter() - started:.1f} s")
 
     def run_benchmark(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
         bench = BenchmarkCase(self.checker, self.rule, self.task.timeouts_s, self.timer_method, self.mode.profiled,
-                              on_gpu=self.device == "cuda")
+                              on_gpu=self.device == "cuda", clock=self.clock)
         return bench.run(session, case, self.sol_us(case), self.sol_us(case, "datasheet"), self.progress.note)
 
     def judged_failure(self, kind: str, case: dict[str, Any], failure: WorkerFailure) -> CaseResult:
@@ -139,7 +146,8 @@ class Evaluation:
         while pending:
             with self.session() as session:
                 try:
-                    ready = session.start()
+                    with self.clock.phase("worker_start"):
+                        ready = session.start()
                 except WorkerFailure as failure:
                     results.append(self.judged_failure(*pending.pop(0), failure))
                     self.progress.step(f"import failed: {results[-1].reason}")
@@ -147,6 +155,8 @@ class Evaluation:
                                 for k, c in pending]
                     return results
                 self.timer_method = ready["timer"]
+                if isinstance(ready.get("import_s"), float):  # the worker's own figure: part of worker_start
+                    self.clock.add("submission_import", ready["import_s"])
                 if not announced:
                     self.progress.note(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
                     sandbox = dict(ready.get("sandbox") or {})

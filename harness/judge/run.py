@@ -144,6 +144,7 @@ def evaluate_submission(
         progress.note(f"note: {note}")
     evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
                             keep_going)
+    evaluation.clock.add("setup", time.perf_counter() - started)
     try:
         if mode.sanitized:
             result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(sanitizer_tool))
@@ -174,6 +175,7 @@ def evaluate_submission(
         and len(timed) == len(task.benchmarks)
     )
     result.elapsed_s = time.perf_counter() - started
+    result.wall_s = evaluation.clock.rounded(result.elapsed_s)
     return result
 
 

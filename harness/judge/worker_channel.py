@@ -11,7 +11,8 @@ import contextlib
 import os
 import queue
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ class CallOutput:
     unfinished: bool
     sealed: bool = False
     exposed: bool = False  # the queued sleep ran out before the call was queued: time not trusted
+    phases_s: dict[str, float] = field(default_factory=dict)  # the parent's clock: inputs_wait, exchange, seal
+    worker_ms: dict[str, float] = field(default_factory=dict)  # as the worker reports it (shown, never trusted)
 
 
 
@@ -61,6 +64,13 @@ def hung_at(stacks: str, submission: Path) -> str:
     return f"; it was at {Path(file).name}:{line} in {name}"
 
 
+def _reported_ms(spent: Any) -> dict[str, float]:
+    """A worker's own account of its time, kept only as plain numbers (it decides nothing)."""
+    if not isinstance(spent, dict):
+        return {}
+    return {str(k)[:20]: float(v) for k, v in list(spent.items())[:8] if type(v) in (int, float)}
+
+
 class WorkerSession:
     """The parent's conversation with one worker for one submission; use as a context manager."""
 
@@ -75,6 +85,7 @@ class WorkerSession:
         self.overhead_us: float | None = None
         self._next_index = 0
         self._prepare_pending = False
+        self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
 
     def __enter__(self) -> WorkerSession:
         self.worker.spawn()
@@ -183,6 +194,7 @@ class WorkerSession:
     def _await_prepared(self, timeout_s: float) -> dict[str, Any]:
         self._prepare_pending = False
         header, _ = self._expect("prepared", "drawing the inputs", timeout_s)
+        self._prepared_ms = _reported_ms(header.get("spent_ms"))
         return header
 
     def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
@@ -195,11 +207,16 @@ class WorkerSession:
              plain: bool = False) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
         index, self._next_index = self._next_index, self._next_index + 1
+        started = time.perf_counter()
         self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
+        sent = time.perf_counter()
         header, tensors = self._expect("output", stage, timeout_s)
+        answered = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
             self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, header,
                                                   tensors))
+        phases = {"inputs_wait": sent - started, "exchange": answered - sent, "seal": time.perf_counter() - answered}
+        drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in tensors if isinstance(t, str)]
         if bad:
             output: Any = f"custom_kernel returned a {bad[0]}"
@@ -214,6 +231,8 @@ class WorkerSession:
             unfinished=bool(header.get("unfinished")),
             sealed=self.sealed,
             exposed=bool(header.get("exposed")),
+            phases_s=phases,
+            worker_ms={**drawn_ms, **_reported_ms(header.get("spent_ms"))},
         )
 
     def _verify(self, check: Any) -> Any:

@@ -20,6 +20,9 @@ WATCHED = (
     ("torch.cuda", "synchronize"),
     ("torch.cuda", "_sleep"),
     ("torch", "equal"),
+    ("torch", "ne"),  # with stack and Tensor.any: the check that the inputs were not modified
+    ("torch", "stack"),
+    ("torch", "Tensor.any"),
     ("harness.worker.timers", "CudaTimer.time_call"),
     ("harness.worker.timers", "CpuTimer.time_call"),
     ("harness.contract.protocol", "send"),

@@ -31,7 +31,20 @@ def operand_tensors(data: Any) -> list[torch.Tensor]:
     By the problems' convention (problems.blockscaled.poisoned_output) an output buffer is drawn
     filled with NaN, so that unwritten elements show; the rule needs no list per problem.
     """
-    return [t for t in flatten(data) if not (t.dtype in BUFFER_DTYPES and bool(t.isnan().all()))]
+    tensors = flatten(data)
+    candidates = [t for t in tensors if t.dtype in BUFFER_DTYPES]
+    # One reduction per candidate, read back together: one wait for the GPU, not one per tensor.
+    poisoned = torch.stack([t.isnan().all() for t in candidates]).tolist() if candidates else []
+    buffers = {id(t) for t, flag in zip(candidates, poisoned) if flag}
+    return [t for t in tensors if id(t) not in buffers]
+
+
+def changed_any(pristine: list[torch.Tensor], operands: list[torch.Tensor]) -> bool:
+    """Whether any operand's bytes differ from its copy taken before the call (one read-back for all)."""
+    now = [bytes_of(t) for t in operands]
+    if any(a.shape != b.shape or a.device != b.device for a, b in zip(pristine, now)):
+        return True
+    return bool(torch.stack([torch.ne(a, b).any() for a, b in zip(pristine, now)]).any()) if now else False
 
 
 def dense_on(device: torch.device, tensors: list[torch.Tensor]) -> None:

@@ -23,7 +23,15 @@ from harness.contract import protocol
 from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, timers
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
-from harness.worker.outputs import active_modes, bytes_of, flatten, operand_tensors, output_tensors, shares_memory
+from harness.worker.outputs import (
+    active_modes,
+    bytes_of,
+    changed_any,
+    flatten,
+    operand_tensors,
+    output_tensors,
+    shares_memory,
+)
 
 
 class Worker:
@@ -92,12 +100,14 @@ class Worker:
         """Draw the next call's inputs now, while the parent checks the last output (neither is
         timed), and say where each one lies in device memory (sanitize mode names a faulty
         address from it even if the call kills the process)."""
+        started = timers._perf_counter()
         data = self.reference.generate_input(**request["case"], device=self.device)
         self.prepared = (request["case"], data)
         placements = [{"index": i, "start": t.untyped_storage().data_ptr(), "nbytes": t.untyped_storage().nbytes(),
                        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
                       for i, t in enumerate(flatten(data))]
-        self.send({"op": "prepared", "placements": placements})
+        self.send({"op": "prepared", "placements": placements,
+                   "spent_ms": {"draw": 1e3 * (timers._perf_counter() - started)}})
 
     def _inputs(self, case: dict[str, Any]) -> Any:
         """The call's inputs: the prepared ones when they were drawn for this very case and seed."""
@@ -123,6 +133,7 @@ class Worker:
             os._exit(3)
 
     def call(self, request: dict[str, Any]) -> None:
+        clock = [timers._perf_counter()]  # the worker's own account of its time (the parent shows it only)
         data = self._inputs(request["case"])
         if request.get("plain"):
             self.call_plain(data)
@@ -132,18 +143,23 @@ class Worker:
         if request.get("profile"):
             self.send_profile(data, under_ncu=request["profile"] == "ncu")
             return
+        clock.append(timers._perf_counter())
         if isinstance(self.timer, sealed_core.SealedTimer):
             header, parts, outputs = self._sealed_call(request, data)
             snapshot = None
         else:
             header, snapshot, outputs = self._python_call(request, data)
             parts = None
+        clock.append(timers._perf_counter())
         self._check_integrity("during a call")
         for out in outputs:
             if any(shares_memory(out, t) for t in operands):
                 raise SubmissionError("rejected", "custom_kernel returned one of its input tensors as output")
-        if any(not torch.equal(before, bytes_of(t)) for before, t in zip(pristine, operands)):
+        if changed_any(pristine, operands):
             raise SubmissionError("rejected", "custom_kernel modified its input tensors")
+        clock.append(timers._perf_counter())
+        header["spent_ms"] = {name: 1e3 * (end - begin) for name, begin, end in
+                              zip(("scan", "core", "checks"), clock, clock[1:])}
         self.send(header, snapshot, parts)
 
     def _sealed_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:

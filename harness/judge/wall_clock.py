@@ -1,0 +1,54 @@
+"""Where a run's wall time goes: named phases, each the sum of the spans spent in it.
+
+The JSON result carries them (``RunResult.wall_s``) and the report's last lines show them, so an
+organizer sees what a ranked run pays for besides the submission's own kernels (issue 24).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+PHASES = ("start", "setup", "worker_start", "tests", "warmup", "timed", "recheck", "profile", "close", "other")
+"""The top-level phases in the order they happen; ``start`` is the process's own start and imports
+before the evaluation began (known for a command-line run, absent in a long-lived service);
+``other`` is what the evaluation spent outside every named phase. ``submission_import``, the worker's
+own figure, is a part of ``worker_start``, not a phase of its own."""
+
+
+class WallClock:
+    """Seconds per phase; ``phase`` measures a span, ``add`` books one measured elsewhere."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - started)
+
+    def rounded(self, elapsed_s: float) -> dict[str, float]:
+        """The phases, and ``other``: what ``elapsed_s`` spent outside all of them."""
+        named = sum(s for name, s in self.seconds.items() if name in PHASES)
+        return {name: round(s, 3) for name, s in {**self.seconds, "other": max(0.0, elapsed_s - named)}.items()}
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux), for the ``start`` phase: interpreter start and
+    imports before the evaluation began; None where /proc cannot tell."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started_ticks = int(fields[19])  # field 22, starttime, counted after the ")" of the name
+        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, uptime_s - started_ticks / os.sysconf("SC_CLK_TCK"))

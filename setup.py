@@ -30,12 +30,13 @@ setup(
     ext_modules=[
         Extension(
             "harness.worker._sealed",
-            sources=[f"{CORE_SOURCES}/{name}.c" for name in ("sealed", "sealed_outputs", "cuda_driver", "sha256")],
-            depends=[f"{CORE_SOURCES}/{name}.h" for name in ("sha256", "cuda_driver", "sealed_outputs")],
+            sources=[f"{CORE_SOURCES}/{name}.c" for name in ("sealed", "sealed_outputs", "digest_tree", "cuda_driver",
+                                                                    "sha256")],
+            depends=[f"{CORE_SOURCES}/{name}.h" for name in ("sha256", "cuda_driver", "sealed_outputs", "digest_tree")],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
             # The GOT read-only after load (full RELRO), so that the core can seal it with its code.
-            extra_link_args=["-Wl,-z,relro,-z,now"],
-            libraries=["dl"],
+            extra_link_args=["-Wl,-z,relro,-z,now", "-pthread"],
+            libraries=["dl", "pthread"],
             optional=True,
         )
     ],

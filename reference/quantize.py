@@ -81,7 +81,8 @@ def dequantize(packed: torch.Tensor, scales: torch.Tensor, global_scale: float |
     data, bits = as_bytes(packed), _scale_bits(scales)
     if data.shape[-1] * 2 != bits.shape[-1] * BLOCK_SIZE:
         raise ValueError(
-            f"{data.shape[-1] * 2} elements along K need {data.shape[-1] * 2 // BLOCK_SIZE} scales, got {bits.shape[-1]}"
+            f"{data.shape[-1] * 2} elements along K need {data.shape[-1] * 2 // BLOCK_SIZE} scales, "
+            f"got {bits.shape[-1]}"
         )
     index = (bits.to(torch.int32) << 8).unsqueeze(-1) + data.unflatten(-1, (-1, BYTES_PER_BLOCK)).to(torch.int32)
     out = torch.nn.functional.embedding(index, _scaled_pairs(data.device, dtype)).flatten(-3)

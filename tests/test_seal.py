@@ -8,6 +8,7 @@ import gc
 import os
 import subprocess
 import sys
+import threading
 import types
 from pathlib import Path
 
@@ -45,11 +46,12 @@ def _received(answer):
     _, time_us, _host_us, unfinished, exposed, _structure, views, mac, _ = answer
     parts = [(protocol.storage_entry(str(d), s, st, o, p), p) for d, s, st, o, p in views]
     read_fd, write_fd = os.pipe()
-    protocol.send(write_fd, {"op": "output", "time_us": time_us, "unfinished": unfinished, "exposed": exposed,
-                                   "mac": mac.hex()},
-                  parts=parts)
-    os.close(write_fd)
+    header = {"op": "output", "time_us": time_us, "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
+    sender = threading.Thread(target=protocol.send, args=(write_fd, header), kwargs={"parts": parts})
+    sender.start()  # outputs larger than the pipe's buffer are read while they are written
     header, tensors = protocol.receive(read_fd)
+    sender.join()
+    os.close(write_fd)
     os.close(read_fd)
     return header, tensors
 
@@ -115,6 +117,20 @@ def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):
     header, tensors = _received(timer.time_call(data, 0, 1234, 0.0))
     seal.verify_call(key, 0, 1234, timer.overhead_us, header, tensors)
     assert torch.equal(tensors[0], data.t() * 2) and torch.equal(tensors[1], data[:1])
+
+
+def test_outputs_of_many_chunks_verify_and_a_byte_changed_in_any_chunk_breaks_the_seal(core):
+    """Outputs over several 1 MiB digest chunks (hashed on several threads on both sides), the
+    last one partial: the parent's digest matches the core's, and one byte changed in a late
+    chunk of the second output is caught."""
+    key, timer = core
+    data = torch.arange(3 * seal.DIGEST_CHUNK_BYTES // 4 + 5, dtype=torch.float32).reshape(-1, 1)  # 3 MiB + 20 B
+    header, tensors = _received(timer.time_call(data, 10, 99, 0.0))
+    seal.verify_call(key, 10, 99, timer.overhead_us, header, tensors)
+    assert torch.equal(tensors[0], data.t() * 2)
+    tensors[0].untyped_storage()[3 * seal.DIGEST_CHUNK_BYTES + 7] ^= 1
+    with pytest.raises(seal.SealBroken):
+        seal.verify_call(key, 10, 99, timer.overhead_us, header, tensors)
 
 
 TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "exposed"]

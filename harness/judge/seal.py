@@ -3,7 +3,8 @@
 The worker's compiled core (harness/worker/csrc/sealed.c) signs each timed call with HMAC-SHA256 under a
 key it read from a pipe before the submission was imported. The message is the call index and
 seed the parent asked for, the time, the event overhead, the unfinished-work and exposed-launch
-flags and a digest of the output bytes; the parent rebuilds it from what it received, so a changed time, a changed
+flags and a digest of the outputs (their descriptions and the SHA-256 of each 1 MiB chunk); the
+parent rebuilds it from what it received, so a changed time, a changed
 output, a result replayed from another call or a missing MAC all fail here (docs/security.md).
 """
 
@@ -15,6 +16,7 @@ import importlib.util
 import os
 import secrets
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -57,8 +59,23 @@ def _storage_bytes(tensor: torch.Tensor) -> memoryview:
     return memoryview(storage.numpy())
 
 
+DIGEST_CHUNK_BYTES = 1 << 20
+"""The leaf size of the output digest; the same constant as harness/worker/csrc/digest_tree.h."""
+_LEAF_HASHERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="leaf-sha256")
+"""hashlib releases the GIL on large buffers: an output's chunks are hashed side by side."""
+
+
+def _leaves(data: memoryview) -> list[bytes]:
+    """SHA-256 of each DIGEST_CHUNK_BYTES chunk of ``data`` (none for an empty output)."""
+    chunks = [data[at:at + DIGEST_CHUNK_BYTES] for at in range(0, len(data), DIGEST_CHUNK_BYTES)]
+    if len(chunks) <= 1:
+        return [hashlib.sha256(chunk).digest() for chunk in chunks]
+    return list(_LEAF_HASHERS.map(lambda chunk: hashlib.sha256(chunk).digest(), chunks))
+
+
 def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
-    """SHA-256 over each output's dtype, shape, stride, offset, size and storage bytes (as sealed.c)."""
+    """SHA-256 over each output's dtype, shape, stride, offset, size and its chunks' SHA-256
+    (as harness/worker/csrc/sealed_outputs.c)."""
     digest = hashlib.sha256()
     for entry, tensor in zip(entries, tensors):
         if "stride" not in entry or not isinstance(tensor, torch.Tensor):
@@ -67,7 +84,8 @@ def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
         for dims in (entry["shape"], entry["stride"]):
             digest.update(struct.pack(f"<q{len(dims)}q", len(dims), *dims))
         digest.update(struct.pack("<qq", int(entry["offset"]), int(entry["nbytes"])))
-        digest.update(_storage_bytes(tensor))
+        for leaf in _leaves(_storage_bytes(tensor)):
+            digest.update(leaf)
     return digest.digest()
 
 

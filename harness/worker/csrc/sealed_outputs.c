@@ -4,8 +4,10 @@
  * and the MAC no Python code of the submission's can run (docs/security.md, "The timed window"). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "digest_tree.h"
 #include "sealed_outputs.h"
 #include "sha256.h"
 
@@ -104,10 +106,24 @@ int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, outp
     return 0;
 }
 
-void digest_outputs(const output_view *views, int count, const uint8_t *bytes, uint8_t out[32]) {
+int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *again, uint8_t out[32],
+                   int *differs) {
+    size_t chunk_count = 0, at = 0, next = 0;
+    for (int i = 0; i < count; i++) chunk_count += digest_chunk_count(views[i].nbytes);
+    digest_chunk *chunks = calloc(chunk_count ? chunk_count : 1, sizeof *chunks);
+    if (!chunks) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < count; i++) {
+        for (size_t offset = 0; offset < views[i].nbytes; offset += DIGEST_CHUNK_BYTES, next++) {
+            chunks[next].bytes = bytes + at + offset;
+            chunks[next].again = again ? again + at + offset : NULL;
+            chunks[next].size = views[i].nbytes - offset < DIGEST_CHUNK_BYTES ? views[i].nbytes - offset : DIGEST_CHUNK_BYTES;
+        }
+        at += views[i].nbytes;
+    }
+    *differs = digest_chunks(chunks, chunk_count);
     sha256_ctx ctx;
-    size_t at = 0;
     sha256_init(&ctx);
+    next = 0;
     for (int i = 0; i < count; i++) {
         const char *dtype = PyUnicode_AsUTF8(views[i].dtype);
         long long header[2] = {views[i].offset, (long long)views[i].nbytes};
@@ -122,9 +138,10 @@ void digest_outputs(const output_view *views, int count, const uint8_t *bytes, u
             }
         }
         sha256_update(&ctx, header, sizeof header);
-        sha256_update(&ctx, bytes + at, views[i].nbytes);
-        at += views[i].nbytes;
+        for (size_t leaves = digest_chunk_count(views[i].nbytes); leaves; leaves--, next++)
+            sha256_update(&ctx, chunks[next].leaf, 32);
     }
     sha256_final(&ctx, out);
+    free(chunks);
+    return 0;
 }
-

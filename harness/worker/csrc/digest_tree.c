@@ -1,0 +1,42 @@
+/* Leaf digests of output chunks on a few threads (see digest_tree.h). The threads touch only the
+ * pinned copies the core made and the chunk table; they never call Python. */
+#include <pthread.h>
+#include <string.h>
+
+#include "digest_tree.h"
+#include "sha256.h"
+
+typedef struct {
+    digest_chunk *chunks;
+    size_t count;
+    size_t next;  /* the next chunk to take, shared by the threads (atomic) */
+} chunk_queue;
+
+size_t digest_chunk_count(size_t size) { return (size + DIGEST_CHUNK_BYTES - 1) / DIGEST_CHUNK_BYTES; }
+
+static void *hash_chunks(void *argument) {
+    chunk_queue *queue = argument;
+    for (;;) {
+        size_t index = __atomic_fetch_add(&queue->next, 1, __ATOMIC_RELAXED);
+        if (index >= queue->count) return NULL;
+        digest_chunk *chunk = &queue->chunks[index];
+        sha256_ctx ctx;
+        sha256_init(&ctx);
+        sha256_update(&ctx, chunk->bytes, chunk->size);
+        sha256_final(&ctx, chunk->leaf);
+        chunk->differs = chunk->again && memcmp(chunk->bytes, chunk->again, chunk->size) != 0;
+    }
+}
+
+int digest_chunks(digest_chunk *chunks, size_t count) {
+    chunk_queue queue = {chunks, count, 0};
+    pthread_t threads[DIGEST_MAX_THREADS - 1];
+    size_t helpers = count < DIGEST_MAX_THREADS ? (count ? count - 1 : 0) : DIGEST_MAX_THREADS - 1, started = 0;
+    for (; started < helpers; started++)  /* a thread that cannot start leaves its share to the others */
+        if (pthread_create(&threads[started], NULL, hash_chunks, &queue) != 0) break;
+    hash_chunks(&queue);
+    for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
+    int differs = 0;
+    for (size_t i = 0; i < count; i++) differs |= chunks[i].differs;
+    return differs;
+}

@@ -1,0 +1,26 @@
+/* The digest the MAC covers, for outputs of any size: SHA-256 over each output's description and
+ * the SHA-256 of each DIGEST_CHUNK_BYTES chunk of its bytes (harness.judge.seal.output_digest
+ * mirrors it). The chunks are hashed on several threads: a 15 MB output took 13 ms on one core of
+ * the H100's host (docs/results.md run 11). */
+#ifndef NVFP4_DIGEST_TREE_H
+#define NVFP4_DIGEST_TREE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define DIGEST_CHUNK_BYTES ((size_t)1 << 20)
+#define DIGEST_MAX_THREADS 8
+
+typedef struct {
+    const uint8_t *bytes;  /* the chunk in the first copy of the outputs */
+    const uint8_t *again;  /* the same chunk in the second copy, or NULL: compared, not hashed */
+    size_t size;
+    uint8_t leaf[32];
+    int differs;
+} digest_chunk;
+
+/* Chunks needed for ``size`` bytes (an empty output has none). */
+size_t digest_chunk_count(size_t size);
+/* Hash every chunk's bytes into its leaf (and compare it with its second copy), on up to
+ * DIGEST_MAX_THREADS threads; returns 1 when any chunk differs from its second copy. */
+int digest_chunks(digest_chunk *chunks, size_t count);
+#endif

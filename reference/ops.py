@@ -46,8 +46,8 @@ def _batch_first(t: torch.Tensor) -> torch.Tensor:
 
 
 def _decode_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
-    a_values = dequantize(_batch_first(a), _batch_first(sfa), dtype=torch.float64)
-    b_values = dequantize(_batch_first(b), _batch_first(sfb), dtype=torch.float64)
+    a_values = dequantize(_batch_first(a), _batch_first(sfa)).double()
+    b_values = dequantize(_batch_first(b), _batch_first(sfb)).double()
     return torch.matmul(a_values, b_values.transpose(1, 2)).permute(1, 2, 0)
 
 

@@ -8,15 +8,11 @@ block scales stay inside e4m3's range; dequantize multiplies it back.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from reference.formats import (
     BLOCK_SIZE,
     E2M1_MAX,
-    E4M3,
-    as_bytes,
     decode_e2m1,
     decode_e4m3,
     encode_e2m1,
@@ -24,8 +20,6 @@ from reference.formats import (
     pack_nibbles,
     unpack_nibbles,
 )
-
-BYTES_PER_BLOCK = BLOCK_SIZE // 2
 
 
 def _blocks(x: torch.Tensor) -> torch.Tensor:
@@ -52,40 +46,16 @@ def quantize(x: torch.Tensor, global_scale: float | None = None) -> tuple[torch.
     return pack_nibbles(codes), scales
 
 
-@functools.lru_cache(maxsize=16)
-def _scaled_pairs(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """(65536, 2): row ``scale_bits << 8 | byte`` holds the byte's two elements times the scale.
-
-    Built from ``decode_e2m1`` and ``decode_e4m3`` (the format stays defined once); every entry is
-    exact (an e2m1 value times an e4m3 scale has at most 6 significant bits). One gather then
-    decodes a byte and applies its scale, where the elementwise route wrote and read an int64
-    index and two float32 tensors per element (GPU reference, issue 24).
-    """
-    codes = torch.arange(256, device=device).to(torch.uint8)
-    pairs = decode_e2m1(unpack_nibbles(codes.unsqueeze(-1)))  # (256 bytes, 2 elements)
-    scales = decode_e4m3(codes)  # (256 scale bit patterns,)
-    return (scales[:, None, None] * pairs[None]).reshape(256 * 256, 2).to(dtype)
-
-
-def _scale_bits(scales: torch.Tensor) -> torch.Tensor:
-    """e4m3 scales given as ``float8_e4m3fn`` or raw uint8, as their uint8 bit patterns."""
-    if scales.dtype not in (E4M3, torch.uint8):
-        raise TypeError(f"expected {E4M3} scales, got {scales.dtype}")
-    return scales.view(torch.uint8)
-
-
-def dequantize(packed: torch.Tensor, scales: torch.Tensor, global_scale: float | None = None,
-               dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Expand packed e2m1 data (..., K/2) with e4m3 scales (..., K/16) to exact values (..., K) of
-    ``dtype`` (float32 or float64 hold every value exactly)."""
-    data, bits = as_bytes(packed), _scale_bits(scales)
-    if data.shape[-1] * 2 != bits.shape[-1] * BLOCK_SIZE:
+def dequantize(packed: torch.Tensor, scales: torch.Tensor, global_scale: float | None = None) -> torch.Tensor:
+    """Expand packed e2m1 data (..., K/2) with e4m3 scales (..., K/16) to float32 (..., K)."""
+    values = decode_e2m1(unpack_nibbles(packed))
+    scale_values = decode_e4m3(scales)
+    if values.shape[-1] != scale_values.shape[-1] * BLOCK_SIZE:
         raise ValueError(
-            f"{data.shape[-1] * 2} elements along K need {data.shape[-1] * 2 // BLOCK_SIZE} scales, "
-            f"got {bits.shape[-1]}"
+            f"{values.shape[-1]} elements along K need {values.shape[-1] // BLOCK_SIZE} scales, "
+            f"got {scale_values.shape[-1]}"
         )
-    index = (bits.to(torch.int32) << 8).unsqueeze(-1) + data.unflatten(-1, (-1, BYTES_PER_BLOCK)).to(torch.int32)
-    out = torch.nn.functional.embedding(index, _scaled_pairs(data.device, dtype)).flatten(-3)
+    out = (_blocks(values) * scale_values.unsqueeze(-1)).flatten(-2)
     if global_scale is not None:
         out = out * global_scale
     return out

@@ -12,7 +12,7 @@ from harness.commands import eval_command
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import list_problems, load_task, shape_text
 from harness.display.progress import as_progress
-from harness.judge import queued_sleep, seal
+from harness.judge import queued_sleep, seal, wall_clock
 from harness.judge.run import evaluate_submission, select_cases
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,6 +70,16 @@ def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
     assert not result.rankable and result.geomean_us and result.geomean_us > 0
     timed = [c for c in result.cases if c.kind == "benchmark"]
     assert timed and all(c.timing.runs >= 3 and c.timing.method.startswith("wall clock") for c in timed)
+    # Where the wall time went: the phases cover the run, and each timed call's split names its parts.
+    phases = result.wall_s
+    assert {"setup", "worker_start", "warmup", "timed", "close", "other"} <= set(phases) and "tests" not in phases
+    assert sum(s for name, s in phases.items() if name in wall_clock.PHASES) == pytest.approx(result.elapsed_s,
+                                                                                             abs=0.01)
+    assert phases["timed"] > 0 and phases["submission_import"] <= phases["worker_start"]
+    for case in timed:
+        assert {"inputs_wait", "exchange", "draw", "check"} <= set(case.overhead_split_ms)
+        assert {"scan", "core", "checks"} <= set(case.worker_split_ms)
+        assert case.worker_split_ms["core"] >= case.timing.min_us / 1e3  # the core's call holds the timed one
 
 
 @pytest.mark.parametrize(
@@ -139,6 +149,9 @@ def test_cli_prints_a_table_writes_json_and_exits_with_the_status(tmp_path):
     assert record["problem"] == "nvfp4_dual_gemm" and record["exit_code"] == 0
     assert record["device"]["type"] == "cpu" and record["harness_version"]
     assert {c["status"] for c in record["cases"]} == {"passed"}
+    # The CLI adds the process's own start; the report's last lines say where the time went.
+    assert 0 < record["wall_s"]["start"] < 120 and record["wall_s"]["tests"] > 0
+    assert "Wall time " in run.stdout and "start and imports" in run.stdout
 
 
 def test_cli_bad_input_exit_code(tmp_path):

@@ -66,9 +66,10 @@ class BenchmarkCase:
                                   f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
                                   "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")
         stats = summarize(samples, self.timer_method)
-        with clock.phase("profile"):
-            profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["call"]) if (
-                self.profiled) else None
+        profile = None
+        if self.profiled:
+            with clock.phase("profile"):
+                profile = session.profile({**case, "seed": self.checker.call_seed(case, index)}, limit["call"])
         calls = max(1, self.checker.phase_calls)
         exposed = f"; {sleep.summary()}" if sleep.exposed else ""
         split, worker_split = self.checker.per_call()

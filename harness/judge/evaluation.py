@@ -90,7 +90,7 @@ class Evaluation:
         session = WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
                                 keep_uid, unsealed)
         with self.clock.phase("worker_start"):
-            session.worker.spawn()
+            session.spawn()
         try:
             yield session
         finally:

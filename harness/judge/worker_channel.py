@@ -88,8 +88,12 @@ class WorkerSession:
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
 
     def __enter__(self) -> WorkerSession:
-        self.worker.spawn()
+        self.spawn()
         return self
+
+    def spawn(self) -> None:
+        """Start the worker process (its start request is ``start``)."""
+        self.worker.spawn()
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -17,6 +17,9 @@
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it)
 #   flush       graph replay of the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
+#   flush_ncu   Nsight Compute's time of the flush step's kernels (clean L2), beside its three replays
+#   hang_diag   a hung worker seen from outside: its threads' signal masks, a SIGUSR1 and what its stack
+#               file then holds (scripts/hang_diag.sh; HANG_DEVICE=cpu for the host's CPU)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
@@ -123,6 +126,8 @@ for step in $steps; do
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
     ncu) run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
+    flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;
+    hang_diag) run_step hang_diag env OUT="$WORK/hang_diag" bash scripts/hang_diag.sh "${HANG_DEVICE:-cuda}" ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;

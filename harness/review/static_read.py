@@ -1,0 +1,63 @@
+"""The static read of one entry: its file and every local module it imports, by our rules and kernelguard's."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from harness.review import cache_rules, kernelguard_rules, native_source, python_rules
+from harness.review.ast_names import read_facts
+from harness.review.findings import Flag, FlagClass
+from harness.review.source_tree import SourceFile, SourceMissing, local_modules, submission_source
+
+KERNELGUARD_MISSING = ("kernelguard's rules: not run (kernelguard is not installed: "
+                       "pip install 'nvfp4-harness[review]', Python 3.11 or newer)")
+
+
+@dataclass
+class StaticRead:
+    flags: list[Flag] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # every file read, the submission first
+    not_run: list[str] = field(default_factory=list)
+
+
+def scan_file(file: SourceFile, guard: ModuleType | None) -> list[Flag]:
+    """Every rule over one file; a file that does not parse is one flag saying where."""
+    try:
+        facts = read_facts(file.text, file.name)
+    except SyntaxError as error:
+        return [Flag(FlagClass.SOURCE, f"does not parse: {error.msg}", file.name, error.lineno, "source")]
+    flags = python_rules.scan(facts, file.name) + cache_rules.scan(facts, file.name) + native_source.scan(
+        facts, file.name)
+    if guard is not None:
+        flags += kernelguard_rules.scan(guard, file.text, file.name, facts.prose_lines())
+    return sorted(flags, key=lambda f: (f.line or 0, f.klass.value))
+
+
+def read_tree(main: SourceFile, roots: Sequence[Path], guard: ModuleType | None) -> StaticRead:
+    helpers, notes = local_modules(main, roots)
+    read = StaticRead(files=[main.name, *(h.name for h in helpers)], not_run=notes)
+    for file in (main, *helpers):
+        read.flags += scan_file(file, guard)
+    if guard is None:
+        read.not_run.append(KERNELGUARD_MISSING)
+    return read
+
+
+def read_stored(submission_path: str, sha256: str, connection: sqlite3.Connection, roots: Sequence[Path],
+                guard: ModuleType | None) -> StaticRead:
+    """The static read of a stored run's bytes; bytes that cannot be found are one 'source' flag."""
+    try:
+        main = submission_source(submission_path, sha256, connection)
+    except SourceMissing as error:
+        return StaticRead([Flag(FlagClass.SOURCE, str(error), submission_path, None, "source")])
+    return read_tree(main, roots, guard)
+
+
+def read_path(path: Path, roots: Sequence[Path] = (), guard: ModuleType | None = None) -> StaticRead:
+    """The static read of a file on disk (tests, and the organizer's look at a single file)."""
+    return read_tree(SourceFile(str(path), path.read_text(encoding="utf-8", errors="replace"), path.resolve()),
+                     roots, guard)

@@ -28,21 +28,25 @@ class SourceMissing(Exception):
 @dataclass(frozen=True)
 class SourceFile:
     name: str  # as the review shows it: the stored path for the submission, folder-relative for helpers
-    text: str
+    data: bytes
     path: Path | None  # None for bytes read from the database
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
 
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _from_service(connection: sqlite3.Connection, sha256: str) -> str | None:
+def _from_service(connection: sqlite3.Connection, sha256: str) -> bytes | None:
     try:
         row = connection.execute("SELECT source FROM submissions WHERE sha256 = ? ORDER BY id DESC LIMIT 1",
                                  (sha256,)).fetchone()
     except sqlite3.Error:  # a database without the service's tables
         return None
-    return bytes(row[0]).decode("utf-8", errors="replace") if row else None
+    return bytes(row[0]) if row else None
 
 
 def submission_source(submission_path: str, sha256: str, connection: sqlite3.Connection) -> SourceFile:
@@ -52,11 +56,11 @@ def submission_source(submission_path: str, sha256: str, connection: sqlite3.Con
     if path.is_file():
         data = path.read_bytes()
         if _sha256(data) == sha256:
-            return SourceFile(submission_path, data.decode("utf-8", errors="replace"), path.resolve())
+            return SourceFile(submission_path, data, path.resolve())
         changed = f"{submission_path} has changed since the run (sha256 {_sha256(data)[:12]}, stored {sha256[:12]})"
-    text = _from_service(connection, sha256)
-    if text is not None:
-        return SourceFile(submission_path, text, None)
+    data = _from_service(connection, sha256)
+    if data is not None:
+        return SourceFile(submission_path, data, None)
     raise SourceMissing((changed or f"{submission_path} is not there (run the review from where the leaderboard "
                          "ran)") + "; the service's table has no copy of those bytes either")
 
@@ -115,7 +119,7 @@ def local_modules(main: SourceFile, roots: Sequence[Path]) -> tuple[list[SourceF
                 seen.add(candidate)
                 shown = next((str(candidate.relative_to(r)) for r in roots if candidate.is_relative_to(r)),
                              str(candidate))
-                module = SourceFile(shown, candidate.read_text(encoding="utf-8", errors="replace"), candidate)
+                module = SourceFile(shown, candidate.read_bytes(), candidate)
                 found.append(module)
                 queue.append(module)
     return found, notes

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +10,7 @@ from types import ModuleType
 from harness.review import cache_rules, kernelguard_rules, native_source, python_rules
 from harness.review.ast_names import read_facts
 from harness.review.findings import Flag, FlagClass
-from harness.review.source_tree import SourceFile, SourceMissing, local_modules, submission_source
+from harness.review.source_tree import SourceFile, SourceMissing, local_modules
 
 KERNELGUARD_MISSING = ("kernelguard's rules: not run (kernelguard is not installed: "
                        "pip install 'nvfp4-harness[review]', Python 3.11 or newer)")
@@ -47,17 +46,11 @@ def read_tree(main: SourceFile, roots: Sequence[Path], guard: ModuleType | None)
     return read
 
 
-def read_stored(submission_path: str, sha256: str, connection: sqlite3.Connection, roots: Sequence[Path],
-                guard: ModuleType | None) -> StaticRead:
-    """The static read of a stored run's bytes; bytes that cannot be found are one 'source' flag."""
-    try:
-        main = submission_source(submission_path, sha256, connection)
-    except SourceMissing as error:
-        return StaticRead([Flag(FlagClass.SOURCE, str(error), submission_path, None, "source")])
-    return read_tree(main, roots, guard)
+def missing(submission_path: str, error: SourceMissing) -> StaticRead:
+    """The static read of bytes that cannot be found: one 'source' flag saying where they were looked for."""
+    return StaticRead([Flag(FlagClass.SOURCE, str(error), submission_path, None, "source")])
 
 
 def read_path(path: Path, roots: Sequence[Path] = (), guard: ModuleType | None = None) -> StaticRead:
     """The static read of a file on disk (tests, and the organizer's look at a single file)."""
-    return read_tree(SourceFile(str(path), path.read_text(encoding="utf-8", errors="replace"), path.resolve()),
-                     roots, guard)
+    return read_tree(SourceFile(str(path), path.read_bytes(), path.resolve()), roots, guard)

@@ -103,7 +103,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(review_page.review_json(reviews, generated_at, notes), indent=2) + "\n")
-    print("\n".join(review_page.terminal_lines(reviews)))
+    print("\n".join(review_page.terminal_lines(reviews, notes)))
     say(f"review: {len(reviews)} entr{'y' if len(reviews) == 1 else 'ies'} reviewed; pages under {out}/"
         + (f"; JSON {args.json}" if args.json else ""))
     return int(ExitCode.PASSED)

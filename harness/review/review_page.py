@@ -30,19 +30,21 @@ def _rerun_text(rerun: dict[str, Any] | None) -> str | None:
     return f"{rerun['status']}, {score}{gpu} ({rerun.get('device') or '?'})"
 
 
-def terminal_lines(reviews: Sequence[EntryReview]) -> list[str]:
-    """One row per entry, then every flag under its entry, then what was not run."""
+def terminal_lines(reviews: Sequence[EntryReview], said: Sequence[str] = ()) -> list[str]:
+    """One row per entry, then every flag under its entry, then what was not run (less the notes in
+    ``said``, already printed once for the whole review)."""
     rows = [[r.problem, str(r.rank or "-"), r.author, file_label(r), fmt_us(r.score_us), r.verdict.value,
              str(len(r.flags))] for r in reviews]
     lines = text_table(["problem", "#", "author", "submission", "geomean us", "verdict", "flags"], rows,
                        right=(1, 4, 6))
     for review in reviews:
-        if not review.flags and not review.not_run:
+        not_run = [note for note in review.not_run if note not in said]
+        if not review.flags and not not_run:
             continue
         lines.append("")
         lines.append(f"{review.problem} {file_label(review)}: {review.verdict.value}")
         lines += [f"  {f.klass.label:<26} {f.where or '-':<32} {f.evidence}" for f in review.flags]
-        lines += [f"  not run: {note}" for note in review.not_run]
+        lines += [f"  not run: {note}" for note in not_run]
     return lines
 
 

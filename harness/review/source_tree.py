@@ -117,8 +117,8 @@ def local_modules(main: SourceFile, roots: Sequence[Path]) -> tuple[list[SourceF
                     notes.append(f"more than {MAX_FILES} local modules: the rest were not read")
                     return found, notes
                 seen.add(candidate)
-                shown = next((str(candidate.relative_to(r)) for r in roots if candidate.is_relative_to(r)),
-                             str(candidate))
+                shown = next((str(candidate.relative_to(r)) for r in sorted(roots, key=lambda r: -len(r.parts))
+                              if candidate.is_relative_to(r)), str(candidate))  # below the nearest root
                 module = SourceFile(shown, candidate.read_bytes(), candidate)
                 found.append(module)
                 queue.append(module)

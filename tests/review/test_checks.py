@@ -122,6 +122,14 @@ def test_an_unmeasured_device_uses_the_h100_bound_and_says_so():
     assert "no measurement of its own" in flags[0].evidence
 
 
+def test_the_profiler_runs_at_the_harness_clocks_and_cache_policy(tmp_path):
+    from harness.judge import nsight
+
+    prefix = nsight.profile_prefix(tmp_path / "ncu", tmp_path / "r.ncu-rep")
+    assert prefix[prefix.index("--clock-control") + 1] == "none"
+    assert prefix[prefix.index("--cache-control") + 1] == "all"
+
+
 def test_no_kernel_time_is_a_note():
     flags, notes = clock_check.clock_flags(stored_run(), make_run((20.0, 40.0, 10.0), reason="ncu not found"))
     assert flags == [] and "ncu not found" in notes[0]

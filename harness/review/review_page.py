@@ -33,6 +33,8 @@ def _rerun_text(rerun: dict[str, Any] | None) -> str | None:
 def terminal_lines(reviews: Sequence[EntryReview], said: Sequence[str] = ()) -> list[str]:
     """One row per entry, then every flag under its entry, then what was not run (less the notes in
     ``said``, already printed once for the whole review)."""
+    if not reviews:
+        return ["no entry reviewed"]
     rows = [[r.problem, str(r.rank or "-"), r.author, file_label(r), fmt_us(r.score_us), r.verdict.value,
              str(len(r.flags))] for r in reviews]
     lines = text_table(["problem", "#", "author", "submission", "geomean us", "verdict", "flags"], rows,

@@ -5,8 +5,9 @@
 # kernelguard misses that can run. Must show: every cheat on the board flagged (with the reason), no baseline.
 # Everything lands in $OUT: summary.txt, each step's log, the database, each step's review JSON and the pages.
 #   bash scripts/review_check.sh [STEP...]      (default: every step in this order)
-# Steps (each well under the device tool's 10 minutes on an H100; the state between calls is kept under
-# results/review-check/, git-ignored, so later steps may run in later calls on the same warm machine):
+# Steps (sized for the device tool's 10 minutes, not yet timed: lower TOP / SANITIZE_TOP if one runs over; the
+# state between calls is kept under results/review-check/, git-ignored, so later steps may run in later calls on
+# the same warm machine):
 #   env        nvidia-smi, ncu and compute-sanitizer, torch; builds the timing core if it is missing
 #   baselines  harness leaderboard over the four Triton baselines and the GEMV's torch reference
 #   cheats     harness leaderboard over the cheats (nvfp4_gemv), into the same database

@@ -141,13 +141,21 @@ def _fold(node: ast.AST | None, names: dict[str, str]) -> str | None:
     return None
 
 
+def _integer(node: ast.AST | None) -> int | None:
+    """A constant int, or minus one (a slice's -1 is a UnaryOp in the tree)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _integer(node.operand)
+        return -value if value is not None else None
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, int) else None
+
+
 def _fold_slice(node: ast.Subscript, names: dict[str, str]) -> str | None:
     text = _fold(node.value, names)
     bounds = [node.slice.lower, node.slice.upper, node.slice.step]  # type: ignore[attr-defined]
-    if text is None or not all(b is None or (isinstance(b, ast.Constant) and isinstance(b.value, int)) for b in bounds):
+    values = [None if b is None else _integer(b) for b in bounds]
+    if text is None or any(b is not None and v is None for b, v in zip(bounds, values)) or values[2] == 0:
         return None
-    lower, upper, step = (b.value if isinstance(b, ast.Constant) else None for b in bounds)
-    return text[lower:upper:step] if step != 0 else None
+    return text[values[0]:values[1]:values[2]]
 
 
 def _fold_call(node: ast.Call, names: dict[str, str]) -> str | None:

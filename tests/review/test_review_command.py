@@ -155,3 +155,16 @@ def test_a_board_without_a_review_links_none(board):
     with Store.open(board / "lb.db") as store:
         page = render.render_html(build_board("nvfp4_gemv", store.runs("nvfp4_gemv")), "now")
     assert "review.html" not in page
+
+
+def test_the_leaderboard_keeps_the_link_once_a_review_is_stored(board, monkeypatch):
+    from harness.judge import run
+    from tests.leaderboard.samples import FakeEvaluate
+
+    assert review(board) == 0
+    names = [p.name for p in (board / "submissions" / "nvfp4_gemv").glob("*.py")]
+    monkeypatch.setattr(run, "evaluate_submission", FakeEvaluate({n: make_run(None, device_type="cpu") for n in names}))
+    site = board / "fresh-site"
+    assert main(["leaderboard", "--db", str(board / "lb.db"), "--out", str(site), "--device", "cpu",
+                 "--submissions", str(board / "submissions"), "--problem", "nvfp4_gemv"]) == 0
+    assert 'href="review.html"' in (site / "nvfp4_gemv" / "index.html").read_text()

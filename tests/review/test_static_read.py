@@ -152,3 +152,31 @@ def test_an_address_sentinel_is_a_flag(tmp_path):
         "    _out = compute(data)\n    return _out\n")
     flags = static_read.read_path(tmp_path / "sentinel.py").flags
     assert [(f.klass, f.line) for f in flags] == [(FlagClass.POINTER_CACHE, 7)]
+
+
+@pytest.mark.parametrize(("snippet", "klass", "needle"), [
+    ('name = "cudaSt" + "reamCreate"\n', FlagClass.OBFUSCATION, "spells 'cudaStreamCreate'"),
+    ('name = "".join(["dl", "open"])\n', FlagClass.OBFUSCATION, "spells 'dlopen'"),
+    ('name = "emit_despale"[::-1]\n', FlagClass.OBFUSCATION, "spells 'elapsed_time'"),
+    ("import torch\nkind = input()\nf = getattr(torch.cuda, kind)\n", FlagClass.OBFUSCATION, "computed attribute"),
+    ('SRC = r"""\n#include <cuda.h>\nvoid f() { void* p = dlsym(h, "cudaSt" "reamCreate"); }\n"""\n',
+     FlagClass.OBFUSCATION, "adjacent C strings spell 'cudaStreamCreate'"),
+    ('SRC = r"""\n#include <dlfcn.h>\nvoid f() { dlopen("libcuda.so", 1); }\n"""\n', FlagClass.NATIVE_REACH,
+     "inline source opens native symbols"),
+    ("import torch as t\ns = t.cuda.Stream()\n", FlagClass.STREAMS_GRAPHS, "creates a CUDA stream"),
+    ("from torch.cuda import CUDAGraph\ng = CUDAGraph()\n", FlagClass.STREAMS_GRAPHS, "captures a CUDA graph"),
+    ("import sys\nx = sys.modules['harness.worker.timers']\n", FlagClass.PYTHON_REACH, "sys.modules"),
+    ("import torch\nsetattr(torch.cuda.Event, 'elapsed_time', None)\n", FlagClass.MONKEYPATCH,
+     "setattr on torch.cuda.Event.elapsed_time"),
+    ("import os\ndef f():\n    os.kill(1, 9)\n", FlagClass.PROCESS_TRICKS, "sends a signal"),
+    ("blob = b'x\\x9c" + "\\x01" * 20 + "'\n", FlagClass.OBFUSCATION, "compressed or serialised blob"),
+])
+def test_each_rule_on_a_line_of_its_own(tmp_path, snippet, klass, needle):
+    (tmp_path / "snippet.py").write_text(snippet)
+    flags = static_read.read_path(tmp_path / "snippet.py").flags
+    assert any(f.klass == klass and needle in f.evidence for f in flags), [f.evidence for f in flags]
+
+
+def test_words_in_a_docstring_are_not_code(tmp_path):
+    (tmp_path / "doc.py").write_text('"""Reads /proc/self/maps, calls ctypes and sets accessPolicyWindow."""\n')
+    assert static_read.read_path(tmp_path / "doc.py").flags == []

@@ -105,7 +105,7 @@ def local_modules(main: SourceFile, roots: Sequence[Path]) -> tuple[list[SourceF
         current = queue.pop(0)
         try:
             tree = ast.parse(current.text)
-        except SyntaxError:
+        except (SyntaxError, RecursionError, ValueError, MemoryError):
             continue  # the static read reports it
         folder = current.path.parent if current.path else roots[0]
         for name, level in _module_names(tree):

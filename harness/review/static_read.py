@@ -24,15 +24,26 @@ class StaticRead:
 
 
 def scan_file(file: SourceFile, guard: ModuleType | None) -> list[Flag]:
-    """Every rule over one file; a file that does not parse is one flag saying where."""
+    """Every rule over one file; a file that does not parse, or nests past what can be read, is one flag.
+
+    Why the broad catch around kernelguard: it is another project's code over an untrusted file; its
+    failure on one file is a flag on that file, never the end of the review.
+    """
     try:
         facts = read_facts(file.text, file.name)
+        flags = python_rules.scan(facts, file.name) + cache_rules.scan(facts, file.name) + native_source.scan(
+            facts, file.name)
     except SyntaxError as error:
         return [Flag(FlagClass.SOURCE, f"does not parse: {error.msg}", file.name, error.lineno, "source")]
-    flags = python_rules.scan(facts, file.name) + cache_rules.scan(facts, file.name) + native_source.scan(
-        facts, file.name)
+    except (RecursionError, ValueError, MemoryError) as error:
+        return [Flag(FlagClass.SOURCE, f"cannot be read statically ({type(error).__name__}: {str(error)[:120]})",
+                     file.name, None, "source")]
     if guard is not None:
-        flags += kernelguard_rules.scan(guard, file.text, file.name, facts.prose_lines())
+        try:
+            flags += kernelguard_rules.scan(guard, file.text, file.name, facts.prose_lines())
+        except Exception as error:
+            flags.append(Flag(FlagClass.SOURCE, f"kernelguard failed on it ({type(error).__name__})", file.name,
+                              None, "kernelguard"))
     return sorted(flags, key=lambda f: (f.line or 0, f.klass.value))
 
 

@@ -180,3 +180,9 @@ def test_each_rule_on_a_line_of_its_own(tmp_path, snippet, klass, needle):
 def test_words_in_a_docstring_are_not_code(tmp_path):
     (tmp_path / "doc.py").write_text('"""Reads /proc/self/maps, calls ctypes and sets accessPolicyWindow."""\n')
     assert static_read.read_path(tmp_path / "doc.py").flags == []
+
+
+def test_a_file_nested_past_what_can_be_read_is_a_flag_not_a_crash(tmp_path):
+    (tmp_path / "deep.py").write_text("x = " + " + ".join(['"a"'] * 5000) + "\n")
+    flags = static_read.read_path(tmp_path / "deep.py", guard=kernelguard).flags
+    assert [f.klass for f in flags] == [FlagClass.SOURCE] and "cannot be read statically" in flags[0].evidence

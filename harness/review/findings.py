@@ -64,7 +64,8 @@ EVIDENCE_CHARS = 240
 
 
 def one_line(text: str, limit: int = EVIDENCE_CHARS) -> str:
-    text = " ".join(str(text).split())
+    """One printable line: evidence quotes the submission's text, which must not reach a terminal's controls."""
+    text = "".join(c if c.isprintable() else "?" for c in " ".join(str(text).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -186,3 +186,9 @@ def test_a_file_nested_past_what_can_be_read_is_a_flag_not_a_crash(tmp_path):
     (tmp_path / "deep.py").write_text("x = " + " + ".join(['"a"'] * 5000) + "\n")
     flags = static_read.read_path(tmp_path / "deep.py", guard=kernelguard).flags
     assert [f.klass for f in flags] == [FlagClass.SOURCE] and "cannot be read statically" in flags[0].evidence
+
+
+def test_evidence_is_one_printable_line(tmp_path):
+    (tmp_path / "escape.py").write_text('import ctypes  # \x1b[2J\x1b]0;pwned\x07\n')
+    flags = static_read.read_path(tmp_path / "escape.py").flags
+    assert flags and all(f.evidence.isprintable() for f in flags)

@@ -168,3 +168,31 @@ def test_the_leaderboard_keeps_the_link_once_a_review_is_stored(board, monkeypat
     assert main(["leaderboard", "--db", str(board / "lb.db"), "--out", str(site), "--device", "cpu",
                  "--submissions", str(board / "submissions"), "--problem", "nvfp4_gemv"]) == 0
     assert 'href="review.html"' in (site / "nvfp4_gemv" / "index.html").read_text()
+
+
+def test_on_a_gpu_each_entry_is_rerun_from_its_own_bytes(board):
+    """The dynamic checks through the review, with a stand-in for run_job: the too-fast entry's fresh run
+    is 30x slower on its third shape, so its rank does not reproduce."""
+    from harness.leaderboard.rank import build_board
+    from harness.leaderboard.store import Store
+    from harness.review import entry_review
+    from harness.review.dynamic_checks import DeviceSetup
+
+    jobs = []
+
+    def runner(job):
+        jobs.append(job)
+        if job.mode == "leaderboard":
+            return make_run((30.0, 50.0, 30.0) if job.filename == "too_fast.py" else ENTRIES[job.filename][1],
+                            device=H100)
+        return make_run(None, device=H100)
+
+    with Store.open(board / "lb.db") as store:
+        reviews = entry_review.review_board(build_board("nvfp4_gemv", store.runs("nvfp4_gemv")), store.connection,
+                                            entry_review.ReviewOptions(top=3), DeviceSetup(runner, H100), lambda _: None)
+    by_file = {Path(r.submission).name: r for r in reviews}
+    assert by_file["too_fast.py"].verdict.value == "reproduces not"
+    assert by_file["too_fast.py"].rerun["rank"] == 3 and by_file["triton_gemv.py"].verdict.value == "clean"
+    folder = board / "submissions" / "nvfp4_gemv"
+    assert {j.filename: j.source for j in jobs if j.mode == "leaderboard"} == {
+        name: (folder / name).read_bytes() for name in ENTRIES}

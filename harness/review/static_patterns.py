@@ -119,9 +119,6 @@ L2_WORDS = ("accesspolicywindow", "persistingl2", "hitratio", "hitprop", "misspr
             "resetpersistingl2cache", "limitpersisting")
 """Persisting-L2 words, matched in identifiers, strings and inline source with case and underscores dropped."""
 
-PROC_PATH = re.compile(r"/proc/(?:self|thread-self|\d+|\{[^}]*\}|%\w)?/?(?:maps|mem|environ|stat|cmdline|fd|task)?")
-"""Another process's or this one's /proc entries: maps and mem expose memory, environ the secret."""
-
 WATCHED = re.compile(
     r"\bcu(?:da)?[A-Z]\w+|\bdlopen|\bdlsym|mprotect|/proc/|PyEval_\w+|_getframe|f_back|settrace|setprofile"
     r"|get_objects|elapsed_time|perf_counter|synchronize|data_ptr|ctypes|CDLL|accessPolicyWindow|PersistingL2"

@@ -188,8 +188,9 @@ def test_on_a_gpu_each_entry_is_rerun_from_its_own_bytes(board):
         return make_run(None, device=H100)
 
     with Store.open(board / "lb.db") as store:
-        reviews = entry_review.review_board(build_board("nvfp4_gemv", store.runs("nvfp4_gemv")), store.connection,
-                                            entry_review.ReviewOptions(top=3), DeviceSetup(runner, H100), lambda _: None)
+        board_now = build_board("nvfp4_gemv", store.runs("nvfp4_gemv"))
+        reviews = entry_review.review_board(board_now, store.connection, entry_review.ReviewOptions(top=3),
+                                            DeviceSetup(runner, H100), lambda _: None)
     by_file = {Path(r.submission).name: r for r in reviews}
     assert by_file["too_fast.py"].verdict.value == "reproduces not"
     assert by_file["too_fast.py"].rerun["rank"] == 3 and by_file["triton_gemv.py"].verdict.value == "clean"

@@ -22,6 +22,7 @@ from harness.judge import seeds
 from harness.leaderboard import render, runner
 from harness.leaderboard.rank import build_board
 from harness.leaderboard.store import Store, StoreError
+from harness.review import review_store
 
 DEFAULT_DB = Path("results/leaderboard.db")
 DEFAULT_OUT = Path("results/leaderboard")
@@ -153,8 +154,9 @@ def handle(args: argparse.Namespace) -> int:
                 execution.executor.close()
         problems = sorted(set(store.problems()) | {s.problem for s in submissions})
         boards = [build_board(p, store.runs(p), execution.device_name, __version__) for p in problems]
+        reviewed = review_store.reviewed_problems(store.connection)
     generated_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    render.write_site(boards, settings.out, generated_at)
+    render.write_site(boards, settings.out, generated_at, reviewed)
     cached = sum(o.cached for o in outcomes)
     failed = sum(o.result.status not in (Status.PASSED, Status.NOT_RUN) for o in outcomes)
     say(f"leaderboard: {len(outcomes) - cached} evaluated, {cached} cached, {failed} failed (listed on the pages)")

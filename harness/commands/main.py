@@ -17,7 +17,7 @@ from harness import __version__
 from harness.contract.results import ExitCode
 
 COMMAND_MODULES = tuple(f"harness.commands.{name}_command" for name in (
-    "new", "eval", "history", "compare", "sol", "calibrate", "leaderboard", "serve", "submit", "user"))
+    "new", "eval", "history", "compare", "sol", "calibrate", "leaderboard", "review", "serve", "submit", "user"))
 
 
 def version_line() -> str:
@@ -52,6 +52,7 @@ a contestant's day:
   submit FILE                 send it to a contest service and wait for its report
 the organizer:
   leaderboard                 rank every file under submissions/ (--cluster for several GPUs)
+  review [--top N]            re-check the top entries before prizes: verdict and flags per entry
   serve, user add|list|revoke the submission service and its users
 
 """ + textwrap.fill("exit codes: " + ", ".join(f"{int(code)} {code.name.lower().replace('_', ' ')}"

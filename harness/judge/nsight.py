@@ -60,10 +60,16 @@ def find_ncu(path: str | None = None) -> Path | None:
     return CUDA_BIN / "ncu" if os.access(CUDA_BIN / "ncu", os.X_OK) else None
 
 
+CLOCKS_AND_CACHES = ("--cache-control", "all", "--clock-control", "none")
+"""The clocks the harness's timed calls run at (ncu's default locks them to base) and every cache
+flushed before each kernel, as the harness flushes L2 before each call: the setting docs/timing.md's
+three-clock table was measured with, so `harness review` can hold these times against the harness's."""
+
+
 def profile_prefix(ncu: Path, report: Path) -> list[str]:
     """The command that wraps the worker: only the cudaProfilerStart/Stop range, our metrics."""
     return [str(ncu), "--target-processes", "all", "--profile-from-start", "off", "--metrics", ",".join(METRICS),
-            "--export", str(report), "--force-overwrite"]
+            "--export", str(report), "--force-overwrite", *CLOCKS_AND_CACHES]
 
 
 def import_command(ncu: Path, report: Path) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,9 @@ MAX_CHARTED = len(PALETTE)
 """Bars get one colour per submission; past twelve the chart shows the first twelve."""
 
 NONE = "\u2013"  # an en dash where a value is missing
+
+REVIEW_PAGE = "review.html"
+"""The organizer's review of a problem (harness review), written beside its leaderboard page."""
 
 SCORE_RULE = "geometric mean of the benchmark medians (lower is better); one entry per author"
 
@@ -283,7 +286,8 @@ def _listed_row(entry: Entry, problem: str, failed: bool) -> dict[str, Any]:
     return {**_row(entry, problem, []), "status": "passed", "text": one_line(entry.note or NONE, 300)}
 
 
-def render_html(board: Board, generated_at: str) -> str:
+def render_html(board: Board, generated_at: str, review_page: str | None = None) -> str:
+    """The board's page; ``review_page``: the organizer's review beside it (harness review), linked."""
     shapes = benchmark_shapes(board.charted)
     colours = {id(e): PALETTE[i] for i, e in enumerate(board.charted[:MAX_CHARTED])}
     p = board.problem
@@ -294,7 +298,7 @@ def render_html(board: Board, generated_at: str) -> str:
         ranking=[_row(e, p, shapes, colours.get(id(e))) for e in board.ranking],
         others=[_row(e, p, shapes, colours.get(id(e))) for e in board.others],
         not_rankable=[_listed_row(e, p, False) for e in board.not_rankable],
-        failed=[_listed_row(e, p, True) for e in board.failed], hidden_runs=board.hidden_runs)
+        failed=[_listed_row(e, p, True) for e in board.failed], hidden_runs=board.hidden_runs, review_page=review_page)
 
 
 def render_index(boards: Sequence[Board], generated_at: str) -> str:
@@ -306,15 +310,16 @@ def render_index(boards: Sequence[Board], generated_at: str) -> str:
     return TEMPLATES.get_template("index.html").render(rows=rows, generated_at=generated_at, none_mark=NONE)
 
 
-def write_site(boards: Sequence[Board], out: Path, generated_at: str) -> list[Path]:
-    """Write <problem>/{LEADERBOARD.md,index.html,leaderboard.json} per board and index.html."""
+def write_site(boards: Sequence[Board], out: Path, generated_at: str, reviewed: Collection[str] = ()) -> list[Path]:
+    """Write <problem>/{LEADERBOARD.md,index.html,leaderboard.json} per board and index.html; the pages of
+    problems in ``reviewed`` link their review.html (harness review writes it beside them)."""
     written = []
     for board in boards:
         directory = out / board.problem
         directory.mkdir(parents=True, exist_ok=True)
         files = {
             "LEADERBOARD.md": render_markdown(board, generated_at),
-            "index.html": render_html(board, generated_at),
+            "index.html": render_html(board, generated_at, REVIEW_PAGE if board.problem in reviewed else None),
             "leaderboard.json": json.dumps(board_json(board, generated_at), indent=2) + "\n",
         }
         for name, text in files.items():

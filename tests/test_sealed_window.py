@@ -149,3 +149,41 @@ def test_the_call_index_is_out_of_the_cores_writable_data(found):
     """Row s18 found last_index there by value and timed each call twice."""
     assert found["index_in_core_data"] == 0
     assert "already timed" in found["replayed"]
+
+
+def _window_check():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("window_check", REPO / "scripts" / "window_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_device_steps_baseline_table_holds_medians_to_two_percent():
+    """scripts/window_check.py (the integrator's `gpu_check.sh window`) passes a baseline only when it
+    passed and every shape's median is within 2% of run 11's."""
+    check = _window_check()
+    file = "nvfp4_gemv/triton_gemv.py"
+
+    def record(status, *us):
+        return {"status": status, "cases": [{"kind": "test"}] + [{"kind": "benchmark", "timing": {"median_us": u}}
+                                                                 for u in us]}
+
+    near = [u * 1.019 for u in check.REFERENCE_US[file]]
+    assert check.compare(file, record("passed", *near))[1] is True
+    assert check.compare(file, record("passed", near[0], near[1], near[2] * 1.03))[1] is False
+    assert check.compare(file, record("rejected", *near))[1] is False
+    lines, ok = check.compare(file, record("passed", near[0]))  # a shape without a median
+    assert not ok and "**NO**" in lines[-1]
+
+
+def test_the_device_step_names_every_timed_window_row_and_its_twins():
+    sys.path.insert(0, str(REPO / "tests" / "adversarial"))
+    from adversarial_suite import load_rows
+
+    rows = {row.file: row for row in load_rows()}
+    chosen = {name for name in rows if any(name.startswith(prefix) for prefix in _window_check().WINDOW_ROWS)}
+    for name in ("s12", "s13", "s14", "s15", "s16", "s18", "s19", "s20"):
+        assert any(file.startswith(name) for file in chosen), name
+    assert {rows[name].twin for name in chosen if rows[name].twin} <= chosen

@@ -8,6 +8,9 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 CORE_SOURCES = "harness/worker/csrc"  # in the worker's package: the core runs beside the submission
+CORE_FILES = ("sealed", "core_pages", "key_page", "gpu_window", "python_hooks", "sealed_outputs", "digest_tree",
+              "cuda_driver", "sha256")
+CORE_HEADERS = ("core_state", "gpu_window", "python_hooks", "sha256", "cuda_driver", "sealed_outputs", "digest_tree")
 
 
 class OptionalBuildExt(build_ext):
@@ -30,9 +33,8 @@ setup(
     ext_modules=[
         Extension(
             "harness.worker._sealed",
-            sources=[f"{CORE_SOURCES}/{name}.c" for name in ("sealed", "sealed_outputs", "digest_tree", "cuda_driver",
-                                                                    "sha256")],
-            depends=[f"{CORE_SOURCES}/{name}.h" for name in ("sha256", "cuda_driver", "sealed_outputs", "digest_tree")],
+            sources=[f"{CORE_SOURCES}/{name}.c" for name in CORE_FILES],
+            depends=[f"{CORE_SOURCES}/{name}.h" for name in CORE_HEADERS],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
             # The GOT read-only after load (full RELRO), so that the core can seal it with its code.
             extra_link_args=["-Wl,-z,relro,-z,now", "-pthread"],

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.utils._device import DeviceContext
 
 from harness.worker.failures import SubmissionError
 
@@ -91,13 +90,16 @@ def output_tensors(result: Any, device: torch.device) -> tuple[str, list[torch.T
 
 
 def active_modes() -> list[str]:
-    """Torch function / dispatch modes left active (a default-device context excepted).
+    """Torch function / dispatch modes left active, a default-device context (DeviceContext, which
+    torch.set_default_device pushes) included.
 
-    A mode runs on every torch call anyone makes, the harness's copy of the output included: it
-    would do the submission's work after the timer stopped.
+    A mode runs on every torch call anyone makes, the harness's copy of the output and its draw of
+    the next inputs included: it would do the submission's work after the timer stopped, or watch
+    the inputs before it starts. DeviceContext calls module globals of torch.utils._device that a
+    submission can replace, so it is no exception.
     """
     modes = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
-    names = [f"TorchFunctionMode {type(m).__name__}" for m in modes if type(m) is not DeviceContext]
+    names = [f"TorchFunctionMode {type(m).__name__}" for m in modes]
     if torch._C._len_torch_dispatch_stack():
         names.append("TorchDispatchMode")
     return names

@@ -1,11 +1,13 @@
 """The worker's handle on the compiled timing core (``harness.worker._sealed``, harness/worker/csrc).
 
-On a GPU the core owns the flush buffer, events, sleep kernel, event overhead and the bound
-custom_kernel, and returns each result with a MAC the parent checks (``harness.judge.seal``).
+On a GPU the core owns the flush buffer, events, hold-and-flush kernel, second clock, event overhead
+and the bound custom_kernel, and returns each result with a MAC the parent checks
+(``harness.judge.seal``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -22,13 +24,14 @@ def sealed_available() -> bool:
 
 
 def _sealed_hooks() -> dict[str, Any]:
-    """The torch entry points the core calls to read outputs, captured before the submission runs.
+    """The torch entry points the core calls to read outputs, and the builtins it probes the mode
+    stacks and sys.monitoring with, captured before the submission runs.
 
     The core copies each one into C at init and keeps no reference to this dict: editing it, or
-    any object gc can reach, afterwards changes nothing (s10_gc_edit_core_hooks.py).
+    any object gc can reach, afterwards changes nothing (s10_gc_edit_core_hooks.py). The probes are
+    kept as their C entry points, so that rewriting the function objects later changes nothing.
     """
-    from torch.utils._device import DeviceContext
-
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+
     storage = torch.UntypedStorage
     return {
         "tensor_type": torch.Tensor,
@@ -42,8 +45,7 @@ def _sealed_hooks() -> dict[str, Any]:
         "stride": torch._C.TensorBase.stride,
         "function_stack_len": torch._C._len_torch_function_stack,
         "dispatch_stack_len": torch._C._len_torch_dispatch_stack,
-        "function_stack_at": torch._C._get_function_stack_at,
-        "device_context": DeviceContext,
+        "monitoring_get_tool": monitoring.get_tool if monitoring else None,
     }
 
 
@@ -60,14 +62,14 @@ class SealedTimer:
             torch.zeros(1, device=device)  # makes torch's primary context current for the driver API
             stream = torch.cuda.current_stream(device).cuda_stream
             l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-            self.overhead_us, self.spread_us, from_graph, self.protection = _sealed.init(key_fd, stream, l2_bytes,
-                                                                                          _sealed_hooks())
+            self.overhead_us, self.spread_us, from_graph, self.protection, window = _sealed.init(
+                key_fd, stream, l2_bytes, _sealed_hooks())
             reference = "graph replay" if from_graph else "kernel pairs, no graphs here"
-            self.method = (f"cuda-event per call in compiled code, L2 flushed, queued sleep, minus "
+            self.method = (f"cuda-event per call in compiled code, every stream idle, {window}, minus "
                            f"{self.overhead_us:.2f} us event overhead ({reference}; 5 rounds, spread "
                            f"{self.spread_us:.2f} us)")
         else:
-            self.overhead_us, self.spread_us, _, self.protection = _sealed.init(key_fd, None, 0, _sealed_hooks())
+            self.overhead_us, self.spread_us, _, self.protection, _ = _sealed.init(key_fd, None, 0, _sealed_hooks())
             self.method = "wall clock in compiled code (cpu, not rankable)"
         self.persisting_l2_reset = device.type == "cuda"
 

@@ -165,19 +165,31 @@ class Worker:
     def _sealed_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
         """The compiled core times the call and copies the outputs; this only forwards its answer."""
         answer = self.timer.time_call(data, int(request["index"]), int(request["case"]["seed"]), request["sleep_us"])
-        if answer[0] == "bad_output":
-            output_tensors(answer[1], self.device)  # raises the reason
-            raise SubmissionError("failed", "custom_kernel returned something other than a tensor or list of tensors")
-        if answer[0] == "modes":
-            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(active_modes()) or 'torch mode'} "
-                                  "active; it would run inside the harness after the timer stopped; exit every "
-                                  "mode before returning")
+        if answer[0] != "ok":
+            self._refused(*answer)
         _, time_us, host_us, unfinished, exposed, structure, views, mac, result = answer
         parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
                  for dtype, shape, stride, offset, payload in views]
         header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
                   "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
         return header, parts, output_tensors(result, self.device)[1]
+
+    def _refused(self, kind: str, result: Any, detail: str) -> None:
+        """Raise the reason the compiled core gave for not signing a call (it sends no MAC for it)."""
+        if kind == "bad_output":
+            output_tensors(result, self.device)  # raises the reason
+            raise SubmissionError("failed", "custom_kernel returned something other than a tensor or list of tensors")
+        if kind == "modes":
+            modes = ", ".join(active_modes()) or "torch mode"
+            raise SubmissionError("rejected", f"a {modes} was active {detail}; it would run the submission's code "
+                                  "inside the harness (after the timer stopped, or while the next inputs are drawn); "
+                                  "exit every mode (torch.set_default_device included) before returning")
+        if kind == "hooks":
+            raise SubmissionError("rejected", f"{detail} was set while the harness prepared or finished a call: it "
+                                  "sees the inputs before the timer starts; the core refuses to time calls under it")
+        if kind == "clock":
+            raise SubmissionError("rejected", f"the start event was recorded again during custom_kernel: {detail}")
+        raise SubmissionError("harness_fault", f"the timing core refused a call for an unknown reason: {kind}")
 
     def _python_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
         """Unsealed timing (no compiled core): CPU runs and unranked GPU runs only."""

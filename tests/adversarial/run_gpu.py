@@ -1,6 +1,6 @@
 """Run the adversarial suite on a CUDA machine: every gpu row, and the cpu rows too, on the GPU.
 
-    python tests/adversarial/run_gpu.py OUT.json [--only TEXT] [--cpu-rows cuda|cpu|both|none]
+    python tests/adversarial/run_gpu.py OUT.json [--only TEXT[,TEXT...]] [--cpu-rows cuda|cpu|both|none]
                                                  [--timeout-scale X] [--part K/N]
 
 --part K/N runs every N-th row starting at the K-th (1-based), plus the honest twins those rows
@@ -37,7 +37,8 @@ def device_info() -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", help="write the results here as JSON")
-    parser.add_argument("--only", help="run only rows whose file name contains this text")
+    parser.add_argument("--only", help="run only rows whose file name contains this text (or one of these, "
+                                       "comma-separated)")
     parser.add_argument("--cpu-rows", choices=("cuda", "cpu", "both", "none"), default="cuda",
                         help="where the cpu rows run (default: on the GPU, like the gpu rows)")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every stage limit")
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     if not info["cuda"]:
         print("error: no CUDA device visible; the CPU rows run in CI: pytest tests/adversarial", file=sys.stderr)
         return 2
-    rows = [row for row in load_rows() if not args.only or args.only in row.file]
+    wanted = args.only.split(",") if args.only else []
+    rows = [row for row in load_rows() if not wanted or any(text in row.file for text in wanted)]
     plan = []
     for row in rows:
         if row.platform == "gpu":

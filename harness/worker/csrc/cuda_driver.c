@@ -46,6 +46,10 @@ int load_driver(void) {
         {(void **)&cu.GraphLaunch, {"cuGraphLaunch", NULL}},
         {(void **)&cu.GraphExecDestroy, {"cuGraphExecDestroy", NULL}},
         {(void **)&cu.GraphDestroy, {"cuGraphDestroy", NULL}},
+        {(void **)&cu.CtxGetDevice, {"cuCtxGetDevice", NULL}},
+        {(void **)&cu.DeviceGetAttribute, {"cuDeviceGetAttribute", NULL}},
+        {(void **)&cu.OccupancyMaxActiveBlocksPerMultiprocessor, {"cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL}},
+        {(void **)&cu.MemcpyHtoD, {"cuMemcpyHtoD_v2", NULL}},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         for (int j = 0; j < 2 && table[i].names[j] && !*table[i].slot; j++)

@@ -7,13 +7,17 @@
 typedef int CUresult;
 typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction, *CUgraph, *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
+typedef int CUdevice;
 #define CU_EVENT_DEFAULT 0
 #define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR 39
 
 /* A page of its own (page-aligned, page-sized): made read-only and sealed once the core is set up
- * (sealed.c seal_core), so that native code cannot swap an entry for its own function. Where the
+ * (core_pages.c seal_core), so that native code cannot swap an entry for its own function. Where the
  * system's pages are larger than this, the table stays writable (reported). */
 #define CORE_PAGE_BYTES 4096
 typedef union {
@@ -46,6 +50,10 @@ typedef union {
         CUresult (*GraphLaunch)(CUgraphExec, CUstream);
         CUresult (*GraphExecDestroy)(CUgraphExec);
         CUresult (*GraphDestroy)(CUgraph);
+        CUresult (*CtxGetDevice)(CUdevice *);
+        CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+        CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+        CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     };
     unsigned char page[CORE_PAGE_BYTES];
 } cuda_driver;

@@ -1,7 +1,8 @@
 /* Reading the submission's outputs for harness._sealed: which objects are outputs, where their
  * storage is, and the digest the MAC covers. Only torch entry points captured at init are called
- * (torch_hooks, held in C), and only on exact torch.Tensor objects: between custom_kernel's return
- * and the MAC no Python code of the submission's can run (docs/security.md, "The timed window"). */
+ * (torch_hooks, held in C), only on exact torch.Tensor objects with no torch mode active, and only
+ * before the end event: after it the core works on the C copy (output_view) until the MAC
+ * (docs/security.md, "The timed window"). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
@@ -16,9 +17,7 @@ int capture_hooks(PyObject *dict, torch_hooks *hooks) {
         {&hooks->tensor_type, "tensor_type"}, {&hooks->dtype, "dtype"}, {&hooks->is_cuda, "is_cuda"},
         {&hooks->untyped_storage, "untyped_storage"}, {&hooks->storage_data_ptr, "storage_data_ptr"},
         {&hooks->storage_nbytes, "storage_nbytes"}, {&hooks->storage_offset, "storage_offset"},
-        {&hooks->size, "size"}, {&hooks->stride, "stride"}, {&hooks->function_stack_len, "function_stack_len"},
-        {&hooks->dispatch_stack_len, "dispatch_stack_len"}, {&hooks->function_stack_at, "function_stack_at"},
-        {&hooks->device_context, "device_context"},
+        {&hooks->size, "size"}, {&hooks->stride, "stride"},
     };
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
         PyObject *value = PyDict_GetItemString(dict, entries[i].name);
@@ -26,21 +25,10 @@ int capture_hooks(PyObject *dict, torch_hooks *hooks) {
         Py_INCREF(value);
         *entries[i].slot = value;
     }
-    if (!PyType_Check(hooks->tensor_type) || !PyType_Check(hooks->device_context) ||
-        !Py_TYPE(hooks->dtype)->tp_descr_get) {
-        PyErr_SetString(PyExc_RuntimeError, "sealed timer hooks: tensor_type and device_context must be types, "
-                        "dtype a descriptor");
+    if (!PyType_Check(hooks->tensor_type) || !Py_TYPE(hooks->dtype)->tp_descr_get) {
+        PyErr_SetString(PyExc_RuntimeError, "sealed timer hooks: tensor_type must be a type, dtype a descriptor");
         return -1;
     }
-    /* What the default-device mode's __torch_function__ is, looked up as foreign_mode_active does. */
-    hooks->torch_function_name = PyUnicode_InternFromString("__torch_function__");
-    if (!hooks->torch_function_name) return -1;
-    hooks->device_context_tf = _PyType_Lookup((PyTypeObject *)hooks->device_context, hooks->torch_function_name);
-    if (!hooks->device_context_tf) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "DeviceContext has no __torch_function__");
-        return -1;
-    }
-    Py_INCREF(hooks->device_context_tf);
     return 0;
 }
 
@@ -56,48 +44,62 @@ static long long hook_long(PyObject *function, PyObject *arg) {
     return result;
 }
 
-/* 1 when a torch function or dispatch mode other than an unmodified default-device context is
- * active: such a mode would run the submission's code while this file reads the outputs. */
-int foreign_mode_active(const torch_hooks *hooks) {
-    long long functions = hook_long(hooks->function_stack_len, NULL), dispatch = hook_long(hooks->dispatch_stack_len, NULL);
-    if (functions < 0 || dispatch < 0) return -1;
-    if (dispatch) return 1;
-    int foreign = 0;
-    for (long long i = 0; i < functions && !foreign; i++) {
-        PyObject *index = PyLong_FromLongLong(i), *mode = index ? hook_call(hooks->function_stack_at, index) : NULL;
-        Py_XDECREF(index);
-        if (!mode) return -1;
-        /* The class's own attribute, read from its dicts (_PyType_Lookup runs no Python code, unlike
-         * getattr, which a descriptor or metaclass could turn into a call of the submission's). */
-        foreign = (PyObject *)Py_TYPE(mode) != hooks->device_context ||
-                  _PyType_Lookup((PyTypeObject *)hooks->device_context, hooks->torch_function_name) !=
-                      hooks->device_context_tf;
-        Py_DECREF(mode);
+/* A tuple of ints (torch.Size or a stride tuple) into C; -1 with an exception. */
+static int dims_to_c(PyObject *dims, long long *out, int *ndim) {
+    PyObject *tuple = dims ? PySequence_Tuple(dims) : NULL;
+    if (!tuple) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    if (n > MAX_DIMS) {
+        Py_DECREF(tuple);
+        PyErr_Format(PyExc_ValueError, "an output tensor has %zd dimensions (at most %d)", n, MAX_DIMS);
+        return -1;
     }
-    return foreign;
+    for (Py_ssize_t d = 0; d < n; d++) out[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, d));
+    Py_DECREF(tuple);
+    if (ndim) *ndim = (int)n;
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, output_view *view) {
-    PyObject *storage = NULL, *size = NULL;
+    PyObject *storage = NULL, *dims = NULL, *dtype;
     long long pointer, nbytes, is_cuda;
-    view->dtype = Py_TYPE(hooks->dtype)->tp_descr_get(hooks->dtype, tensor, (PyObject *)Py_TYPE(tensor));
-    if (!view->dtype) return -1;
-    Py_SETREF(view->dtype, PyObject_Str(view->dtype));
-    if (!view->dtype || !(storage = hook_call(hooks->untyped_storage, tensor))) return -1;
+    int stride_dims = 0;
+    memset(view, 0, sizeof *view);
+    dtype = Py_TYPE(hooks->dtype)->tp_descr_get(hooks->dtype, tensor, (PyObject *)Py_TYPE(tensor));
+    if (!dtype) return -1;
+    Py_SETREF(dtype, PyObject_Str(dtype));
+    const char *name = dtype ? PyUnicode_AsUTF8(dtype) : NULL;
+    if (!name || strlen(name) >= sizeof view->dtype) {
+        if (name) PyErr_SetString(PyExc_ValueError, "an output tensor's dtype name is too long");
+        Py_XDECREF(dtype);
+        return -1;
+    }
+    strcpy(view->dtype, name);
+    Py_DECREF(dtype);
+    if (!(storage = hook_call(hooks->untyped_storage, tensor))) return -1;
     pointer = hook_long(hooks->storage_data_ptr, storage);
     nbytes = hook_long(hooks->storage_nbytes, storage);
     Py_DECREF(storage);
     is_cuda = hook_long(hooks->is_cuda, tensor);
     view->offset = hook_long(hooks->storage_offset, tensor);
-    if (PyErr_Occurred() || !(size = hook_call(hooks->size, tensor))) return -1;
-    view->shape = PySequence_Tuple(size);
-    Py_DECREF(size);
-    if (!view->shape || !(view->stride = hook_call(hooks->stride, tensor))) return -1;
+    if (PyErr_Occurred()) return -1;
+    dims = hook_call(hooks->size, tensor);
+    int failed = dims_to_c(dims, view->shape, &view->ndim);
+    Py_XDECREF(dims);
+    if (failed) return -1;
+    dims = hook_call(hooks->stride, tensor);
+    failed = dims_to_c(dims, view->stride, &stride_dims);
+    Py_XDECREF(dims);
+    if (failed) return -1;
+    if (stride_dims != view->ndim) {
+        PyErr_SetString(PyExc_ValueError, "an output tensor's strides do not match its shape");
+        return -1;
+    }
     if (is_cuda != on_gpu) {
         PyErr_SetString(PyExc_ValueError, on_gpu ? "an output tensor is not on the GPU" : "an output tensor is not on the CPU");
         return -1;
     }
-    if (!pointer && nbytes) {  /* a meta tensor: no memory to copy from */
+    if (!pointer && nbytes) { /* a meta tensor: no memory to copy from */
         PyErr_SetString(PyExc_ValueError, "an output tensor has no memory (a meta tensor)");
         return -1;
     }
@@ -125,17 +127,11 @@ int digest_outputs(const output_view *views, int count, const uint8_t *bytes, co
     sha256_init(&ctx);
     next = 0;
     for (int i = 0; i < count; i++) {
-        const char *dtype = PyUnicode_AsUTF8(views[i].dtype);
-        long long header[2] = {views[i].offset, (long long)views[i].nbytes};
-        sha256_update(&ctx, dtype, strlen(dtype) + 1);
+        long long header[2] = {views[i].offset, (long long)views[i].nbytes}, ndim = views[i].ndim;
+        sha256_update(&ctx, views[i].dtype, strlen(views[i].dtype) + 1);
         for (int axis = 0; axis < 2; axis++) {
-            PyObject *dims = axis ? views[i].stride : views[i].shape;
-            long long ndim = PyTuple_GET_SIZE(dims);
             sha256_update(&ctx, &ndim, 8);
-            for (long long d = 0; d < ndim; d++) {
-                long long value = PyLong_AsLongLong(PyTuple_GET_ITEM(dims, d));
-                sha256_update(&ctx, &value, 8);
-            }
+            sha256_update(&ctx, axis ? views[i].stride : views[i].shape, 8 * (size_t)ndim);
         }
         sha256_update(&ctx, header, sizeof header);
         for (size_t leaves = digest_chunk_count(views[i].nbytes); leaves; leaves--, next++)

@@ -4,26 +4,30 @@
 #include <Python.h>
 #include <stdint.h>
 
+#define MAX_DIMS 32
+
+/* One output as C data, read before the end event (so that whatever reading it triggers is timed)
+ * and never through Python again until the MAC. */
 typedef struct {
-    PyObject *dtype, *shape, *stride;
+    char dtype[32];  /* str(dtype), e.g. "torch.float16" */
+    int ndim;
+    long long shape[MAX_DIMS], stride[MAX_DIMS];
     long long offset;
     unsigned long long pointer, nbytes;
 } output_view;
 
-/* The torch entry points the core calls between custom_kernel's return and the MAC, captured at
- * init (new references) from the dict harness.worker.sealed_core._sealed_hooks builds before the
- * submission exists. They live in the core's sealed page, not in a Python container: replacing
- * an entry of that dict later, or of any object gc can reach, changes nothing here. */
+/* The torch entry points the core reads outputs with, captured at init (new references) from the dict
+ * harness.worker.sealed_core._sealed_hooks builds before the submission exists. They live in the
+ * core's sealed page, not in a Python container: replacing an entry of that dict later, or of any
+ * object gc can reach, changes nothing here. Native code can still rewrite the objects themselves
+ * (their vectorcall slot): the core calls them before the end event, so what that runs is timed. */
 typedef struct {
     PyObject *tensor_type, *dtype, *is_cuda, *untyped_storage, *storage_data_ptr, *storage_nbytes,
-        *storage_offset, *size, *stride, *function_stack_len, *dispatch_stack_len, *function_stack_at,
-        *device_context, *device_context_tf, *torch_function_name;
+        *storage_offset, *size, *stride;
 } torch_hooks;
 
 /* Fill *hooks from the dict; -1 with an exception when an entry is missing. */
 int capture_hooks(PyObject *dict, torch_hooks *hooks);
-/* 1 when a torch mode other than an unmodified default-device context is active, -1 on error. */
-int foreign_mode_active(const torch_hooks *hooks);
 /* Fill *view for an exact torch.Tensor on the expected device; -1 with an exception otherwise. */
 int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, output_view *view);
 /* SHA-256 over each output's dtype, shape, stride, offset, size and its chunks' SHA-256 (digest_tree.h;

@@ -44,3 +44,15 @@ def group_gemm(data) -> list[torch.Tensor]:
         c.copy_(torch.matmul(dequantize(a, sfa), dequantize(b, sfb).transpose(1, 2)).permute(1, 2, 0))
         outputs.append(c)
     return outputs
+
+
+def gemv_rows(data, rows: slice) -> torch.Tensor:
+    """nvfp4_gemv on a slice of A's rows, written into the same rows of c: the attacks' halves."""
+    a, b, sfa, sfb, _, _, c = data
+    return gemv((a[rows], b, sfa[rows], sfb, None, None, c[rows]))
+
+
+def halves(data) -> tuple[slice, slice]:
+    """The first and second half of the rows of an nvfp4_gemv call."""
+    middle = data[0].shape[0] // 2
+    return slice(0, middle), slice(middle, None)

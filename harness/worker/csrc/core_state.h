@@ -1,0 +1,67 @@
+/* The core's state, in two pages: what init fixes (sealed, readable) and what the core changes or
+ * hides (a page the core keeps inaccessible whenever its own code is not running: core_pages.c). */
+#ifndef NVFP4_CORE_STATE_H
+#define NVFP4_CORE_STATE_H
+#include <Python.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "cuda_driver.h"
+#include "python_hooks.h"
+#include "sealed_outputs.h"
+
+#define KEY_BYTES 32
+
+/* The hidden page: PROT_NONE outside the core's own code, opened by hidden_open only while no
+ * Python code of the submission can run (the GIL held, signals blocked, no call into Python). */
+typedef struct {
+    int busy;
+    long long last_index;
+    PyObject *kernel;                      /* the submission's custom_kernel */
+    uint8_t *key_page;                     /* KEY_BYTES at key_offset; the rest random filler */
+    size_t key_offset;
+    double overhead_us, overhead_spread_us;
+    double clock_slack_us[2];              /* second clock's allowance: [0] queued call, [1] exposed call */
+    CUevent start_event, end_event;
+    CUdeviceptr flush_buffer, counter, stamps; /* stamps: STAMP_SLOTS random words, two used per call */
+    uint64_t *stamp_host;                  /* pinned: the two stamps of the last window */
+    uint32_t holds;                        /* hold kernels launched (their grid barrier's generation) */
+    uint32_t start_slot, end_slot;
+    uint64_t start_mask, end_mask;
+    uint8_t *host_copy[2];
+    size_t host_capacity;
+    sigset_t saved_signals;                /* the caller's mask while the page is open */
+} hidden_state;
+
+/* Set by init before the submission exists, then read-only and sealed (core_pages.c: seal_core). */
+typedef union {
+    struct {
+        int keyed, on_gpu;
+        int overhead_from_graph;           /* 1: graph replay is the reference; 0: kernel pairs */
+        int fills_gpu;                     /* 1: the hold kernel takes every thread slot of every SM */
+        unsigned hold_grid, hold_block;
+        hidden_state *hidden;
+        CUcontext context;
+        CUstream stream, capture_stream;
+        size_t flush_bytes;
+        CUfunction hold_kernel, empty_kernel, stamp_kernel;
+        torch_hooks hooks;
+        interpreter_probes probes;
+    };
+    unsigned char page[CORE_PAGE_BYTES];
+} core_state;
+
+extern core_state core;
+#define ST (core.hidden)
+
+/* core_pages.c */
+int core_mprotect(void *start, size_t bytes, int prot); /* every mprotect of the core after init */
+uint8_t *random_page(void);
+int hidden_create(void);  /* map the hidden page (open); -1 with an exception */
+int hidden_open(void);    /* block signals, open the page; -1 with an exception */
+void hidden_close(void);  /* close the page, restore the signal mask */
+PyObject *seal_core(void);
+/* key_page.c */
+int load_key(int fd);
+int mac_with_key(const uint8_t *message, size_t size, uint8_t mac[32]);
+#endif

@@ -1,0 +1,331 @@
+/* The GPU side of one timed call in harness._sealed: what runs before the start event and after the
+ * end event, all through the driver table (cuda_driver.c), none through Python.
+ *
+ * Before the start event: every stream idle (cuCtxSynchronize), then one kernel that first holds the
+ * GPU for the queued sleep (so that the host's launch of the call happens while the GPU is busy),
+ * then flushes the L2 by writing its buffer, then waits for all its blocks (a grid barrier) and
+ * stamps %globaltimer. Its grid takes every thread slot of every SM: no kernel of any other stream
+ * can start before it ends, so nothing the submission queues on a side stream runs before the start
+ * event; and the flush comes after the hold, so L2 lines a copy engine warmed during it are gone.
+ *
+ * After the end event: a one-thread kernel stamps %globaltimer again. The two stamps are the second
+ * clock, which the submission cannot re-arm the way it can re-record an event: a call whose events
+ * read shorter than the stamps by more than the calibrated allowance had its start event recorded
+ * again (read_window). Each stamp goes to a random slot of a random-filled buffer, masked with a
+ * random word, both drawn per call and kept in the hidden page. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core_state.h"
+#include "gpu_window.h"
+
+#define OVERHEAD_SAMPLES 21
+#define GRAPH_KERNELS 100
+#define MIN_CALL_SLEEP_US 100.0
+/* A timed call's queued sleep is at least this long: on an H100 a ~4 us kernel read 8.16 us behind
+ * a 20 us sleep and 5.02 us behind 100 us or 1000 us (host launch latency leaked in; 2026-11-23). */
+#define CALIBRATION_SLEEP_US 20.0
+#define STAMP_SLOTS 8192
+#define CLOCK_SAMPLES 21
+#define CLOCK_MARGIN_US 1.0
+#define CLOCK_RELATIVE 0.002 /* the two clocks' rates may differ this much over a long call */
+
+static const char PTX[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    /* hold_flush(ns, buffer, words, counter, target, slot, mask): thread 0 of each block spins ns on
+     * %globaltimer while the others wait at the block barrier; then all write `words` 16-byte zeros
+     * of the buffer (grid-stride); then each block's thread 0 arrives at the grid barrier (counter
+     * reaches target, or 2 ms pass), and block 0 stamps %globaltimer ^ mask to slot. */
+    ".visible .entry hold_flush(.param .u64 ns, .param .u64 buffer, .param .u64 words, .param .u64 counter,\n"
+    "    .param .u32 target, .param .u64 slot, .param .u64 mask)\n"
+    ".maxntid 1024, 1, 1\n.maxnreg 32\n{\n"
+    ".reg .pred %p;\n.reg .b32 %th, %nth, %blk, %nblk, %seen, %target, %zero;\n"
+    ".reg .b64 %t0, %t1, %d, %n, %buf, %words, %i, %stride, %addr, %ctr, %slot, %mask;\n"
+    "ld.param.u64 %n, [ns];\nld.param.u64 %buf, [buffer];\nld.param.u64 %words, [words];\n"
+    "ld.param.u64 %ctr, [counter];\nld.param.u32 %target, [target];\nld.param.u64 %slot, [slot];\n"
+    "ld.param.u64 %mask, [mask];\nmov.u32 %th, %tid.x;\nmov.u32 %nth, %ntid.x;\nmov.u32 %blk, %ctaid.x;\n"
+    "mov.u32 %nblk, %nctaid.x;\nmov.u32 %zero, 0;\nsetp.ne.u32 %p, %th, 0;\n@%p bra HELD;\n"
+    "mov.u64 %t0, %globaltimer;\nSPIN:\nmov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\n"
+    "setp.lt.u64 %p, %d, %n;\n@%p bra SPIN;\nHELD:\nbar.sync 0;\n"
+    "mul.wide.u32 %i, %blk, %nth;\ncvt.u64.u32 %d, %th;\nadd.u64 %i, %i, %d;\nmul.wide.u32 %stride, %nblk, %nth;\n"
+    "FLUSH:\nsetp.ge.u64 %p, %i, %words;\n@%p bra FLUSHED;\nshl.b64 %addr, %i, 4;\nadd.u64 %addr, %addr, %buf;\n"
+    "st.global.v4.u32 [%addr], {%zero, %zero, %zero, %zero};\nadd.u64 %i, %i, %stride;\nbra FLUSH;\n"
+    "FLUSHED:\nbar.sync 0;\nsetp.ne.u32 %p, %th, 0;\n@%p bra DONE;\n"
+    "atom.global.add.u32 %seen, [%ctr], 1;\nmov.u64 %t0, %globaltimer;\nWAIT:\n"
+    "ld.volatile.global.u32 %seen, [%ctr];\nsub.s32 %seen, %seen, %target;\nsetp.ge.s32 %p, %seen, 0;\n@%p bra ARRIVED;\n"
+    "mov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\nsetp.lt.u64 %p, %d, 2000000;\n@%p bra WAIT;\n"
+    "ARRIVED:\nsetp.ne.u32 %p, %blk, 0;\n@%p bra DONE;\nmov.u64 %t1, %globaltimer;\nxor.b64 %t1, %t1, %mask;\n"
+    "st.global.u64 [%slot], %t1;\nDONE:\nret;\n}\n"
+    ".visible .entry stamp(.param .u64 slot, .param .u64 mask)\n{\n.reg .b64 %a, %t, %m;\n"
+    "ld.param.u64 %a, [slot];\nld.param.u64 %m, [mask];\nmov.u64 %t, %globaltimer;\nxor.b64 %t, %t, %m;\n"
+    "st.global.u64 [%a], %t;\nret;\n}\n"
+    ".visible .entry empty()\n{\nret;\n}\n";
+
+/* Fresh slots and masks for the two stamps of the next window (kept in the hidden page only). */
+static int draw_stamps(void) {
+    uint64_t draw[3];
+    if (getrandom(draw, sizeof draw, 0) != sizeof draw) { PyErr_SetFromErrno(PyExc_OSError); return -1; }
+    ST->start_slot = (uint32_t)(draw[0] % STAMP_SLOTS);
+    ST->end_slot = (uint32_t)((ST->start_slot + 1 + (draw[0] >> 32) % (STAMP_SLOTS - 1)) % STAMP_SLOTS);
+    ST->start_mask = draw[1];
+    ST->end_mask = draw[2];
+    return 0;
+}
+
+/* The hold-and-flush kernel: `sleep_us` of hold, then `flush` (0 or 1) passes over the buffer. */
+static int hold(double sleep_us, int flush) {
+    unsigned long long ns = (unsigned long long)(sleep_us * 1e3);
+    unsigned long long words = flush ? core.flush_bytes / 16 : 0;
+    CUdeviceptr slot = ST->stamps + 8ull * ST->start_slot;
+    uint32_t target = (ST->holds + 1) * core.hold_grid;
+    void *params[] = {&ns, &ST->flush_buffer, &words, &ST->counter, &target, &slot, &ST->start_mask};
+    CUI(cu.LaunchKernel(core.hold_kernel, core.hold_grid, 1, 1, core.hold_block, 1, 1, 0, core.stream, params, NULL),
+        "hold kernel launch");
+    ST->holds++;
+    return 0;
+}
+
+static int stamp_end(void) {
+    CUdeviceptr slot = ST->stamps + 8ull * ST->end_slot;
+    void *params[] = {&slot, &ST->end_mask};
+    CUI(cu.LaunchKernel(core.stamp_kernel, 1, 1, 1, 1, 1, 1, 0, core.stream, params, NULL), "stamp kernel launch");
+    CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[0], ST->stamps + 8ull * ST->start_slot, 8, core.stream), "stamp copy");
+    CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[1], slot, 8, core.stream), "stamp copy");
+    return 0;
+}
+
+int open_window(double sleep_us) {
+    CUI(cu.CtxSetCurrent(core.context), "cuCtxSetCurrent");
+    CUI(cu.CtxSynchronize(), "synchronize every stream before the call");
+    cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); /* best effort: not every device has it */
+    cu.CtxResetPersistingL2Cache();
+    if (draw_stamps() || hold(sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US, 1)) return -1;
+    CUI(cu.EventRecord(ST->start_event, core.stream), "start event");
+    return 0;
+}
+
+int close_window(int *exposed) {
+    CUI(cu.EventRecord(ST->end_event, core.stream), "end event");
+    if (stamp_end()) return -1;
+    *exposed = cu.EventQuery(ST->start_event) == 0;
+    return 0;
+}
+
+/* Both clocks over the last window, in us (the stamps' copies must have completed). */
+static int window_clocks(double *event_us, double *clock_us) {
+    float ms = 0.0f;
+    CUI(cu.EventElapsedTime(&ms, ST->start_event, ST->end_event), "cuEventElapsedTime");
+    *event_us = ms * 1e3;
+    uint64_t start = ST->stamp_host[0] ^ ST->start_mask, end = ST->stamp_host[1] ^ ST->end_mask;
+    *clock_us = ((double)end - (double)start) / 1e3;
+    return 0;
+}
+
+int read_window(int exposed, double *event_us, double *clock_us, int *rearmed) {
+    if (window_clocks(event_us, clock_us)) return -1;
+    double allowance = ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * *event_us;
+    *rearmed = *clock_us - *event_us > allowance;
+    return 0;
+}
+
+/* How much more the second clock reads than the events over an empty window (the stamp kernel's
+ * start after the end event), at most, over CLOCK_SAMPLES windows; `idle`: the GPU has drained
+ * before the host queues the end (as in an exposed call). */
+static double clock_gap_us(int idle) {
+    double worst = -1e9, event_us, clock_us;
+    for (int s = 0; s < CLOCK_SAMPLES; s++) {
+        if (cu.CtxSynchronize() || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0) ||
+            cu.EventRecord(ST->start_event, core.stream) || (idle && cu.EventSynchronize(ST->start_event)) ||
+            cu.EventRecord(ST->end_event, core.stream) || stamp_end() || cu.StreamSynchronize(core.stream) ||
+            window_clocks(&event_us, &clock_us))
+            return -1e9;
+        if (clock_us - event_us > worst) worst = clock_us - event_us;
+    }
+    return worst;
+}
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* Event time (us) of `kernels` back-to-back empty kernels behind a hold. */
+static double empty_kernels_us(int kernels) {
+    float ms = -1.0f;
+    if (cu.StreamSynchronize(core.stream) || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0)) return -1.0;
+    cu.EventRecord(ST->start_event, core.stream);
+    for (int i = 0; i < kernels; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, core.stream, NULL, NULL);
+    cu.EventRecord(ST->end_event, core.stream);
+    if (cu.EventSynchronize(ST->end_event) || cu.EventElapsedTime(&ms, ST->start_event, ST->end_event)) return -1.0;
+    return ms * 1e3;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int count) {
+    qsort(values, count, sizeof *values, compare_doubles);
+    return values[count / 2];
+}
+
+/* Per-kernel time (us) of GRAPH_KERNELS empty kernels replayed as one CUDA graph, behind a hold:
+ * what a kernel costs inside a stream of work. -1 when graphs are not available here. */
+static double graph_empty_kernel_us(void) {
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    float ms = -1.0f;
+    double result = -1.0;
+    if (!core.capture_stream && cu.StreamCreate(&core.capture_stream, CU_STREAM_NON_BLOCKING)) return -1.0;
+    if (cu.StreamBeginCapture(core.capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED)) return -1.0;
+    for (int i = 0; i < GRAPH_KERNELS; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, core.capture_stream, NULL, NULL);
+    if (cu.StreamEndCapture(core.capture_stream, &graph) || !graph) return -1.0;
+    if (!cu.GraphInstantiate(&exec, graph, 0) && !cu.GraphLaunch(exec, core.stream) && !cu.StreamSynchronize(core.stream) &&
+        !draw_stamps() && !hold(CALIBRATION_SLEEP_US, 0) && !cu.EventRecord(ST->start_event, core.stream) &&
+        !cu.GraphLaunch(exec, core.stream) && !cu.EventRecord(ST->end_event, core.stream) &&
+        !cu.EventSynchronize(ST->end_event) && !cu.EventElapsedTime(&ms, ST->start_event, ST->end_event))
+        result = ms * 1e3 / GRAPH_KERNELS;
+    if (exec) cu.GraphExecDestroy(exec);
+    cu.GraphDestroy(graph);
+    return result;
+}
+
+/* The event time of one empty kernel minus that kernel's per-call time in a replayed graph (the
+ * reference scripts/timing_validation.py checks against); where graphs fail, the marginal cost of a
+ * second kernel in the stream stands in for the graph time. */
+double measure_overhead(double *spread) {
+    double rounds[OVERHEAD_ROUNDS], one[OVERHEAD_SAMPLES], two[OVERHEAD_SAMPLES];
+    for (int r = 0; r < OVERHEAD_ROUNDS; r++) {
+        for (int s = 0; s < OVERHEAD_SAMPLES; s++) {
+            one[s] = empty_kernels_us(1);
+            two[s] = core.overhead_from_graph ? 0.0 : empty_kernels_us(2);
+            if (one[s] < 0 || two[s] < 0) return -1.0;
+        }
+        double single = median(one, OVERHEAD_SAMPLES), in_stream;
+        if (core.overhead_from_graph) {
+            double graph[3];
+            for (int g = 0; g < 3; g++) graph[g] = graph_empty_kernel_us();
+            in_stream = median(graph, 3);
+        } else {
+            in_stream = median(two, OVERHEAD_SAMPLES) - single;
+        }
+        if (in_stream < 0) return -1.0;
+        rounds[r] = single - in_stream;
+    }
+    qsort(rounds, OVERHEAD_ROUNDS, sizeof *rounds, compare_doubles);
+    *spread = rounds[OVERHEAD_ROUNDS - 1] - rounds[0];
+    return rounds[OVERHEAD_ROUNDS / 2];
+}
+
+int overhead_consistent(double value, double spread) {
+    return value >= 0.0 && value <= OVERHEAD_MAX_US && spread <= OVERHEAD_SPREAD_MAX_US;
+}
+
+/* The hold kernel's grid: blocks of equal size that together take every thread slot of an SM, on
+ * every SM; core.fills_gpu says whether the occupancy calculator agrees they are all resident. */
+static int size_hold_grid(void) {
+    CUdevice device;
+    int sms, per_sm_threads, block_threads, resident = 0;
+    CUI(cu.CtxGetDevice(&device), "cuCtxGetDevice");
+    CUI(cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "SM count");
+    CUI(cu.DeviceGetAttribute(&per_sm_threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device), "threads per SM");
+    CUI(cu.DeviceGetAttribute(&block_threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device), "threads per block");
+    if (block_threads > 1024) block_threads = 1024;
+    int per_sm = (per_sm_threads + block_threads - 1) / block_threads;
+    core.hold_block = (unsigned)(per_sm_threads / per_sm) & ~31u;
+    core.hold_grid = (unsigned)(per_sm * sms);
+    CUI(cu.OccupancyMaxActiveBlocksPerMultiprocessor(&resident, core.hold_kernel, (int)core.hold_block, 0),
+        "occupancy of the hold kernel");
+    core.fills_gpu = resident >= per_sm && core.hold_block * (unsigned)per_sm == (unsigned)per_sm_threads;
+    return 0;
+}
+
+/* The flush buffer (2x L2), the barrier counter and the stamp slots: one allocation. */
+static int allocate_buffers(unsigned long long l2_bytes) {
+    uint64_t noise[STAMP_SLOTS];
+    core.flush_bytes = (2 * l2_bytes > (1u << 20) ? 2 * l2_bytes : (1u << 20)) & ~15ull;
+    CUI(cu.MemAlloc(&ST->flush_buffer, core.flush_bytes + 256 + sizeof noise), "flush buffer allocation");
+    ST->counter = ST->flush_buffer + core.flush_bytes;
+    ST->stamps = ST->counter + 256;
+    if (getrandom(noise, sizeof noise, 0) != sizeof noise) { PyErr_SetFromErrno(PyExc_OSError); return -1; }
+    CUI(cu.MemsetD8Async(ST->counter, 0, 256, core.stream), "barrier counter");
+    CUI(cu.MemcpyHtoD(ST->stamps, noise, sizeof noise), "stamp slots");
+    CUI(cu.MemAllocHost((void **)&ST->stamp_host, 2 * sizeof(uint64_t)), "pinned stamp copies");
+    CUI(cu.StreamSynchronize(core.stream), "synchronize after the setup");
+    return 0;
+}
+
+int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
+    CUmodule module;
+    if (load_driver()) return -1;
+    core.stream = (CUstream)(uintptr_t)stream_handle;
+    CUI(cu.CtxGetCurrent(&core.context), "cuCtxGetCurrent");
+    if (!core.context) { PyErr_SetString(PyExc_RuntimeError, "no current CUDA context (initialize torch.cuda first)"); return -1; }
+    CUI(cu.EventCreate(&ST->start_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    CUI(cu.EventCreate(&ST->end_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    CUI(cu.ModuleLoadData(&module, PTX), "loading the core's kernels (PTX JIT)");
+    CUI(cu.ModuleGetFunction(&core.hold_kernel, module, "hold_flush"), "cuModuleGetFunction");
+    CUI(cu.ModuleGetFunction(&core.stamp_kernel, module, "stamp"), "cuModuleGetFunction");
+    CUI(cu.ModuleGetFunction(&core.empty_kernel, module, "empty"), "cuModuleGetFunction");
+    if (allocate_buffers(l2_bytes) || size_hold_grid()) return -1;
+    double queued = clock_gap_us(0), idle = clock_gap_us(1);
+    if (queued < -1e8 || idle < -1e8) return cuda_failed(1, "second clock calibration") ? -1 : -1;
+    ST->clock_slack_us[0] = (queued > 0 ? queued : 0) + CLOCK_MARGIN_US;
+    ST->clock_slack_us[1] = (idle > queued ? idle : queued > 0 ? queued : 0) + CLOCK_MARGIN_US;
+    core.overhead_from_graph = graph_empty_kernel_us() > 0.0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        ST->overhead_us = measure_overhead(&ST->overhead_spread_us);
+        if (ST->overhead_us < -0.5) return cuda_failed(1, "overhead measurement") ? -1 : -1;
+        if (overhead_consistent(ST->overhead_us, ST->overhead_spread_us)) return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError, "harness fault: event overhead %.2f us, spread %.2f us over %d rounds, "
+                 "three times (bounds %.1f us, spread %.1f us)", ST->overhead_us, ST->overhead_spread_us, OVERHEAD_ROUNDS,
+                 OVERHEAD_MAX_US, OVERHEAD_SPREAD_MAX_US);
+    return -1;
+}
+
+/* ---- output copies ------------------------------------------------------------------------------ */
+
+static int reserve_host(size_t bytes) {
+    if (bytes <= ST->host_capacity) return 0;
+    for (int i = 0; i < 2; i++) {
+        if (core.on_gpu) {
+            if (ST->host_copy[i]) cu.MemFreeHost(ST->host_copy[i]);
+            ST->host_copy[i] = NULL;
+            CUI(cu.MemAllocHost((void **)&ST->host_copy[i], bytes), "pinned host allocation");
+        } else {
+            free(ST->host_copy[i]);
+            if (!(ST->host_copy[i] = malloc(bytes))) { PyErr_NoMemory(); return -1; }
+        }
+    }
+    ST->host_capacity = bytes;
+    return 0;
+}
+
+int copy_outputs(const output_view *views, int count, size_t total, const uint8_t **first, const uint8_t **second) {
+    if (reserve_host(total ? total : 1)) return -1;
+    for (int pass = 0; pass < (core.on_gpu ? 2 : 1); pass++) {
+        size_t at = 0;
+        for (int i = 0; i < count; i++) {
+            if (core.on_gpu && views[i].nbytes)
+                CUI(cu.MemcpyDtoHAsync(ST->host_copy[pass] + at, views[i].pointer, views[i].nbytes, core.stream), "output copy");
+            else if (views[i].nbytes)
+                memcpy(ST->host_copy[pass] + at, (const void *)(uintptr_t)views[i].pointer, views[i].nbytes);
+            at += views[i].nbytes;
+        }
+        if (core.on_gpu) {
+            CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
+            CUI(cu.CtxSynchronize(), "synchronize every stream");
+        }
+    }
+    *first = ST->host_copy[0];
+    *second = core.on_gpu ? ST->host_copy[1] : NULL;
+    return 0;
+}
+
+double host_clock_us(void) { return now_us(); }

@@ -1,0 +1,30 @@
+/* The GPU side of one timed call (gpu_window.c): the hold-and-flush kernel before the start event,
+ * the end event and the second clock after it, the output copies, the event overhead. */
+#ifndef NVFP4_GPU_WINDOW_H
+#define NVFP4_GPU_WINDOW_H
+#include "sealed_outputs.h"
+
+#define OVERHEAD_ROUNDS 5
+#define OVERHEAD_MAX_US 8.0
+#define OVERHEAD_SPREAD_MAX_US 0.5
+
+/* Once, before the import: driver, context, buffers, kernels, overhead and clock calibration. The
+ * hidden page is open. 0, or -1 with an exception. */
+int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes);
+/* Every stream idle, persisting L2 reset, the hold-and-flush kernel (it stamps the second clock as it
+ * ends), the start event. The hidden page is open. */
+int open_window(double sleep_us);
+/* The end event and the second clock's end stamp; *exposed: the GPU had reached the start event
+ * before the host had queued all of this. The hidden page is open. */
+int close_window(int *exposed);
+/* After the copies: the call's raw event time (us), and whether the second clock read more than the
+ * events by more than its allowance (*rearmed: the start event was recorded again during the call). */
+int read_window(int exposed, double *event_us, double *clock_us, int *rearmed);
+/* Copies of every output: the first queued right behind the end event, the second once every stream
+ * is idle (on the CPU, one memcpy). Returns the two host buffers in *first, *second (NULL on CPU). */
+int copy_outputs(const output_view *views, int count, size_t total, const uint8_t **first, const uint8_t **second);
+/* The fixed cost an event pair adds to one kernel (median of OVERHEAD_ROUNDS); *spread: max - min. */
+double measure_overhead(double *spread);
+int overhead_consistent(double value, double spread);
+double host_clock_us(void); /* CLOCK_MONOTONIC in us */
+#endif

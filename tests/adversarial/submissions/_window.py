@@ -1,0 +1,54 @@
+"""What the issue-40 rows share: the compiled core's own memory, looked at from native code (ctypes).
+
+Not a submission (its name starts with an underscore). Each function reads what any submission can:
+/proc/self/maps, the core's mappings, and the process's small inaccessible anonymous pages, which
+mprotect opens as p01c does (no supervisor refuses it here).
+"""
+
+import ctypes
+import struct
+import sys
+from pathlib import Path
+
+import _keyscan
+
+SINGLE_PAGE = 4096
+
+
+def core_file() -> str:
+    return sys.modules["harness.worker._sealed"].__file__
+
+
+def core_mappings(writable: bool):
+    """(start, end) of the compiled core's own mappings that are readable (and writable, if asked):
+    those of its file, and the nameless ones that continue them (the tail of its .bss)."""
+    previous_end = None
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split()
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        ours = fields[-1] == core_file() or (len(fields) == 5 and start == previous_end)
+        previous_end = end if ours else None
+        if ours and fields[1][0] == "r" and (not writable or fields[1][1] == "w"):
+            yield start, end
+
+
+def words(data: bytes):
+    """(offset, value) of every aligned 8-byte word."""
+    return ((at, struct.unpack_from("<Q", data, at)[0]) for at in range(0, len(data) - 7, 8))
+
+
+def find_in_core_data(value: int) -> list[int]:
+    """Addresses of every aligned int64 equal to value in the core's writable data."""
+    hits = []
+    for start, end in core_mappings(writable=True):
+        hits += [start + at for at, word in words(ctypes.string_at(start, end - start)) if word == value % 2**64]
+    return hits
+
+
+def opened_single_pages():
+    """The bytes of every inaccessible one-page anonymous mapping (the key's page, the core's hidden
+    page, guard pages), each opened for the read and closed again."""
+    for start, end in _keyscan.anonymous_mappings("---p", SINGLE_PAGE):
+        data = _keyscan.read_opened(start, end)
+        if data is not None:
+            yield data

@@ -1,0 +1,46 @@
+"""Issue 40, re-timing (native, ctypes): find the core's last_index in its writable data by value (the
+words there that held the index of one call and hold the next one's after it), write the index
+before it, and time the same call again: the second time custom_kernel recomputes only half of c
+(the other half is still there), and the faster of the two signed results is sent. The index now
+lives on the core's hidden page: nothing in the core's writable data counts calls, the second call
+is never made, and the honest result goes out."""
+
+import ctypes
+
+import _honest
+import _reach
+import _window
+
+timer = _reach.timer()
+time_call = type(timer).time_call
+again = []  # set while the same call is timed a second time
+tracked = {}  # address -> the index it held after the last call
+
+
+def custom_kernel(data):
+    rows = _honest.halves(data)[0] if again else slice(None)
+    _honest.gemv_rows(data, rows)
+    return data[-1]
+
+
+def timed_twice(data, index, seed, sleep_us):
+    first = time_call(data, index, seed, sleep_us)
+    hits = set(_window.find_in_core_data(index))
+    following = [address for address in hits if address in tracked and tracked[address] < index]
+    tracked.clear()
+    tracked.update(dict.fromkeys(hits, index))
+    if not following or len(following) > 4:  # nothing that counts calls found (yet)
+        return first
+    for address in following:
+        ctypes.c_longlong.from_address(address).value = index - 1
+    again.append(True)
+    try:
+        second = time_call(data, index, seed, sleep_us)
+    except RuntimeError:  # "already timed": the core kept its own count
+        return first
+    finally:
+        again.clear()
+    return min((first, second), key=lambda answer: answer[1] if answer[0] == "ok" else float("inf"))
+
+
+timer.time_call = timed_twice

@@ -1,8 +1,10 @@
 """An independent time for every shipped baseline, to hold the harness's medians against (GPU only).
 
 For each benchmark shape: POOL input sets are drawn (fresh inputs, as the harness gives), then
-one CUDA graph replays ROUNDS x [zero a 2x-L2 buffer, custom_kernel(inputs_i)], and a second graph
-replays the flushes alone. Per call: (first - second) / calls. Nothing of the harness's timer,
+one CUDA graph replays ROUNDS x [read a 2x-L2 buffer, custom_kernel(inputs_i)], and a second graph
+replays the flushes alone. The flush reads, as the core's does since 2026-11-26: a zeroing flush
+leaves dirty lines whose write-back lands in the timed kernel (docs/timing.md, "The flush decided
+by measurement"). Per call: (first - second) / calls. Nothing of the harness's timer,
 worker or core is used, so an error in them cannot hide here. Files that cannot be captured in a
 graph (they allocate or synchronise) are reported as such.
 
@@ -26,6 +28,7 @@ import json
 import re
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -55,14 +58,14 @@ def per_call_us(kernel, problem: str, case: dict) -> tuple[float, float | None, 
     the note says why, when only the queued-event timing failed (the graph figure is kept)."""
     reference = importlib.import_module(f"problems.{problem}.reference")
     inputs = [reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda") for i in range(POOL)]
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = reading_flush()
 
     def flushed_call(data: object) -> None:
-        flush.zero_()
+        flush()
         kernel(data)
 
     calls = [lambda data=data: flushed_call(data) for _ in range(ROUNDS) for data in inputs]
-    flushes = [flush.zero_] * len(calls)
+    flushes = [flush] * len(calls)
     graph_us = graph_per_call_us(calls, REPLAYS) - graph_per_call_us(flushes, REPLAYS)
     try:
         return graph_us, queued_events_us(kernel, inputs, flush), ""
@@ -74,14 +77,21 @@ QUEUE_SLEEP_CYCLES = 20_000_000
 """About 10 ms of torch.cuda._sleep: longer than the host takes to queue ROUNDS x POOL calls."""
 
 
-def queued_events_us(kernel, inputs: list, flush: torch.Tensor) -> float:
+def reading_flush() -> Callable[[], None]:
+    """Empties the L2 of earlier lines by reading a buffer twice its size: clean lines only."""
+    buffer = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    total = torch.zeros((), dtype=torch.int64, device="cuda")
+    return lambda: torch.sum(buffer, dim=0, dtype=torch.int64, out=total)
+
+
+def queued_events_us(kernel, inputs: list, flush: Callable[[], None]) -> float:
     """Median raw event time of flushed calls queued back to back behind one long sleep."""
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
              for _ in range(ROUNDS * len(inputs))]
     torch.cuda.synchronize()
     torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
     for (start, end), data in zip(pairs, inputs * ROUNDS):
-        flush.zero_()
+        flush()
         start.record()
         kernel(data)
         end.record()

@@ -3,8 +3,8 @@
  *
  * Before the start event: every stream idle (cuCtxSynchronize), then one kernel that first holds the
  * GPU for the queued sleep (so that the host's launch of the call happens while the GPU is busy),
- * then flushes the L2 by writing its buffer, then waits for all its blocks (a grid barrier) and
- * stamps %globaltimer. Its grid takes every thread slot of every SM: no kernel of any other stream
+ * then flushes the L2 by reading its buffer (clean lines only), then waits for all its blocks (a grid
+ * barrier) and stamps %globaltimer. Its grid takes every thread slot of every SM: no kernel of any other stream
  * can start before it ends, so nothing the submission queues on a side stream runs before the start
  * event; and the flush comes after the hold, so L2 lines a copy engine warmed during it are gone.
  *
@@ -36,23 +36,25 @@
 static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     /* hold_flush(ns, buffer, words, counter, target, slot, mask): thread 0 of each block spins ns on
-     * %globaltimer while the others wait at the block barrier; then all write `words` 16-byte zeros
-     * of the buffer (grid-stride); then each block's thread 0 arrives at the grid barrier (counter
+     * %globaltimer while the others wait at the block barrier; then all read `words` 16-byte words
+     * of the buffer (grid-stride; volatile, so the loads stay), which writes back every dirty line and
+     * leaves the L2 full of clean ones (a zeroing flush left dirty lines whose write-back landed in
+     * the timed kernel: docs/timing.md, "The flush decided by measurement"); then each block's thread 0 arrives at the grid barrier (counter
      * reaches target, or 2 ms pass), and block 0 stamps %globaltimer ^ mask to slot. */
     ".visible .entry hold_flush(.param .u64 ns, .param .u64 buffer, .param .u64 words, .param .u64 counter,\n"
     "    .param .u32 target, .param .u64 slot, .param .u64 mask)\n"
     ".maxntid 1024, 1, 1\n.maxnreg 32\n{\n"
-    ".reg .pred %p;\n.reg .b32 %th, %nth, %blk, %nblk, %seen, %target, %zero;\n"
+    ".reg .pred %p;\n.reg .b32 %th, %nth, %blk, %nblk, %seen, %target, %v0, %v1, %v2, %v3;\n"
     ".reg .b64 %t0, %t1, %d, %n, %buf, %words, %i, %stride, %addr, %ctr, %slot, %mask;\n"
     "ld.param.u64 %n, [ns];\nld.param.u64 %buf, [buffer];\nld.param.u64 %words, [words];\n"
     "ld.param.u64 %ctr, [counter];\nld.param.u32 %target, [target];\nld.param.u64 %slot, [slot];\n"
     "ld.param.u64 %mask, [mask];\nmov.u32 %th, %tid.x;\nmov.u32 %nth, %ntid.x;\nmov.u32 %blk, %ctaid.x;\n"
-    "mov.u32 %nblk, %nctaid.x;\nmov.u32 %zero, 0;\nsetp.ne.u32 %p, %th, 0;\n@%p bra HELD;\n"
+    "mov.u32 %nblk, %nctaid.x;\nsetp.ne.u32 %p, %th, 0;\n@%p bra HELD;\n"
     "mov.u64 %t0, %globaltimer;\nSPIN:\nmov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\n"
     "setp.lt.u64 %p, %d, %n;\n@%p bra SPIN;\nHELD:\nbar.sync 0;\n"
     "mul.wide.u32 %i, %blk, %nth;\ncvt.u64.u32 %d, %th;\nadd.u64 %i, %i, %d;\nmul.wide.u32 %stride, %nblk, %nth;\n"
     "FLUSH:\nsetp.ge.u64 %p, %i, %words;\n@%p bra FLUSHED;\nshl.b64 %addr, %i, 4;\nadd.u64 %addr, %addr, %buf;\n"
-    "st.global.v4.u32 [%addr], {%zero, %zero, %zero, %zero};\nadd.u64 %i, %i, %stride;\nbra FLUSH;\n"
+    "ld.volatile.global.v4.u32 {%v0, %v1, %v2, %v3}, [%addr];\nadd.u64 %i, %i, %stride;\nbra FLUSH;\n"
     "FLUSHED:\nbar.sync 0;\nsetp.ne.u32 %p, %th, 0;\n@%p bra DONE;\n"
     "atom.global.add.u32 %seen, [%ctr], 1;\nmov.u64 %t0, %globaltimer;\nWAIT:\n"
     "ld.volatile.global.u32 %seen, [%ctr];\nsub.s32 %seen, %seen, %target;\nsetp.ge.s32 %p, %seen, 0;\n@%p bra ARRIVED;\n"

@@ -154,6 +154,9 @@ class RunResult:
     # (harness.judge.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
+    scope: dict[str, int] | None = None  # how much of the contest the run covered: contest_tests,
+    # contest_tests_run, own_tests_run (the CPU's smaller shapes), calls_per_test, contest_benchmarks,
+    # benchmarks_timed (contest benchmark shapes timed)
 
     @property
     def exit_code(self) -> ExitCode:

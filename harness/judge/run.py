@@ -26,7 +26,7 @@ from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
 from harness.judge import nsight, sanitize, seal, vendor_cache
-from harness.judge.evaluation import Evaluation, gpu_index
+from harness.judge.evaluation import CPU_TEST_CALLS, Evaluation, gpu_index
 from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
 from harness.judge.score import geometric_mean
 
@@ -62,6 +62,19 @@ def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[
                          "(--mode benchmark times the test shapes by wall clock, not rankable)")
     by_kind = {"test": tests, "benchmark": benchmarks}
     return [(kind, case) for kind in mode.kinds(device) for case in by_kind[kind]], notes
+
+
+def scope_of(task: Task, cases: list[tuple[str, dict[str, Any]]], device: str) -> dict[str, int]:
+    """How much of the contest these cases cover (the report's headline says it on the CPU)."""
+    contest_tests = {shape_text(c) for c in task.tests}
+    contest_benchmarks = {shape_text(c) for c in task.benchmarks}
+    shapes = {shape_text(c) for _, c in cases}  # on the CPU a benchmark run checks the test shapes too
+    run = len(shapes & contest_tests)
+    return {"contest_tests": len(task.tests), "contest_tests_run": run,
+            "own_tests_run": len(shapes - contest_tests - contest_benchmarks),
+            "calls_per_test": CPU_TEST_CALLS if device == "cpu" else 1, "contest_benchmarks": len(task.benchmarks),
+            "benchmarks_timed": sum(kind == "benchmark" and shape_text(c) in contest_benchmarks
+                                    for kind, c in cases)}
 
 
 def _device_info(device: str, index: int) -> dict[str, Any]:
@@ -140,6 +153,7 @@ def evaluate_submission(
         return result
     result.device = _device_info(device, gpu_index(visible_devices))
     cases, notes = select_cases(task, mode, device)
+    result.scope = scope_of(task, cases, device)
     for note in notes:
         progress.note(f"note: {note}")
     evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,

@@ -208,11 +208,13 @@ class WorkerSession:
         return [t for t in header.get("placements", []) if isinstance(t, dict)]
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
-             plain: bool = False) -> CallOutput:
-        """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
+             plain: bool = False, buffers: str = "") -> CallOutput:
+        """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
+        call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs)."""
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
-        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain,
+                       "buffers": buffers})
         sent = time.perf_counter()
         header, tensors = self._expect("output", stage, timeout_s)
         answered = time.perf_counter()

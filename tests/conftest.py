@@ -5,7 +5,8 @@ platformdirs' data folder under ``$HOME``), the calibration and vendor caches (r
 checkout, else ``$NVFP4_CALIBRATION_CACHE`` / ``$NVFP4_VENDOR_CACHE``), the client's config
 (``$NVFP4_CONFIG``, else ~/.config), and the caches of Triton and torch extensions under ``$HOME``.
 ``_private_user_paths`` moves all of them, for the whole session, before any fixture or test runs
-(subprocesses inherit it: a server a test starts, a `make` recipe); ``_user_files_untouched``
+(subprocesses inherit it: a server a test starts, a `make` recipe), and ``_fresh_history`` gives
+each test an empty history of its own; ``_user_files_untouched``
 fails the session if a file under the real ones changed anyway. tests/test_user_paths.py checks
 that each of the harness's own paths resolves inside the temporary home.
 """
@@ -13,6 +14,7 @@ that each of the harness's own paths resolves inside the temporary home.
 from __future__ import annotations
 
 import site
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,3 +67,11 @@ def _private_user_paths(_user_files_untouched: None, tmp_path_factory: pytest.Te
         for name, relative in PATH_VARIABLES.items():
             patch.setenv(name, str(home / relative))
         yield home
+
+
+@pytest.fixture(autouse=True)
+def _fresh_history(_private_user_paths: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty history of its own (run ids count from 1), inside the private home."""
+    folder = _private_user_paths / "history"
+    folder.mkdir(exist_ok=True)
+    monkeypatch.setenv("NVFP4_HISTORY_DB", tempfile.mkdtemp(dir=folder) + "/history.db")

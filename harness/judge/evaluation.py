@@ -142,6 +142,8 @@ class Evaluation:
         last = results[-1]
         if last.status == Status.UNSUPPORTED:
             return f"not run: {last.reason.split(':')[0]}"
+        if last.status == Status.TIMEOUT and not self.keep_going:  # each further hang would cost a whole limit
+            return "not run: the previous case hung until its time limit (--keep-going runs them all)"
         recent = results[-SAME_FAILURE_LIMIT:]
         if self.keep_going or len(recent) < SAME_FAILURE_LIMIT:
             return None

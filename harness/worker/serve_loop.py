@@ -9,11 +9,13 @@ the expected output, the verdict) stays in the parent, out of the submission's r
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ class Worker:
         self.kept: Any = None  # a call's inputs kept ("buffers": "keep") for the next call to refill
         self.key_fd = key_fd
         self.submission_file: str | None = None  # whose deepest line a failure's reason names
+        self.stacks_fd: int | None = None  # a file of the parent's for every thread's stack at a time limit
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
@@ -244,30 +247,48 @@ class Worker:
         self.send({"op": "profile", "table": table})
 
     def serve(self) -> None:
+        handlers = {"start": self.start, "prepare": self.prepare, "call": self.call, "recheck": self.recheck}
         while True:
             header, _ = protocol.receive(self.commands_fd)
-            if header["op"] == "start":
-                self.start(header)
-            elif header["op"] == "prepare":
-                self.prepare(header)
-            elif header["op"] == "call":
-                self.call(header)
-            elif header["op"] == "recheck":
-                self.recheck(header)
-            else:
+            handle = handlers.get(header["op"])
+            if handle is None:
                 return
+            with stacks_before_the_limit(self.stacks_fd, header.get("limit_s")):
+                handle(header)
+
+
+WATCHDOG_LEAD = 0.95
+"""The watchdog writes the stacks at this fraction of a request's limit: before the parent's own
+limit runs out, so the dump is there when the parent looks."""
+
+
+@contextlib.contextmanager
+def stacks_before_the_limit(fd: int | None, limit_s: Any) -> Iterator[None]:
+    """Every thread's Python stack written to ``fd`` (the parent's file) just before this request's
+    limit, by faulthandler's watchdog: a C thread that needs no signal and no GIL, so it answers
+    where SIGUSR1 did not (a CUDA worker on the H100, docs/results.md run 10). Arming and cancelling
+    it costs about 40 us a request (2-core CPU), outside the timed window."""
+    armed = fd is not None and type(limit_s) in (int, float) and 0 < limit_s < 1e6
+    if armed:
+        faulthandler.dump_traceback_later(max(0.05, WATCHDOG_LEAD * limit_s), file=fd)
+    try:
+        yield
+    finally:
+        if armed:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def arm_stack_dump(fd: int) -> None:
-    """At a stage's time limit the parent sends SIGUSR1 before it kills this process: every thread's
-    Python stack then goes to ``fd`` (a file of the parent's), so the report says where it hung.
-    faulthandler writes from its C signal handler: a thread stuck in C code still answers."""
+    """The second route to the stacks: at a stage's time limit, when the watchdog wrote nothing, the
+    parent sends SIGUSR1 before it kills this process, and faulthandler's C signal handler writes
+    every thread's Python stack to ``fd`` (a thread stuck in C code still answers)."""
     faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True)
 
 
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
-    arm_stack_dump(int(argv[4]))
+    worker.stacks_fd = int(argv[4])
+    arm_stack_dump(worker.stacks_fd)
     # Confined before any submission code exists; the report travels in the 'ready' message.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:

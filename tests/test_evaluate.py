@@ -125,7 +125,8 @@ def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
 def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
     result = evaluate_submission(None, _write(tmp_path, body), "test", "cpu")
     assert result.status == status and needle in result.reason
-    assert "\n" not in result.reason and "Traceback" not in result.reason
+    lines = result.reason.splitlines()  # one line; a syntax error adds the source line and a caret
+    assert len(lines) == (3 if "syntax error" in needle else 1) and "Traceback" not in result.reason
     assert result.exit_code == (ExitCode.BAD_INPUT if status == Status.BAD_INPUT else ExitCode.CHECK_FAILED)
 
 
@@ -181,6 +182,7 @@ def test_cli_bad_input_exit_code(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert run.returncode == ExitCode.BAD_INPUT
     assert "syntax error" in run.stdout and "Traceback" not in run.stdout + run.stderr
+    assert "\n    def custom_kernel(:\n                      ^" in run.stdout  # the line, and a caret at the fault
 
 
 def test_the_same_failure_twice_stops_the_run_unless_keep_going(tmp_path):

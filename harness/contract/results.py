@@ -100,7 +100,17 @@ class KernelProfile:
     sm_pct: float  # SM throughput, % of its sustained peak
     occupancy_pct: float  # achieved occupancy: active warps, % of the SM's maximum
     registers: int  # per thread
-    bound: str  # "memory" when DRAM % is the larger, else "compute"
+    bound: str  # "memory" or "compute" (the larger throughput, once one is near its roof: 60% of peak),
+    # else "latency (N% occupancy)" (harness.judge.nsight.bound_by)
+
+
+ROOF_NEAR_PCT = 60.0
+"""A kernel is bound by memory or compute only when that throughput reaches this % of its peak; below
+it on both, neither roof is near: it waits on latency, and its achieved occupancy says how well it
+hides it (a 12%-occupancy kernel at 23% SM and 16% DRAM is no more compute-bound than memory-bound)."""
+NCU_CLOCK_NOTE = ("clocks: the GPU's own, as in the timed calls (ncu --clock-control none); one call, each kernel "
+                  "replayed per metric pass, no L2 flush: its times differ from the timed median by that")
+"""What the report says under Nsight Compute's table (harness.judge.nsight: CLOCK_CONTROL)."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from harness.contract.results import CaseResult, RunResult, Status
+from harness.contract.results import NCU_CLOCK_NOTE, ROOF_NEAR_PCT, CaseResult, RunResult, Status
 from harness.contract.task_spec import shape_text
 from harness.display.tables import text_table
 
@@ -74,8 +74,9 @@ def _kernel_lines(case: CaseResult) -> list[str]:
     rows = [[k.name, f"{k.duration_us:.2f}", f"{k.dram_pct:.1f}", f"{k.sm_pct:.1f}", f"{k.occupancy_pct:.1f}",
              str(k.registers), k.bound] for k in case.kernels]
     columns = ["kernel", "us", "DRAM %", "SM %", "occupancy %", "regs/thread", "bound by"]
-    return ["", f"Nsight Compute, one call of {shape_text(case.case)} (% of peak; bound by the larger):",
-            *text_table(columns, rows, indent=2)]
+    return ["", f"Nsight Compute, one call of {shape_text(case.case)} (% of peak; bound by the larger once it "
+            f"reaches {ROOF_NEAR_PCT:.0f}%, else by latency):", *text_table(columns, rows, indent=2),
+            f"  {NCU_CLOCK_NOTE}"]
 
 
 def _traceback_lines(result: RunResult, verbose: bool) -> list[str]:

@@ -64,7 +64,8 @@ def _handle(args: argparse.Namespace) -> int:
         result = evaluate_submission(problem, Path(submission), mode, args.device, secret, progress=progress,
                                      timeout_scale=args.timeout_scale, keep_going=args.keep_going,
                                      sanitizer_tool=args.tool, sanitizer_report=report_path,
-                                     ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None)
+                                     ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None,
+                                     vendor_first_use=True)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the run stopped, its workers were killed, nothing was written", file=sys.stderr)
         return 130

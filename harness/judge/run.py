@@ -101,6 +101,7 @@ def evaluate_submission(
     sanitizer_tool: str = "memcheck",
     sanitizer_report: Path | None = None,
     ncu_report_dir: Path | None = None,
+    vendor_first_use: bool = False,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
@@ -109,6 +110,8 @@ def evaluate_submission(
     ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
     raw report to ``sanitizer_report`` (default: a new file in the temp folder). Profile mode on a GPU
     with Nsight Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
+    ``vendor_first_use`` (the contestant's `eval`): on a GPU whose vendor time is not cached yet,
+    measure it now, once (harness.judge.vendor_yardstick), so the "% vendor" column is filled.
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -177,7 +180,8 @@ def evaluate_submission(
     if timed and all(c.status == Status.PASSED for c in timed):
         result.geomean_us = geometric_mean([c.timing.median_us for c in timed if c.timing])
         result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
-        _beside_the_vendor(task, timed, str(result.device.get("name", device)))
+        _beside_the_vendor(task, timed, str(result.device.get("name", device)),
+                           progress if vendor_first_use and file.path.resolve() != _vendor_path(task) else None)
         vendor = [c.pct_of_vendor for c in timed if c.pct_of_vendor]
         result.geomean_pct_of_vendor = geometric_mean(vendor) if len(vendor) == len(timed) else None
     # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
@@ -193,9 +197,25 @@ def evaluate_submission(
     return result
 
 
-def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str) -> None:
-    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache)."""
-    for case, vendor in zip(timed, vendor_cache.lookup_cases(task, [c.case for c in timed], device_name)):
+def _vendor_path(task: Task) -> Path | None:
+    return task.vendor.file.resolve() if task.vendor else None
+
+
+def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str,
+                       first_use: Progress | None = None) -> None:
+    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache).
+    With ``first_use`` (a progress display): a GPU with no cached vendor time gets it measured now,
+    once, with one line saying so (the CPU keeps its one-line reason: no measuring there)."""
+    cases = [c.case for c in timed]
+    times = vendor_cache.lookup_cases(task, cases, device_name)
+    if first_use is not None and task.vendor and any(v.note == vendor_cache.MEASURE_HINT for v in times):
+        from harness.judge.vendor_yardstick import measure_vendor  # here: it imports this module
+
+        first_use.note(f"vendor: no {task.vendor.library} time for {device_name} yet: measuring it once now "
+                       f"(cached in {vendor_cache.cache_path()}; `calibrate --vendor` measures it again)")
+        measure_vendor(task, device_name)
+        times = vendor_cache.lookup_cases(task, cases, device_name)
+    for case, vendor in zip(timed, times):
         case.vendor_note = vendor.note
         if vendor.median_us and case.timing and case.timing.median_us > 0:
             case.vendor_us = vendor.median_us

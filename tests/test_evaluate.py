@@ -234,7 +234,7 @@ class _RecheckingSession:
     def __init__(self, reference, drifts):
         self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
 
-    def call(self, case, sleep_us, stage, timeout_s, plain=False):
+    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):
         from harness.judge.worker_channel import CallOutput
 
         data = self.reference.generate_input(**case, device="cpu")
@@ -267,7 +267,7 @@ class _ExposingSession(_RecheckingSession):
         super().__init__(reference, [(2.5, 2.5, 0.1)])
         self.always = always
 
-    def call(self, case, sleep_us, stage, timeout_s, plain=False):
+    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):
         output = super().call(case, sleep_us, stage, timeout_s, plain)
         if stage != "a timed call":
             return output

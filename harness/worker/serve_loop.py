@@ -247,10 +247,12 @@ class Worker:
         self.send({"op": "profile", "table": table})
 
     def serve(self) -> None:
-        handlers = {"start": self.start, "prepare": self.prepare, "call": self.call, "recheck": self.recheck}
         while True:
             header, _ = protocol.receive(self.commands_fd)
-            handle = handlers.get(header["op"])
+            # Looked up per request, as the worker's attributes stand then (the adversarial rows that
+            # shadow them, p01 and s02/s03, must reach the parent's checks).
+            handle = {"start": self.start, "prepare": self.prepare, "call": self.call,
+                      "recheck": self.recheck}.get(header["op"])
             if handle is None:
                 return
             with stacks_before_the_limit(self.stacks_fd, header.get("limit_s")):

@@ -12,6 +12,9 @@ from harness.contract.results import ExitCode, Status
 from harness.judge import worker_process
 from harness.judge.run import evaluate_submission
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
+from adversarial_suite import reduced_problem  # the suite's cut-down task folders
+
 REPO = Path(__file__).resolve().parent.parent
 HANG = REPO / "tests/adversarial/submissions/fault_hang_in_call.py"
 HANGING_LINE = 7  # threading.Event().wait() in custom_kernel
@@ -37,13 +40,14 @@ def test_a_timeout_names_the_hanging_line_and_keeps_every_threads_stack(tmp_path
     assert f'fault_hang_in_call.py", line {HANGING_LINE}' in run.stdout  # --verbose prints it
 
 
-def test_the_watchdog_names_the_line_when_sigusr1_never_arrives(monkeypatch):
+def test_the_watchdog_names_the_line_when_sigusr1_never_arrives(monkeypatch, tmp_path):
     """A CUDA worker on the H100 never answered SIGUSR1 (docs/results.md run 10): the worker's
     faulthandler watchdog, armed with each request's limit, writes the stacks without any signal."""
     real_kill = os.kill
     monkeypatch.setattr(worker_process.os, "kill", lambda pid, number: None if number == signal.SIGUSR1
                         else real_kill(pid, number))
-    result = evaluate_submission("nvfp4_gemv", HANG, "test", "cpu", timeout_scale=0.03)
+    problem = reduced_problem("nvfp4_gemv", tmp_path, {"test": 3.0})  # a short test limit, the import's generous
+    result = evaluate_submission(str(problem), HANG, "test", "cpu")
     first = result.cases[0]
     assert first.status == Status.TIMEOUT
     assert f"it was at fault_hang_in_call.py:{HANGING_LINE} in custom_kernel" in first.reason

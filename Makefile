@@ -8,8 +8,9 @@ EXTRAS ?= test
 # GNU make exits 2 whenever a recipe fails (it prints the recipe's code: "Error 112"). A failing
 # harness command writes its own exit code to EXIT_CODE_FILE; scripts/make.sh runs make with a
 # fresh one and exits with that code (scripts/make.sh eval SUBMISSION=my.py -> 112, 113, ...).
+# The recipe prints the command itself (@ hides that plumbing; the echo shows what runs).
 EXIT_CODE_FILE ?=
-harness = $(PYTHON) -m harness $(1)$(if $(EXIT_CODE_FILE), || { code=$$?; echo $$code > "$(EXIT_CODE_FILE)"; exit $$code; })
+harness = @echo $(PYTHON) -m harness $(1); $(PYTHON) -m harness $(1)$(if $(EXIT_CODE_FILE), || { code=$$?; echo $$code > "$(EXIT_CODE_FILE)"; exit $$code; })
 
 .PHONY: install eval test lint leaderboard sol calibrate gpu-check
 

@@ -1,11 +1,19 @@
-"""A hang ends at its stage's limit with the worker's Python stacks, taken before it was killed."""
+"""A hang ends at its stage's limit, the run with it, with the worker's Python stacks taken before it was killed."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from harness.contract.results import ExitCode
+from harness.contract.results import ExitCode, Status
+from harness.judge import worker_process
+from harness.judge.run import evaluate_submission
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
+from adversarial_suite import reduced_problem  # the suite's cut-down task folders
 
 REPO = Path(__file__).resolve().parent.parent
 HANG = REPO / "tests/adversarial/submissions/fault_hang_in_call.py"
@@ -21,9 +29,38 @@ def test_a_timeout_names_the_hanging_line_and_keeps_every_threads_stack(tmp_path
     )
     assert run.returncode == ExitCode.TIMEOUT, run.stdout + run.stderr
     record = json.loads(out.read_text())
-    first = record["cases"][0]
+    first, *rest = record["cases"]
     assert first["status"] == "timeout"
+    # The run stops at the first limit (it once waited out a second one before fail-fast stopped it).
+    assert rest and all(c["status"] == "not_run" and "hung until its time limit" in c["reason"] for c in rest)
+    assert record["elapsed_s"] < 2 * 120 * 0.08
     assert f"it was at fault_hang_in_call.py:{HANGING_LINE} in custom_kernel" in first["reason"]
     assert f'fault_hang_in_call.py", line {HANGING_LINE} in custom_kernel' in first["traceback"]
     assert "most recent call first" in first["traceback"]  # faulthandler's dump, every thread
     assert f'fault_hang_in_call.py", line {HANGING_LINE}' in run.stdout  # --verbose prints it
+
+
+def test_the_watchdog_names_the_line_when_sigusr1_never_arrives(monkeypatch, tmp_path):
+    """A CUDA worker on the H100 never answered SIGUSR1 (docs/results.md run 10): the worker's
+    faulthandler watchdog, armed with each request's limit, writes the stacks without any signal."""
+    real_kill = os.kill
+    monkeypatch.setattr(worker_process.os, "kill", lambda pid, number: None if number == signal.SIGUSR1
+                        else real_kill(pid, number))
+    problem = reduced_problem("nvfp4_gemv", tmp_path, {"test": 3.0})  # a short test limit, the import's generous
+    result = evaluate_submission(str(problem), HANG, "test", "cpu")
+    first = result.cases[0]
+    assert first.status == Status.TIMEOUT
+    assert f"it was at fault_hang_in_call.py:{HANGING_LINE} in custom_kernel" in first.reason
+    assert first.traceback.startswith("Timeout (")  # the watchdog's dump, not the signal's
+
+
+def test_without_any_dump_the_report_says_how_the_workers_threads_stood():
+    """The last route needs nothing from the worker: its threads' states and SIGUSR1's fate, from /proc."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time  # serve_loop\ntime.sleep(60)"])
+    try:
+        time.sleep(0.5)
+        text = worker_process.thread_states(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert text.startswith("the worker's threads: thread ") and "SIGUSR1" in text and "waits in" in text

@@ -26,9 +26,14 @@ def test_a_missing_dependency_is_one_line_naming_the_install(tmp_path, module, a
 
 def test_the_top_level_help_describes_the_harness_and_lists_every_command(capsys):
     from harness.commands.main import COMMAND_MODULES, build_parser
+    from harness.contract.task_spec import list_problems
 
     text = build_parser().format_help()
-    assert "Check, time and rank NVFP4 kernel submissions" in text and "``" not in text
+    assert "Check, time and rank GPU kernel submissions" in text and "``" not in text
+    # Every problem folder is listed (from problems/, not a hard-coded four), calibration ones apart.
+    listed = " ".join(text[text.index("problems: "):text.index("a contestant's day:")].split())
+    assert all(name in listed for name in list_problems())
+    assert "never ranked: timing_ladder" in listed and "timing_ladder" not in listed.split("(")[0]
     epilog = text[text.index("a contestant's day:"):]
     names = [module.rsplit(".", 1)[1].removesuffix("_command") for module in COMMAND_MODULES]
     assert [name for name in names if not re.search(rf"\b{name}\b", epilog)] == []

@@ -44,3 +44,12 @@ def test_leaderboard_takes_the_variables_eval_takes():
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0
     assert "-m harness leaderboard --problem nvfp4_gemv --device cpu --force" in run.stdout
+
+
+def test_the_recipe_shows_the_command_not_its_exit_code_plumbing(tmp_path):
+    run = subprocess.run(["sh", "scripts/make.sh", "sol", "DEVICE=cpu", f"PYTHON={sys.executable}"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    first = run.stdout.splitlines()[0]
+    assert first == f"{sys.executable} -m harness sol nvfp4_gemv --device cpu"
+    assert "code=" not in run.stdout + run.stderr and "EXIT_CODE_FILE" not in run.stdout

@@ -39,6 +39,7 @@ def test_new_refuses_to_overwrite_without_force(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "words"), [
     (["new", "nvfp4_conv"], "unknown problem 'nvfp4_conv'"),
+    (["new", "timing_ladder"], "unknown problem 'timing_ladder'"),  # the harness's calibration, no contest's
     (["new", "nvfp4_gemv", "{tmp}/notes.txt"], "not a .py file"),
 ])
 def test_new_refuses_bad_input_in_one_line(tmp_path, capsys, argv, words):
@@ -57,3 +58,12 @@ def test_version_names_the_harness_and_torch():
                          timeout=120)
     assert run.returncode == 0
     assert f"nvfp4-harness {__version__}" in run.stdout and f"torch {torch.__version__}" in run.stdout
+
+
+def test_new_lists_the_contest_problems_in_its_help_without_the_calibration_ones():
+    from harness.commands.main import build_parser
+
+    parser = build_parser()
+    new = parser._subparsers._group_actions[0].choices["new"]
+    text = new.format_help()
+    assert "problems: " in text and "nvfp4_gemv" in text and "mxfp8_gemm" in text and "timing_ladder" not in text

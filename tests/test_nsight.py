@@ -22,9 +22,19 @@ FIXTURE = REPO / "tests/data/ncu/gemv_raw.csv"
 def test_the_raw_csv_gives_each_kernel_its_metrics_and_its_bound():
     fill, gemv, reduce = nsight.parse_raw_csv("==PROF== Disconnected\n" + FIXTURE.read_text())
     assert gemv == KernelProfile("_gemv_nvfp4_kernel", pytest.approx(41.792), 83.64, 27.18, 71.09, 40, "memory")
-    assert reduce.bound == "compute" and reduce.duration_us == pytest.approx(2.528)
+    # 3% DRAM and 42% SM: neither roof near (60%), so latency, with its occupancy; not "compute".
+    assert reduce.bound == "latency (12% occupancy)" and reduce.duration_us == pytest.approx(2.528)
+    assert fill.bound == "latency (39% occupancy)"
     assert fill.name.startswith("void at::native::vectorized_elementwise_kernel<4,") and fill.name.endswith("...")
     assert len(fill.name) == nsight.NAME_CHARS and "(" not in fill.name
+
+
+@pytest.mark.parametrize(("dram", "sm", "occupancy", "bound"), [
+    (83.6, 27.2, 71.1, "memory"), (16.0, 61.0, 50.0, "compute"), (60.0, 60.0, 50.0, "memory"),
+    (16.0, 23.0, 12.4, "latency (12% occupancy)"), (59.9, 10.0, 88.0, "latency (88% occupancy)"),
+])
+def test_a_kernel_is_bound_by_a_roof_only_near_it_else_by_latency(dram, sm, occupancy, bound):
+    assert nsight.bound_by(dram, sm, occupancy) == bound
 
 
 def test_durations_in_other_units_are_converted_to_us():
@@ -74,9 +84,11 @@ def test_each_passed_shape_runs_in_a_worker_under_ncu_and_gets_its_kernels(tmp_p
     assert notes == [] and [k.name for k in results[0].kernels][1:] == ["_gemv_nvfp4_kernel", "_gemv_reduce_kernel"]
     assert results[1].kernels is None  # a failed shape is not profiled
     argv = (tmp_path / "argv.txt").read_text().splitlines()
-    assert argv[:5] == ["--target-processes", "all", "--profile-from-start", "off", "--metrics"]
-    assert argv[5].split(",") == list(nsight.METRICS) and argv[6] == "--export" and "--force-overwrite" in argv
-    report_file = Path(argv[7])
+    # The GPU's own clocks, as in the timed run: ncu would otherwise lock them to base (173 us against 144).
+    assert argv[:7] == ["--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none",
+                        "--metrics"]
+    assert argv[7].split(",") == list(nsight.METRICS) and argv[8] == "--export" and "--force-overwrite" in argv
+    report_file = Path(argv[9])
     assert report_file.parent == tmp_path / "reports" and report_file.name.startswith("01_m=128")
     assert report_file.suffix == ".ncu-rep" and report_file.is_file()
     assert argv[argv.index("-c") - 1] == sys.executable  # the worker itself comes right after ncu's options
@@ -102,6 +114,9 @@ def test_the_report_shows_each_kernel_and_the_json_keeps_them():
     assert "Nsight Compute, one call of m=128 k=256 l=1" in text and "(torch.profiler table)" in text
     row = next(line for line in text.splitlines() if "_gemv_nvfp4_kernel" in line)
     assert row.split()[1:] == ["41.79", "83.6", "27.2", "71.1", "40", "memory"]
+    reduce = next(line for line in text.splitlines() if "_gemv_reduce_kernel" in line)
+    assert reduce.split()[-3:] == ["latency", "(12%", "occupancy)"]
+    assert "clocks: the GPU's own, as in the timed calls (ncu --clock-control none)" in text
     assert "Nsight Compute reports (.ncu-rep, open in ncu-ui): /tmp/r.ncu" in text
     again = RunResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again.cases[0].kernels == kernels and again.ncu_reports == "/tmp/r.ncu"

@@ -43,3 +43,31 @@ def test_nothing_to_report_to_is_silent(capsys):
     progress.step("ignored")
     progress.note("ignored too")
     assert capsys.readouterr() == ("", "")
+
+
+def test_details_show_only_on_a_verbose_display_and_in_an_organizers_log():
+    quiet, loud = [], []
+    LineProgress(quiet.append).detail("sandbox: on")
+    LineProgress(loud.append, verbose=True).detail("sandbox: on")
+    assert quiet == [] and loud == ["sandbox: on"]
+    logged = []
+    as_progress(logged.append).detail("sandbox: on")  # the leaderboard's and the cluster's callbacks keep them
+    assert logged == ["sandbox: on"]
+    screen = Terminal()
+    live = LiveProgress(screen)
+    live.begin(1, "s.py")
+    live.detail("sandbox: on")
+    live.close()
+    assert "sandbox" not in screen.getvalue()
+
+
+def test_the_bar_shows_time_left_only_once_it_can_be_estimated():
+    from types import SimpleNamespace
+
+    from harness.display.progress import TimeLeftColumn
+
+    column = TimeLeftColumn()
+    unknown = SimpleNamespace(time_remaining=None, finished=False, total=3)
+    assert column.render(unknown).plain == ""  # not "-:--:--" before the first item finished
+    assert column.render(SimpleNamespace(time_remaining=12.0, finished=False, total=3)).plain == "0:00:12 left"
+    assert column.render(SimpleNamespace(time_remaining=0.0, finished=True, total=3)).plain == ""

@@ -21,8 +21,9 @@ def test_syntax_error_is_one_clear_line(tmp_path):
     path.write_text("def custom_kernel(data)\n    return data\n")
     with pytest.raises(SubmissionFileError) as error:
         read_submission(path)
-    message = str(error.value)
-    assert "line 1" in message and "fix it" in message and "\n" not in message
+    first, source, caret = str(error.value).split("\n")  # one line, then the source line and a caret
+    assert "line 1" in first and "fix it" in first
+    assert source == "    def custom_kernel(data)" and caret == " " * 27 + "^"
 
 
 def test_missing_file(tmp_path):

@@ -12,7 +12,7 @@ from harness.contract.task_spec import TaskError, list_problems, load_task
 from harness.judge import vendor_cache
 from harness.judge.vendor_yardstick import measure_vendor
 from harness.sol.breakdown import UnknownDeviceError, load_table, resolve_device
-from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate
+from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate, default_cache_path
 
 
 def _versus_datasheet(record: dict[str, Any]) -> list[str]:
@@ -55,7 +55,7 @@ def _handle(args: argparse.Namespace) -> int:
         if device == "cpu":
             print("note: no CUDA GPU visible: calibrating the CPU (give --device cuda on a GPU machine)",
                   file=sys.stderr)
-    path = Path(args.cache) if args.cache else CACHE_PATH
+    path = Path(args.cache) if args.cache else default_cache_path()
     try:
         record, reused = calibrate(device, force=args.force, cache_path=path)
     except NoGpuError as error:

@@ -57,14 +57,15 @@ def _handle(args: argparse.Namespace) -> int:
     if mode.ranked and secret is None:
         print(f"note: no secret seed (${seeds.SECRET_ENV} or --secret-seed-file): public seeds, so the run is not "
               "rankable", file=sys.stderr)
-    progress = for_stream(sys.stderr)
+    progress = for_stream(sys.stderr, verbose=args.verbose)
     report_path = json_path.with_suffix(".sanitizer.txt") if json_path else None
     start_s = process_age_s()  # the interpreter's start and imports, before the evaluation's own clock
     try:
         result = evaluate_submission(problem, Path(submission), mode, args.device, secret, progress=progress,
                                      timeout_scale=args.timeout_scale, keep_going=args.keep_going,
                                      sanitizer_tool=args.tool, sanitizer_report=report_path,
-                                     ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None)
+                                     ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None,
+                                     vendor_first_use=True)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the run stopped, its workers were killed, nothing was written", file=sys.stderr)
         return 130
@@ -94,7 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="run every case even when the first ones fail the same way")
     parser.add_argument("--verbose", action="store_true",
-                        help="print the worker's full traceback of a failed case (its stacks at a timeout)")
+                        help="also print the sandbox, the import time, where the wall time went (per timed "
+                        "call too) and the worker's full traceback of a failed case (its stacks at a timeout)")
     parser.add_argument("--no-history", action="store_true",
                         help=f"do not keep this run in your history (python -m harness history; "
                         f"${run_history.HISTORY_ENV} says where it is)")

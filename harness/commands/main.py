@@ -11,10 +11,12 @@ import importlib
 import platform
 import sys
 import textwrap
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from harness import __version__
 from harness.contract.results import ExitCode
+from harness.contract.task_spec import contest_problems, list_problems
 
 COMMAND_MODULES = tuple(f"harness.commands.{name}_command" for name in (
     "new", "eval", "history", "compare", "sol", "calibrate", "leaderboard", "review", "serve", "submit", "user"))
@@ -39,7 +41,7 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-DESCRIPTION = ("Check, time and rank NVFP4 kernel submissions (batched GEMV, GEMM, dual GEMM, grouped GEMM): "
+DESCRIPTION = ("Check, time and rank GPU kernel submissions for the problems under problems/ (listed below): "
                "a contest submission.py runs unchanged, on a GPU or, for correctness, on the CPU.")
 EPILOG = """\
 a contestant's day:
@@ -60,8 +62,26 @@ the organizer:
 'python -m harness COMMAND --help' says more about each."""
 
 
+def problems_text() -> str:
+    """The problems, read from problems/ when help is printed (each task.yml is parsed: 0.2 s)."""
+    contest = contest_problems()
+    harness_checks = [name for name in list_problems() if name not in contest]
+    text = textwrap.fill("problems: " + ", ".join(contest), width=96, subsequent_indent="  ")
+    if harness_checks:
+        text += f"\n  (the harness's own calibration, never ranked: {', '.join(harness_checks)})"
+    return text
+
+
 class _Parser(argparse.ArgumentParser):
-    """Bad command lines exit with the harness's bad-input code (113), not argparse's 2."""
+    """Bad command lines exit with the harness's bad-input code (113), not argparse's 2. A parser's
+    ``lazy_epilog`` is read only when its help is printed (the problem list costs a parse of every task.yml)."""
+
+    lazy_epilog: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.lazy_epilog is not None:
+            self.epilog = self.lazy_epilog()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -69,8 +89,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m harness", description=DESCRIPTION, epilog=EPILOG,
+    parser = _Parser(prog="python -m harness", description=DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.lazy_epilog = lambda: problems_text() + "\n\n" + EPILOG
     parser.add_argument("--version", action=_Version)
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:

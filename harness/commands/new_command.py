@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from harness.contract.results import ExitCode
-from harness.contract.task_spec import PROBLEMS_DIR, list_problems
+from harness.contract.task_spec import PROBLEMS_DIR, contest_problems
 
 AUTHOR_LINE = re.compile(r"^#!POPCORN[ \t]+author[ \t].*$", re.MULTILINE)
 
@@ -39,8 +39,8 @@ def target_path(path: str) -> Path:
 
 def _handle(args: argparse.Namespace) -> int:
     try:
-        if args.problem not in list_problems():
-            raise ValueError(f"unknown problem '{args.problem}': choose one of {', '.join(list_problems())}")
+        if args.problem not in contest_problems():  # a calibration problem is the harness's check, not a contest's
+            raise ValueError(f"unknown problem '{args.problem}': choose one of {', '.join(contest_problems())}")
         target = target_path(args.path)
         if target.exists() and not args.force:
             raise ValueError(f"{target} exists; pass --force to overwrite it, or give another path")
@@ -56,8 +56,10 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("new", help="write a problem's submission template to start from")
-    parser.add_argument("problem", help=f"one of {', '.join(list_problems())}")
+    parser = subparsers.add_parser("new", help="write a problem's submission template to start from",
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.lazy_epilog = lambda: "problems: " + ", ".join(contest_problems())  # read when help is printed
+    parser.add_argument("problem", help="a problem under problems/ (listed below)")
     parser.add_argument("path", nargs="?", default="submission.py",
                         help="file (or folder) to write (default: ./submission.py)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")

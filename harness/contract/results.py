@@ -100,7 +100,18 @@ class KernelProfile:
     sm_pct: float  # SM throughput, % of its sustained peak
     occupancy_pct: float  # achieved occupancy: active warps, % of the SM's maximum
     registers: int  # per thread
-    bound: str  # "memory" when DRAM % is the larger, else "compute"
+    bound: str  # "memory" or "compute" (the larger throughput, once one is near its roof: 60% of peak),
+    # else "latency (N% occupancy)" (harness.judge.nsight.bound_by)
+
+
+ROOF_NEAR_PCT = 60.0
+"""A kernel is bound by memory or compute only when that throughput reaches this % of its peak; below
+it on both, neither roof is near: it waits on latency, and its achieved occupancy says how well it
+hides it (a 12%-occupancy kernel at 23% SM and 16% DRAM is no more compute-bound than memory-bound)."""
+NCU_CLOCK_NOTE = ("clocks: the GPU's own, as in the timed calls (ncu --clock-control none); every cache flushed "
+                  "before each kernel (--cache-control all); one call, each kernel replayed per metric pass: its "
+                  "times differ from the timed median by that")
+"""What the report says under Nsight Compute's table (harness.judge.nsight: CLOCKS_AND_CACHES)."""
 
 
 @dataclass
@@ -154,6 +165,9 @@ class RunResult:
     # (harness.judge.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
+    scope: dict[str, int] | None = None  # how much of the contest the run covered: contest_tests,
+    # contest_tests_run, own_tests_run (the CPU's smaller shapes), calls_per_test, contest_benchmarks,
+    # benchmarks_timed (contest benchmark shapes timed)
 
     @property
     def exit_code(self) -> ExitCode:

@@ -39,13 +39,28 @@ def parse_source(source: bytes, name: str) -> str:
         raise SubmissionFileError(f"{name}: not UTF-8 text; save it as UTF-8") from None
     except SyntaxError as error:
         raise SubmissionFileError(f"{name}: syntax error at line {error.lineno}: {error.msg}; fix it and run again"
-                                  ) from None
+                                  + source_caret(error)) from None
     except ValueError as error:  # a null byte, before Python 3.11.4
         raise SubmissionFileError(f"{name}: not valid Python: {error}") from None
     except (RecursionError, MemoryError):  # the parser's own depth limits: a tiny file can reach them
         raise SubmissionFileError(f"{name}: too deeply nested to parse: split the nested expression into several "
                                   "statements") from None
     return text
+
+
+def source_caret(error: SyntaxError) -> str:
+    """The offending line and a caret under the spot Python points at, as two indented lines after
+    the message ('' when Python gave no text)."""
+    text = (error.text or "").rstrip("\r\n")
+    stripped = text.lstrip()
+    if not stripped:
+        return ""
+    offset = error.offset or 1
+    same_line = error.end_lineno in (None, error.lineno)
+    end = error.end_offset if same_line and (error.end_offset or 0) > offset else offset + 1
+    indent = len(text) - len(stripped)
+    carets = "^" * max(1, min(end, len(text) + 1) - offset)
+    return f"\n    {stripped[:200]}\n    {' ' * max(0, offset - 1 - indent)}{carets}"
 
 
 def agreed_problem(asked: str | None, declared: str | None, name: str) -> str | None:

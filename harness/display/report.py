@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from harness.contract.results import CaseResult, RunResult, Status
+from harness.contract.results import NCU_CLOCK_NOTE, ROOF_NEAR_PCT, CaseResult, RunResult, Status
 from harness.contract.task_spec import shape_text
 from harness.display.tables import text_table
 
@@ -74,8 +74,9 @@ def _kernel_lines(case: CaseResult) -> list[str]:
     rows = [[k.name, f"{k.duration_us:.2f}", f"{k.dram_pct:.1f}", f"{k.sm_pct:.1f}", f"{k.occupancy_pct:.1f}",
              str(k.registers), k.bound] for k in case.kernels]
     columns = ["kernel", "us", "DRAM %", "SM %", "occupancy %", "regs/thread", "bound by"]
-    return ["", f"Nsight Compute, one call of {shape_text(case.case)} (% of peak; bound by the larger):",
-            *text_table(columns, rows, indent=2)]
+    return ["", f"Nsight Compute, one call of {shape_text(case.case)} (% of peak; bound by the larger once it "
+            f"reaches {ROOF_NEAR_PCT:.0f}%, else by latency):", *text_table(columns, rows, indent=2),
+            f"  {NCU_CLOCK_NOTE}"]
 
 
 def _traceback_lines(result: RunResult, verbose: bool) -> list[str]:
@@ -130,19 +131,24 @@ def _wall_lines(result: RunResult) -> list[str]:
 
 
 def render(result: RunResult, verbose: bool = False) -> str:
-    """The report; ``verbose`` adds the worker's traceback of each failed case."""
+    """The report: the verdict, the tables, the geomean and the notes that matter. ``verbose`` adds an
+    organizer's diagnostics: the harness's time per call, where the wall time went, and the worker's
+    traceback of each failed case."""
     device = result.device.get("name", result.device.get("type", "?"))
     lines = [f"{result.problem}: {result.submission_path} "
              f"({result.mode} mode, {device}, harness {result.harness_version})"]
     tests = [c for c in result.cases if c.kind == "test"]
-    if tests:
-        lines.append("")
-        lines.append(f"Correctness: {sum(c.status == Status.PASSED for c in tests)}/{len(tests)} test shapes passed")
-        lines += _test_lines(tests)
     timed = [c for c in result.cases if c.kind == "benchmark"]
+    on_cpu = result.device.get("type") == "cpu"
+    if tests:
+        passed = f"{sum(c.status == Status.PASSED for c in tests)}/{len(tests)}"
+        lines += ["", f"Correctness on the CPU: {passed} shapes passed ({_cpu_scope(result.scope, bool(timed))})"
+                  if on_cpu and result.scope else f"Correctness: {passed} test shapes passed"]
+        lines += _test_lines(tests)
     if timed:
-        rows = [["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "% vendor", "compile+1st s",
-                 "harness ms/call", "status"]]
+        columns = ["shape", "median us", "p10-p90 us", "runs", "SOL us", "% SOL", "% vendor", "compile+1st s",
+                   *(["harness ms/call"] if verbose else []), "status"]
+        rows = [columns]
         for case in timed:
             t = case.timing
             rows.append([
@@ -154,7 +160,7 @@ def render(result: RunResult, verbose: bool = False) -> str:
                 f"{case.pct_of_sol:.1f}" if case.pct_of_sol else "-",
                 f"{case.pct_of_vendor:.1f}" if case.pct_of_vendor else "-",
                 f"{case.warmup_s:.2f}" if case.warmup_s is not None else "-",
-                f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-",
+                *([f"{case.overhead_ms:.1f}" if case.overhead_ms is not None else "-"] if verbose else []),
                 STATUS_WORDS[case.status],
             ])
         lines += ["", "Timing" + (f" ({timed[0].timing.method})" if timed[0].timing else ""),
@@ -182,13 +188,32 @@ def render(result: RunResult, verbose: bool = False) -> str:
         lines += ["", "Submission output (last lines, shown as printed, never parsed):"]
         lines += ["  | " + line for line in result.stdout_tail.strip().splitlines()[-15:]]
     lines += _traceback_lines(result, verbose)
-    if result.status == Status.PASSED and result.reason:
+    if result.status == Status.PASSED and result.reason and not (on_cpu and result.scope):  # else the headline
         lines += ["", f"Note: {result.reason}"]
     if result.sanitizer_report:
         lines += ["", f"Full compute-sanitizer report: {result.sanitizer_report}"]
-    lines += _wall_lines(result)
+    if verbose:
+        lines += _wall_lines(result)
     verdict = STATUS_WORDS[result.status] if result.status != Status.NOT_RUN else "nothing run"
-    lines += ["", f"Result: {verdict} (exit code {int(result.exit_code)})" + (f": {result.reason}" if result.reason
-                                                                             and result.status != Status.PASSED
-                                                                             else "")]
+    if result.status != Status.PASSED:
+        why = f": {result.reason}" if result.reason else ""
+    else:
+        why = f" on the CPU: {_cpu_scope(result.scope, bool(timed), short=True)}" if on_cpu and result.scope else ""
+    lines += ["", f"Result: {verdict} (exit code {int(result.exit_code)}){why}"]
     return "\n".join(lines)
+
+
+def _cpu_scope(scope: dict[str, int], timed: bool, short: bool = False) -> str:
+    """How much of the contest a CPU run checked: '1 of the contest's 10 test shapes + 1 smaller
+    shape of its own, 2 calls each (new inputs in the same tensors); timing not run: it needs a GPU'."""
+    checked = f"{scope['contest_tests_run']} of the contest's {scope['contest_tests']} test shapes"
+    timing = "timed by wall clock, not ranked" if timed else "no timing: it needs a GPU"
+    if short:
+        return f"{checked} checked; {timing}"
+    own = scope.get("own_tests_run", 0)
+    if own:
+        checked += f" + {own} smaller shape{'s' * (own != 1)} of its own"
+    calls = scope.get("calls_per_test", 1)
+    if calls > 1:
+        checked += f", {calls} calls each (new inputs in the same tensors)"
+    return f"{checked}; {timing}"

@@ -14,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contract.results import RunResult
+from harness.contract.results import RunResult, Status
 from harness.leaderboard.store import StoreError, apply_migrations, load_result, utc_now
 
 HISTORY_ENV = "NVFP4_HISTORY_DB"
@@ -30,6 +30,27 @@ def default_path() -> Path:
     import platformdirs  # here, not at the top: an eval on an image without it still runs (and says so)
 
     return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
+
+
+def _device_name(run: RunResult) -> str:
+    return str((run.device or {}).get("name") or (run.device or {}).get("type") or "?")
+
+
+def comparable(a: RunResult, b: RunResult) -> str | None:
+    """Why the two runs' times cannot be compared, or None: the same problem on the same kind of
+    device, both passed and both timed (a hang against a mismatch has no time to compare)."""
+    device = [_device_name(run) for run in (a, b)]
+    if a.problem != b.problem:
+        return f"different problems ({a.problem}, {b.problem}): no shape lines up"
+    if device[0] != device[1]:
+        return f"different devices ({device[0]}, {device[1]}): their times do not compare"
+    failed = [f"{name} {run.status.value}" for name, run in (("A", a), ("B", b)) if run.status != Status.PASSED]
+    if failed:
+        return f"{' and '.join(failed)}: only two passed runs compare"
+    untimed = [name for name, run in (("A", a), ("B", b)) if not run.geomean_us]
+    if untimed:
+        return f"{' and '.join(untimed)} timed nothing (a test-mode or CPU correctness run)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -79,7 +100,7 @@ class History:
 
     def add(self, run: RunResult) -> int:
         """Keep one run; returns its id."""
-        device = str((run.device or {}).get("name") or (run.device or {}).get("type") or "?")
+        device = _device_name(run)
         with self.connection:
             cursor = self.connection.execute(
                 "INSERT INTO runs (recorded_at, problem, submission_path, sha256, mode, device_name, status, "
@@ -96,11 +117,16 @@ class History:
                                        (*params, limit)).fetchall()
         return [HistoryEntry(*row) for row in reversed(rows)]
 
-    def previous(self, run_id: int, problem: str, mode: str) -> int | None:
-        """The run of the same problem and mode kept just before ``run_id``, if any."""
-        row = self.connection.execute("SELECT MAX(id) FROM runs WHERE id < ? AND problem = ? AND mode = ?",
-                                      (run_id, problem, mode)).fetchone()
-        return int(row[0]) if row and row[0] is not None else None
+    def previous(self, run_id: int, run: RunResult) -> int | None:
+        """The latest run kept before ``run_id`` that ``run`` compares with (``comparable``: the same
+        problem, mode and device, passed and timed), if any."""
+        row = self.connection.execute(
+            "SELECT MAX(id) FROM runs WHERE id < ? AND problem = ? AND mode = ? AND device_name = ? AND status = ? "
+            "AND geomean_us IS NOT NULL", (run_id, run.problem, run.mode, _device_name(run), Status.PASSED.value),
+        ).fetchone()
+        if not row or row[0] is None or comparable(self.result(int(row[0])), run):
+            return None
+        return int(row[0])
 
     def result(self, run_id: int) -> RunResult:
         """The full result of run ``run_id``; StoreError when there is none."""
@@ -115,7 +141,8 @@ def record(run: RunResult) -> str:
     try:
         with History.open() as history:
             run_id = history.add(run)
-            before = history.previous(run_id, run.problem, run.mode)
+            timed = run.status == Status.PASSED and run.geomean_us  # else nothing to compare with
+            before = history.previous(run_id, run) if timed else None
     except StoreError as error:
         return f"note: not kept in the history: {error} (--no-history turns it off)"
     except ModuleNotFoundError as error:

@@ -63,15 +63,16 @@ class CallChecker:
         return self.reference.check_implementation(inputs, result.output)
 
     def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
-                     stage: str, timeout_s: float, prefetch: bool = False) -> CallOutput:
-        """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile."""
+                     stage: str, timeout_s: float, prefetch: bool = False, buffers: str = "") -> CallOutput:
+        """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile;
+        ``buffers``: keep this call's input tensors, or refill the kept ones (WorkerSession.call)."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         # On the GPU the parent's copy of the inputs, the reference and the check run only after the
         # worker has answered, and the next call is sent only once they are done: none of this
         # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
         drawing = None if self.check_device.type == "cuda" else self._generator.submit(
             self.reference.generate_input, **seeded, device="cpu")
-        result = session.call(seeded, sleep_us, stage, timeout_s, self.plain)
+        result = session.call(seeded, sleep_us, stage, timeout_s, self.plain, buffers)
         called = time.perf_counter()
         if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
             session.prepare({**case, "seed": self.call_seed(case, index + 1)})
@@ -86,5 +87,5 @@ class CallChecker:
             self.worker_ms[phase] = self.worker_ms.get(phase, 0.0) + ms
         self.phase_calls += 1
         if not ok:
-            raise WorkerFailure(Status.FAILED, f"{stage} (call {index}): {message}")
+            raise WorkerFailure(Status.FAILED, f"{stage} (call {index + 1} of this shape): {message}")
         return result

@@ -5,7 +5,14 @@ submission, makes one warm call (compile, autotune) outside any profiled range, 
 between cudaProfilerStart and cudaProfilerStop, so only that call's kernels are profiled. ncu
 writes one .ncu-rep per shape (kept: open it in ncu-ui); the parent reads it back with
 ``ncu --import --csv --page raw`` and keeps, per kernel: duration, DRAM and SM throughput (% of
-peak), achieved occupancy, registers per thread, and which of DRAM or SM bounds it.
+peak), achieved occupancy, registers per thread, and what bounds it (``bound_by``).
+
+Clocks: ncu locks the GPU's clocks to their base values by default (``--clock-control base``), so
+its kernel times were those of a slower GPU than the timed run's (H100: 173 us under ncu for the
+Triton GEMM's first shape, 144 us timed; issue 34). ``--clock-control none`` leaves the GPU's own
+clock management on, as it is during the timed calls: the two then run at the same clocks, and the
+report says so (harness.contract.results.NCU_CLOCK_NOTE), with what still differs: ncu times one
+call, each kernel replayed once per metric pass, without the timed loop's L2 flush and queued sleep.
 
 The worker keeps the evaluator's uid: the driver lets only admin users read the performance
 counters by default (NVreg_RestrictProfilingToAdminUsers). Profile mode is never ranked and the
@@ -23,7 +30,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.contract.results import CaseResult, KernelProfile, Status
+from harness.contract.results import ROOF_NEAR_PCT, CaseResult, KernelProfile, Status
 from harness.contract.task_spec import shape_text
 from harness.judge.worker_channel import WorkerFailure
 
@@ -106,12 +113,20 @@ def parse_raw_csv(text: str) -> list[KernelProfile]:
         cells = dict(zip(header, row))
         values = {field: _number(cells[metric]) for metric, field in METRICS.items()}
         values["duration_us"] *= US_PER_UNIT.get(units.get("gpu__time_duration.sum", "nsecond"), 1e-3)
-        bound = "memory" if values["dram_pct"] >= values["sm_pct"] else "compute"
+        bound = bound_by(values["dram_pct"], values["sm_pct"], values["occupancy_pct"])
         kernels.append(KernelProfile(
             name=kernel_name(cells.get("Kernel Name", "?")), duration_us=values["duration_us"],
             dram_pct=values["dram_pct"], sm_pct=values["sm_pct"], occupancy_pct=values["occupancy_pct"],
             registers=int(values["registers"]), bound=bound))
     return kernels
+
+
+def bound_by(dram_pct: float, sm_pct: float, occupancy_pct: float) -> str:
+    """'memory' or 'compute', whichever throughput is higher, once one reaches ROOF_NEAR_PCT; else
+    'latency (12% occupancy)': neither roof is near."""
+    if max(dram_pct, sm_pct) < ROOF_NEAR_PCT:
+        return f"latency ({occupancy_pct:.0f}% occupancy)"
+    return "memory" if dram_pct >= sm_pct else "compute"
 
 
 def profile_case(evaluation: Evaluation, case: dict[str, object], ncu: Path, report: Path) -> list[KernelProfile]:

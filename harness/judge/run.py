@@ -26,7 +26,7 @@ from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
 from harness.judge import nsight, sanitize, seal, vendor_cache
-from harness.judge.evaluation import Evaluation, gpu_index
+from harness.judge.evaluation import CPU_TEST_CALLS, Evaluation, gpu_index
 from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
 from harness.judge.score import geometric_mean
 
@@ -64,6 +64,19 @@ def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[
     return [(kind, case) for kind in mode.kinds(device) for case in by_kind[kind]], notes
 
 
+def scope_of(task: Task, cases: list[tuple[str, dict[str, Any]]], device: str) -> dict[str, int]:
+    """How much of the contest these cases cover (the report's headline says it on the CPU)."""
+    contest_tests = {shape_text(c) for c in task.tests}
+    contest_benchmarks = {shape_text(c) for c in task.benchmarks}
+    shapes = {shape_text(c) for _, c in cases}  # on the CPU a benchmark run checks the test shapes too
+    run = len(shapes & contest_tests)
+    return {"contest_tests": len(task.tests), "contest_tests_run": run,
+            "own_tests_run": len(shapes - contest_tests - contest_benchmarks),
+            "calls_per_test": CPU_TEST_CALLS if device == "cpu" else 1, "contest_benchmarks": len(task.benchmarks),
+            "benchmarks_timed": sum(kind == "benchmark" and shape_text(c) in contest_benchmarks
+                                    for kind, c in cases)}
+
+
 def _device_info(device: str, index: int) -> dict[str, Any]:
     info: dict[str, Any] = {"type": device, "name": torch.cuda.get_device_name(index) if device == "cuda" else "cpu",
                             "torch": torch.__version__}
@@ -88,6 +101,7 @@ def evaluate_submission(
     sanitizer_tool: str = "memcheck",
     sanitizer_report: Path | None = None,
     ncu_report_dir: Path | None = None,
+    vendor_first_use: bool = False,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
@@ -96,6 +110,8 @@ def evaluate_submission(
     ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
     raw report to ``sanitizer_report`` (default: a new file in the temp folder). Profile mode on a GPU
     with Nsight Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
+    ``vendor_first_use`` (the contestant's `eval`): on a GPU whose vendor time is not cached yet,
+    measure it now, once (harness.judge.vendor_yardstick), so the "% vendor" column is filled.
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -140,6 +156,7 @@ def evaluate_submission(
         return result
     result.device = _device_info(device, gpu_index(visible_devices))
     cases, notes = select_cases(task, mode, device)
+    result.scope = scope_of(task, cases, device)
     for note in notes:
         progress.note(f"note: {note}")
     evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
@@ -163,7 +180,8 @@ def evaluate_submission(
     if timed and all(c.status == Status.PASSED for c in timed):
         result.geomean_us = geometric_mean([c.timing.median_us for c in timed if c.timing])
         result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
-        _beside_the_vendor(task, timed, str(result.device.get("name", device)))
+        _beside_the_vendor(task, timed, str(result.device.get("name", device)),
+                           progress if vendor_first_use and file.path.resolve() != _vendor_path(task) else None)
         vendor = [c.pct_of_vendor for c in timed if c.pct_of_vendor]
         result.geomean_pct_of_vendor = geometric_mean(vendor) if len(vendor) == len(timed) else None
     # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
@@ -179,9 +197,25 @@ def evaluate_submission(
     return result
 
 
-def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str) -> None:
-    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache)."""
-    for case, vendor in zip(timed, vendor_cache.lookup_cases(task, [c.case for c in timed], device_name)):
+def _vendor_path(task: Task) -> Path | None:
+    return task.vendor.file.resolve() if task.vendor else None
+
+
+def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str,
+                       first_use: Progress | None = None) -> None:
+    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache).
+    With ``first_use`` (a progress display): a GPU with no cached vendor time gets it measured now,
+    once, with one line saying so (the CPU keeps its one-line reason: no measuring there)."""
+    cases = [c.case for c in timed]
+    times = vendor_cache.lookup_cases(task, cases, device_name)
+    if first_use is not None and task.vendor and any(v.note == vendor_cache.MEASURE_HINT for v in times):
+        from harness.judge.vendor_yardstick import measure_vendor  # here: it imports this module
+
+        first_use.note(f"vendor: no {task.vendor.library} time for {device_name} yet: measuring it once now "
+                       f"(cached in {vendor_cache.cache_path()}; `calibrate --vendor` measures it again)")
+        measure_vendor(task, device_name)
+        times = vendor_cache.lookup_cases(task, cases, device_name)
+    for case, vendor in zip(timed, times):
         case.vendor_note = vendor.note
         if vendor.median_us and case.timing and case.timing.median_us > 0:
             case.vendor_us = vendor.median_us

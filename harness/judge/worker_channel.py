@@ -156,7 +156,8 @@ class WorkerSession:
 
     def start(self) -> dict[str, Any]:
         """Import the submission in the worker; returns the worker's 'ready' header."""
-        self.worker.send(
+        limit_s = self.task.timeouts_s["import"]
+        self._request(
             {
                 "op": "start",
                 "device": self.device,
@@ -165,8 +166,9 @@ class WorkerSession:
                 "submission": str(self.submission),
                 "unsealed": self.unsealed,
             },
+            limit_s,
         )
-        header, _ = self._expect("ready", "import of the submission", self.task.timeouts_s["import"])
+        header, _ = self._expect("ready", "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.
         self.sealed = seal.sealed_core_built() and not self.unsealed
@@ -176,23 +178,25 @@ class WorkerSession:
         self.overhead_us = header.get("overhead_us")
         return header
 
-    def _request(self, header: dict[str, Any]) -> None:
+    def _request(self, header: dict[str, Any], limit_s: float) -> None:
+        """Send one request; ``limit_s``, the parent's limit for its reply, arms the worker's watchdog."""
         if self._prepare_pending:  # every request but a 'prepare' first collects the drawn inputs' reply
             self._await_prepared(self.task.timeouts_s["warmup"])
         self._ensure_quiet()
+        self.worker.mark_stacks()
         with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
-            self.worker.send(header)
+            self.worker.send({**header, "limit_s": limit_s})
 
     def profile(self, case: dict[str, Any], timeout_s: float, under_ncu: bool = False) -> str:
         """One call under torch.profiler in the worker; returns its table (shown, not parsed).
         ``under_ncu``: a warm call, then one call in the range Nsight Compute profiles."""
-        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": "ncu" if under_ncu else True})
+        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": "ncu" if under_ncu else True}, timeout_s)
         header, _ = self._expect("profile", "a profiled call", timeout_s)
         return str(header.get("table", ""))[:20000]
 
     def prepare(self, case: dict[str, Any]) -> None:
         """Ask the worker to draw the next call's inputs now; the reply is read by the next call."""
-        self._request({"op": "prepare", "case": case})
+        self._request({"op": "prepare", "case": case}, self.task.timeouts_s["warmup"])
         self._prepare_pending = True
 
     def _await_prepared(self, timeout_s: float) -> dict[str, Any]:
@@ -208,11 +212,13 @@ class WorkerSession:
         return [t for t in header.get("placements", []) if isinstance(t, dict)]
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
-             plain: bool = False) -> CallOutput:
-        """One call; ``plain`` (sanitize mode): no timer, no flush, no seal."""
+             plain: bool = False, buffers: str = "") -> CallOutput:
+        """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
+        call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs)."""
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
-        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain})
+        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain,
+                       "buffers": buffers}, timeout_s)
         sent = time.perf_counter()
         header, tensors = self._expect("output", stage, timeout_s)
         answered = time.perf_counter()
@@ -255,7 +261,7 @@ class WorkerSession:
         if not self.sealed:
             return None
         nonce = os.urandom(seal.NONCE_BYTES)
-        self._request({"op": "recheck", "nonce": nonce.hex()})
+        self._request({"op": "recheck", "nonce": nonce.hex()}, timeout_s)
         header, _ = self._expect("recheck", "the event-overhead recheck", timeout_s)
         values = self._verify(lambda: seal.verify_recheck(self.worker.key, nonce, header))
         if values[0] != self.overhead_us:

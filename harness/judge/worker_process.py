@@ -167,6 +167,57 @@ def workers_run_unprivileged() -> bool:
     return "uid" in worker_confinement.chosen_steps() and unprivileged_uid() is not None
 
 
+def _wait_for_growth(fd: int, start: int, wait_s: float) -> None:
+    """Until the file behind ``fd`` has grown past ``start`` and stopped growing, or ``wait_s``."""
+    deadline, size = time.monotonic() + wait_s, start
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = os.fstat(fd).st_size
+        if now > start and now == size:  # written and no longer growing
+            return
+        size = now
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (the reaper's worker, the namespace's init, what they started)."""
+    found, queue_ = [], [pid]
+    while queue_:
+        parent = queue_.pop()
+        with contextlib.suppress(OSError, ValueError):
+            for task in Path(f"/proc/{parent}/task").iterdir():
+                children = [int(c) for c in (task / "children").read_text().split()]
+                found += children
+                queue_ += children
+    return found
+
+
+SIGNAL_FIELDS = ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+
+
+def thread_states(pid: int) -> str:
+    """How each thread of the worker below ``pid`` stands, read from outside (/proc): its name, state,
+    kernel wait channel, and whether SIGUSR1 is pending, blocked, ignored or caught there."""
+    usr1 = 1 << (signal.SIGUSR1 - 1)
+    lines = []
+    for process in [pid, *descendants(pid)]:
+        try:
+            command = Path(f"/proc/{process}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            tasks = sorted(Path(f"/proc/{process}/task").iterdir(), key=lambda t: int(t.name))
+        except OSError:
+            continue
+        if "serve_loop" not in command or "worker_reaper" in command:
+            continue
+        for task in tasks:
+            with contextlib.suppress(OSError, ValueError):
+                status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines()
+                              if ":\t" in line)
+                usr1_in = [name for name in SIGNAL_FIELDS if int(status.get(name, "0"), 16) & usr1]
+                wchan = (task / "wchan").read_text().strip() or "-"
+                lines.append(f"thread {task.name} {status.get('Name', '?').strip()}: {status.get('State', '?')}, "
+                             f"waits in {wchan}; SIGUSR1 {'/'.join(usr1_in) or 'neither pending, blocked nor caught'}")
+    return "the worker's threads: " + ("; ".join(lines) if lines else "not found under /proc")
+
+
 class WorkerProcess:
     """One spawned worker: its process group, pipes, key, work folder and log."""
 
@@ -243,24 +294,28 @@ class WorkerProcess:
         self.process.wait()
         return describe_exit(self.process.returncode)
 
+    def mark_stacks(self) -> None:
+        """A request is being sent: a dump of its stacks starts after what the file holds now."""
+        self._stacks_mark = os.fstat(self._stacks.fileno()).st_size
+
     def stacks(self, wait_s: float = STACK_WAIT_S) -> str:
-        """Every thread's Python stack, asked of a live worker (SIGUSR1 to its faulthandler) before it
-        is killed; empty when it runs under a wrapper (compute-sanitizer: its pid is not the worker's)
-        or did not answer within ``wait_s``. Shown to the user, never trusted."""
+        """Every thread's Python stack of a worker past its limit, before it is killed: what its
+        watchdog wrote since the request was sent (serve_loop.stacks_before_the_limit), else what
+        its faulthandler writes on SIGUSR1 within ``wait_s``, else how its threads stood, read from
+        /proc (no Python stack, but where each thread waits and where SIGUSR1 went). Empty under a
+        wrapper (compute-sanitizer: its pid is not the worker's). Shown to the user, never trusted."""
         if self.process is None or self.process.poll() is not None or self.command_prefix:
             return ""
         fd = self._stacks.fileno()
-        start = os.fstat(fd).st_size  # anything the submission wrote there before is not the dump
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.process.pid, signal.SIGUSR1)
-        deadline, size = time.monotonic() + wait_s, start
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            now = os.fstat(fd).st_size
-            if now > start and now == size:  # written and no longer growing
-                break
-            size = now
+        start = getattr(self, "_stacks_mark", 0)  # anything written before the request is not its dump
+        if os.fstat(fd).st_size == start:  # no watchdog dump: ask by signal
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGUSR1)
+            _wait_for_growth(fd, start, wait_s)
         size = os.fstat(fd).st_size
+        if size == start:
+            return "no Python stack came back (neither the watchdog nor SIGUSR1 wrote one); " + thread_states(
+                self.process.pid)
         keep = 4 * protocol.TRACEBACK_CHARS
         text = os.pread(fd, max(0, min(keep, size - start)), max(start, size - keep)).decode(errors="replace")
         return protocol.tail(text)

@@ -52,8 +52,8 @@ def check_source(source: bytes, filename: str) -> str:
     """The upload as text; Refused(400) unless it is UTF-8 Python that parses (never executed here)."""
     try:
         return parse_source(source, filename)
-    except SubmissionFileError as error:
-        raise Refused(400, str(error)) from None
+    except SubmissionFileError as error:  # one line over HTTP: a syntax error's source and caret stay local
+        raise Refused(400, str(error).splitlines()[0]) from None
 
 
 def choose_problem(asked: str | None, text: str, known: list[str]) -> str:

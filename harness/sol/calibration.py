@@ -4,7 +4,8 @@ The speed of light (harness.sol.breakdown) is computed from datasheet peaks; wha
 reaches is lower (the lent H100 copies at ~3.0 of its 3.35 TB/s). The report shows a kernel's
 time against both, so this module measures the two ceilings that matter here, once per device:
 device-to-device copy bandwidth (bytes read + written) and the dense fp16/bf16 matmul rate
-(fp32 on the CPU). Results are cached in results/calibration.json keyed by device name.
+(fp32 on the CPU). Results are cached in results/calibration.json keyed by device name
+(``$NVFP4_CALIBRATION_CACHE`` elsewhere: the tests keep it in a temporary folder).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 CACHE_PATH = Path(__file__).resolve().parents[2] / "results" / "calibration.json"
+CACHE_ENV = "NVFP4_CALIBRATION_CACHE"
 CACHE_FORMAT = 1
 # Sizes: the copy moves 1 GiB on a GPU (20x an H100's 50 MiB L2, so DRAM is what is timed);
 # 8192^3 is large enough for cuBLAS to reach its plateau. The CPU sizes keep a run to seconds.
@@ -149,16 +151,21 @@ def _write_cache(path: Path, devices: dict[str, Any]) -> None:
     partial.replace(path)  # atomic: a reader never sees half a file
 
 
+def default_cache_path() -> Path:
+    """``$NVFP4_CALIBRATION_CACHE``, else results/calibration.json in the checkout."""
+    return Path(os.environ.get(CACHE_ENV) or CACHE_PATH)
+
+
 def load_calibration(device_name: str, cache_path: Path | None = None) -> dict[str, Any] | None:
     """The cached record of a device (as torch names it; "cpu" for the CPU), or None."""
-    record = _read_cache(cache_path or CACHE_PATH).get(device_name)
+    record = _read_cache(cache_path or default_cache_path()).get(device_name)
     return record if isinstance(record, dict) else None
 
 
 def calibrate(device: str, *, force: bool = False, cache_path: Path | None = None,
               **sizes: int) -> tuple[dict[str, Any], bool]:
     """(record, reused): the cached record of this device unless force, else a new measurement."""
-    path = cache_path or CACHE_PATH
+    path = cache_path or default_cache_path()
     name = device_name(device)
     cached = None if force else load_calibration(name, path)
     if cached is not None:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from harness.contract.protocol import tail
+from harness.contract.submission_file import source_caret
 from harness.worker import contest_modules
 
 
@@ -87,7 +88,7 @@ def _classified(error: BaseException, own_file: str | None) -> SubmissionError:
         return SubmissionError("cuda_error", text.splitlines()[0])
     if isinstance(error, SyntaxError):
         return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "
-                               f"{error.msg}; fix it and run again")
+                               f"{error.msg}; fix it and run again{source_caret(error)}")
     if isinstance(error, ImportError) and error.name in contest_modules.CONTEST_MODULES:
         return SubmissionError("bad_input", f"{text.splitlines()[0]}: the contest runner's {error.name} module has "
                                "no such name; define it in your submission")

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.user_paths import without_user_settings
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET_SEED = 918273645546372819
 GEMV = REPO / "submissions" / "nvfp4_gemv" / "torch_reference.py"  # the fastest CPU check (test mode)
@@ -27,7 +29,7 @@ def free_port() -> int:
 
 def harness(*args: str, timeout: float = 120, **options) -> subprocess.CompletedProcess:
     """``python -m harness ARGS`` from the repository root, as a user types it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NVFP4_")}
+    env = without_user_settings()
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env=env, **options)
 
@@ -48,7 +50,7 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> Server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NVFP4_")}
+        env = without_user_settings()
         env["NVFP4_SECRET_SEED"] = str(SECRET_SEED)
         with self.log.open("a") as log:
             self.process = subprocess.Popen(

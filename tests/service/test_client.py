@@ -49,8 +49,9 @@ def test_a_file_that_does_not_parse_never_leaves_the_machine(tmp_path):
     broken.write_text("def custom_kernel(data)\n")
     run = harness("submit", str(broken), "--server", "http://127.0.0.1:9", "--token", "t")
     assert run.returncode == 113
-    assert run.stderr.strip().splitlines() == [f"submit: error: {broken}: syntax error at line 1: expected ':'; "
-                                               "fix it and run again"]
+    assert run.stderr.rstrip().splitlines() == [f"submit: error: {broken}: syntax error at line 1: expected ':'; "
+                                                "fix it and run again", "    def custom_kernel(data)",
+                                                "                           ^"]
 
 
 class FakeService:

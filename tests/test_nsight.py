@@ -84,11 +84,12 @@ def test_each_passed_shape_runs_in_a_worker_under_ncu_and_gets_its_kernels(tmp_p
     assert notes == [] and [k.name for k in results[0].kernels][1:] == ["_gemv_nvfp4_kernel", "_gemv_reduce_kernel"]
     assert results[1].kernels is None  # a failed shape is not profiled
     argv = (tmp_path / "argv.txt").read_text().splitlines()
-    # The GPU's own clocks, as in the timed run: ncu would otherwise lock them to base (173 us against 144).
-    assert argv[:7] == ["--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none",
-                        "--metrics"]
-    assert argv[7].split(",") == list(nsight.METRICS) and argv[8] == "--export" and "--force-overwrite" in argv
-    report_file = Path(argv[9])
+    assert argv[:5] == ["--target-processes", "all", "--profile-from-start", "off", "--metrics"]
+    assert argv[5].split(",") == list(nsight.METRICS) and argv[6] == "--export" and "--force-overwrite" in argv
+    # The GPU's own clocks, as in the timed run (ncu would otherwise lock them to base: 173 us against
+    # 144), and every cache flushed before each kernel, as the harness flushes L2 before each call.
+    assert argv[argv.index("--clock-control") + 1] == "none" and argv[argv.index("--cache-control") + 1] == "all"
+    report_file = Path(argv[7])
     assert report_file.parent == tmp_path / "reports" and report_file.name.startswith("01_m=128")
     assert report_file.suffix == ".ncu-rep" and report_file.is_file()
     assert argv[argv.index("-c") - 1] == sys.executable  # the worker itself comes right after ncu's options

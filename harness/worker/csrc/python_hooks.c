@@ -97,14 +97,24 @@ const char *watching_hook(const interpreter_probes *probes, int threads) {
 }
 
 void clear_thread_hooks(void) {
+    /* An exception already raised (custom_kernel's own, on the way to the worker) is kept: only what
+     * the clearing raises is dropped. */
 #if PY_VERSION_HEX >= 0x030C0000
+    PyObject *pending = PyErr_GetRaisedException();
     PyEval_SetProfileAllThreads(NULL, NULL);
     PyEval_SetTraceAllThreads(NULL, NULL);
 #else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
     for (PyThreadState *t = PyInterpreterState_ThreadHead(PyInterpreterState_Get()); t; t = PyThreadState_Next(t)) {
         if (t->c_profilefunc) _PyEval_SetProfile(t, NULL, NULL);
         if (t->c_tracefunc) _PyEval_SetTrace(t, NULL, NULL);
     }
 #endif
     PyErr_Clear();  /* an audit hook that refused: the next call's entry check still sees the hook */
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(pending);
+#else
+    PyErr_Restore(type, value, traceback);
+#endif
 }

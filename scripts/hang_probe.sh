@@ -11,7 +11,7 @@
 # the report names the line marked in the file. Then the diagnostics, one JSON line each:
 #   signals   does CUDA / Triton / the compiled core keep faulthandler's SIGUSR1 handler, and does a
 #             signal sent to the process or to each thread (CUDA's own among them) write a dump?
-#   route     each route alone (watchdog; SIGUSR1 via the reaper; SIGUSR1 straight to the worker) on
+#   route     (HANG_ROUTES=0 leaves it out) each route alone (watchdog; SIGUSR1 via the reaper; SIGUSR1 straight to the worker) on
 #             the spinning and the host-only hang, and /proc's view of the worker's threads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +50,7 @@ done
 cli_run fault_hang_in_call_cpu "$SUBS/fault_hang_in_call.py" cpu "$WITH_UID"
 say "== diagnostics: faulthandler's SIGUSR1 handler in one process, step by step"
 timeout 120 python3 scripts/hang_probe.py signals 2>&1 | tee "$OUT/signals.jsonl" | tee -a "$summary"
+[ "${HANG_ROUTES:-1}" = 1 ] || { say "== done (HANG_ROUTES=0: routes not tried)"; exit 0; }
 say "== diagnostics: each route alone (0.05 x the limits)"
 for file in fault_hang_spin_sync fault_hang_in_call; do
   for route in watchdog signal direct; do

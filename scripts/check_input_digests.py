@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.contract.task_spec import list_problems, load_task
-from harness.judge.seeds import call_seed
+from harness.judge.verdict.seeds import call_seed
 from problems.input_digests import (
     DIGESTS_PATH,
     cpu_test_cases,

@@ -3,7 +3,7 @@
 A thread writes an OUTPUT_MIB output through a pipe as the worker does; the parent side reads it
 with `protocol.receive` and recomputes the digest the MAC covers (`seal.output_digest`). Prints
 the median and minimum over REPEATS, with the result pipe at the default size and widened as
-`harness.judge.worker_process` widens it.
+`harness.judge.worker_link.worker_process` widens it.
 
     python3 scripts/output_transfer.py [OUTPUT_MIB]
 """
@@ -17,8 +17,8 @@ import threading
 import time
 
 from harness.contract import protocol
-from harness.judge import seal
-from harness.judge.worker_process import _widen_pipe
+from harness.judge.worker_link import seal
+from harness.judge.worker_link.worker_process import _widen_pipe
 
 REPEATS = 30
 

@@ -12,8 +12,9 @@ from harness.commands import eval_command
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import list_problems, load_task, shape_text
 from harness.display.progress import as_progress
-from harness.judge import queued_sleep, seal, wall_clock
 from harness.judge.run import evaluate_submission, select_cases
+from harness.judge.verdict import queued_sleep, wall_clock
+from harness.judge.worker_link import seal
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -110,7 +111,7 @@ def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
 
 
 def test_a_problem_argument_and_a_popcorn_line_that_disagree_stop_before_any_worker(tmp_path, monkeypatch, capsys):
-    from harness.judge import evaluation
+    from harness.judge.verdict import evaluation
 
     def no_worker(*args, **kwargs):
         raise AssertionError("a worker was started")
@@ -193,7 +194,7 @@ def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeyp
 
 def _benchmark_against(make_session):
     """One CPU benchmark case of the GEMV baseline driven against a scripted worker stand-in."""
-    from harness.judge.evaluation import Evaluation
+    from harness.judge.verdict.evaluation import Evaluation
 
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
     baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
@@ -212,7 +213,7 @@ class _RecheckingSession:
         self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False):
-        from harness.judge.worker_channel import CallOutput
+        from harness.judge.worker_link.worker_channel import CallOutput
 
         data = self.reference.generate_input(**case, device="cpu")
         return CallOutput(time_us=5.0, host_us=1.0, output=self.reference.ref_kernel(data), unfinished=False)

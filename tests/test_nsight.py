@@ -12,8 +12,9 @@ from harness.contract.results import CaseResult, KernelProfile, RunResult, Statu
 from harness.contract.task_spec import load_task
 from harness.display import report
 from harness.display.progress import as_progress
-from harness.judge import nsight, run
-from harness.judge.evaluation import Evaluation
+from harness.judge import run
+from harness.judge.passes import nsight
+from harness.judge.verdict.evaluation import Evaluation
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests/data/ncu/gemv_raw.csv"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge import worker_confinement
 from harness.judge.run import evaluate_submission
+from harness.judge.worker_link import worker_confinement
 
 REPO = Path(__file__).resolve().parent.parent
 ORPHAN = REPO / "tests" / "adversarial" / "submissions" / "o01_setsid_orphan.py"

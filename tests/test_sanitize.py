@@ -19,9 +19,10 @@ import pytest
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import load_task
 from harness.display.progress import as_progress
-from harness.judge import run, sanitize
-from harness.judge.evaluation import Evaluation
+from harness.judge import run
+from harness.judge.passes import sanitize
 from harness.judge.run import evaluate_submission
+from harness.judge.verdict.evaluation import Evaluation
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "data" / "sanitizer"

@@ -1,4 +1,4 @@
-"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.judge.seal).
+"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.judge.worker_link.seal).
 
 The core runs here in its CPU mode (wall clock), in this test process: one init and one bind per
 process, so one module-scoped fixture holds it.
@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from harness.contract import protocol
-from harness.judge import seal
+from harness.judge.worker_link import seal
 from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def test_c_hmac_matches_python_with_either_sha256(portable):
 
 SEALING_CHECK = """
 import ctypes, sys, torch
-from harness.judge import seal
+from harness.judge.worker_link import seal
 from harness.worker import sealed_core
 _, read_fd = seal.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))

@@ -12,8 +12,9 @@ from harness.commands.main import main
 from harness.contract.results import CaseResult, RunResult, Status, TimingStats
 from harness.contract.task_spec import TaskError, load_task, parse_task, shape_text
 from harness.display import report
-from harness.judge import run, vendor_cache
-from harness.judge.vendor_yardstick import vendor_times
+from harness.judge import run
+from harness.judge.passes import vendor_cache
+from harness.judge.passes.vendor_yardstick import vendor_times
 
 H100 = "NVIDIA H100 80GB HBM3"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from harness.contract.results import ExitCode
 from harness.contract.task_spec import TaskError, list_problems, load_task
-from harness.judge import vendor_cache
-from harness.judge.vendor_yardstick import measure_vendor
+from harness.judge.passes import vendor_cache
+from harness.judge.passes.vendor_yardstick import measure_vendor
 from harness.sol.breakdown import UnknownDeviceError, load_table, resolve_device
 from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate
 

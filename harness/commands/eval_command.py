@@ -18,10 +18,11 @@ from harness.contract.task_spec import list_problems
 from harness.display import report
 from harness.display.progress import for_stream
 from harness.history import run_history
-from harness.judge import sanitize, seeds
-from harness.judge.modes import DEFAULT_MODE, MODES, mode_named
+from harness.judge.passes import sanitize
 from harness.judge.run import evaluate_submission
-from harness.judge.wall_clock import process_age_s
+from harness.judge.verdict import seeds
+from harness.judge.verdict.modes import DEFAULT_MODE, MODES, mode_named
+from harness.judge.verdict.wall_clock import process_age_s
 
 
 def _json_target(path: str) -> Path:

@@ -23,7 +23,7 @@ import yaml
 from harness.contract.results import ExitCode
 from harness.contract.submission_file import SubmissionFileError, read_submission
 from harness.display import report
-from harness.judge.modes import SERVICE_MODES
+from harness.judge.verdict.modes import SERVICE_MODES
 from harness.leaderboard.store import load_result
 
 SERVER_ENV, TOKEN_ENV, CONFIG_ENV = "NVFP4_SERVER", "NVFP4_TOKEN", "NVFP4_CONFIG"

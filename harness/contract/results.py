@@ -151,7 +151,7 @@ class RunResult:
     started_at: str = ""
     elapsed_s: float = 0.0
     wall_s: dict[str, float] = field(default_factory=dict)  # where the wall time went, by phase
-    # (harness.judge.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
+    # (harness.judge.verdict.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
 

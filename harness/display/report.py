@@ -109,7 +109,7 @@ CALL_WORDS = {"inputs_wait": "inputs wait", "exchange": "exchange", "seal": "MAC
 
 
 def _wall_lines(result: RunResult) -> list[str]:
-    """Where the run's wall time went (harness.judge.wall_clock), and the harness's time per timed call."""
+    """Where the run's wall time went (harness.judge.verdict.wall_clock), and the harness's time per timed call."""
     if not result.wall_s:
         return []
     total = sum(s for name, s in result.wall_s.items() if name in PHASE_WORDS)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.contract.results import RunResult, Status
-from harness.judge.modes import RANKED_MODE
+from harness.judge.verdict.modes import RANKED_MODE
 
 Progress = Callable[[str], None]
 
@@ -34,7 +34,7 @@ class EvalJob:
     problem: str
     filename: str  # the file's own name (kept: error messages and the report show it)
     source: bytes
-    mode: str = RANKED_MODE.name  # a name of harness.judge.modes.MODES (the job crosses to Dask as data)
+    mode: str = RANKED_MODE.name  # a name of harness.judge.verdict.modes.MODES (the job crosses to Dask as data)
     device: str | None = None  # None: cuda when the executing host has a GPU, else cpu
     secret_seed: int | None = field(default=None, repr=False)  # never in a log line
     expected_s: float | None = None  # a stored duration of this file, for longest-first ordering

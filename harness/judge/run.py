@@ -2,7 +2,7 @@
 
 ``evaluate_submission`` is what every caller uses (``harness eval``, the leaderboard, the cluster,
 the service): it never raises for a bad submission, and turns the cases' outcomes into one
-``RunResult`` with its status, geomeans and whether it can be ranked. ``harness.judge.evaluation``
+``RunResult`` with its status, geomeans and whether it can be ranked. ``harness.judge.verdict.evaluation``
 drives the worker; docs/architecture.md has the flow.
 """
 
@@ -25,10 +25,11 @@ from harness.contract.task_spec import Task, TaskError, load_task, shape_text
 from harness.contract.work_formula import work
 from harness.display import report
 from harness.display.progress import Progress, as_progress
-from harness.judge import nsight, sanitize, seal, vendor_cache
-from harness.judge.evaluation import Evaluation, gpu_index
-from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
-from harness.judge.score import geometric_mean
+from harness.judge.passes import nsight, sanitize, vendor_cache
+from harness.judge.verdict.evaluation import Evaluation, gpu_index
+from harness.judge.verdict.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
+from harness.judge.verdict.score import geometric_mean
+from harness.judge.worker_link import seal
 
 CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
@@ -180,7 +181,7 @@ def evaluate_submission(
 
 
 def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str) -> None:
-    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache)."""
+    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.passes.vendor_cache)."""
     for case, vendor in zip(timed, vendor_cache.lookup_cases(task, [c.case for c in timed], device_name)):
         case.vendor_note = vendor.note
         if vendor.median_us and case.timing and case.timing.median_us > 0:

@@ -15,7 +15,7 @@ import threading
 from harness.contract.results import RunResult
 from harness.execution.eval_job import EvalJob, HarnessFailure
 from harness.execution.serial_executor import Executor
-from harness.judge.modes import MODES
+from harness.judge.verdict.modes import MODES
 from harness.leaderboard.store import Store, load_result
 from harness.service import jobs
 from harness.service.db import ServiceDb

@@ -1,7 +1,7 @@
 """The worker's handle on the compiled timing core (``harness.worker._sealed``, harness/worker/csrc).
 
 On a GPU the core owns the flush buffer, events, sleep kernel, event overhead and the bound
-custom_kernel, and returns each result with a MAC the parent checks (``harness.judge.seal``).
+custom_kernel, and returns each result with a MAC the parent checks (``harness.judge.worker_link.seal``).
 """
 
 from __future__ import annotations

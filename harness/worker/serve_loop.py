@@ -1,5 +1,5 @@
 """The process that runs one untrusted submission: its request loop. Started by
-``harness.judge.worker_process``; never imported by the trusted evaluator.
+``harness.judge.worker_link.worker_process``; never imported by the trusted evaluator.
 
 It is a plain executor: the parent sends one ``call`` message per call (case, seed, sleep), the
 worker generates that call's inputs, runs ``custom_kernel`` under the timer and sends back the
@@ -204,7 +204,7 @@ class Worker:
     def send_profile(self, data: Any, under_ncu: bool = False) -> None:
         """One call under torch.profiler; the parent shows its per-kernel table. ``under_ncu``: one warm
         call (compile, autotune), then one call inside cudaProfilerStart/Stop, the one range that
-        `ncu --profile-from-start off` profiles (harness.judge.nsight)."""
+        `ncu --profile-from-start off` profiles (harness.judge.passes.nsight)."""
         if under_ncu:
             on_gpu = self.device.type == "cuda"
             self.kernel(data)

@@ -15,7 +15,7 @@ from pathlib import Path
 import _reach
 
 from harness.contract import protocol
-from harness.judge import seal
+from harness.judge.worker_link import seal
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]

@@ -18,7 +18,7 @@ import _honest
 import _reach
 
 from harness.contract import protocol
-from harness.judge import seal
+from harness.judge.worker_link import seal
 
 
 def _symbol_offset(path, name):

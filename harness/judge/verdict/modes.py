@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.judge.stopping import BENCHMARK_RULE, CPU_RULE, LEADERBOARD_RULE, StoppingRule
+from harness.judge.verdict.stopping import BENCHMARK_RULE, CPU_RULE, LEADERBOARD_RULE, StoppingRule
 
 
 class UnknownModeError(ValueError):

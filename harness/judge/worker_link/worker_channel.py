@@ -2,7 +2,7 @@
 
 Anything unexpected on the result channel, a death by signal or a stage past its time limit ends
 as a ``WorkerFailure`` carrying one status and one line of reason. Every timed result's MAC is
-checked here against the key the worker's core was given (``harness.judge.seal``).
+checked here against the key the worker's core was given (``harness.judge.worker_link.seal``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 from harness.contract import protocol
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
-from harness.judge import seal
-from harness.judge.worker_process import WorkerProcess
+from harness.judge.worker_link import seal
+from harness.judge.worker_link.worker_process import WorkerProcess
 
 
 class WorkerFailure(Exception):

@@ -22,12 +22,12 @@ from harness.contract.results import CaseResult, Status
 from harness.contract.task_spec import PROBLEMS_DIR, Task, load_task
 from harness.display import report
 from harness.display.progress import Progress
-from harness.judge import hardware_verdict
-from harness.judge.benchmark_case import BenchmarkCase
-from harness.judge.call_checker import CallChecker
-from harness.judge.modes import Mode, mode_named
-from harness.judge.wall_clock import WallClock
-from harness.judge.worker_channel import WorkerFailure, WorkerSession
+from harness.judge.verdict import hardware_verdict
+from harness.judge.verdict.benchmark_case import BenchmarkCase
+from harness.judge.verdict.call_checker import CallChecker
+from harness.judge.verdict.modes import Mode, mode_named
+from harness.judge.verdict.wall_clock import WallClock
+from harness.judge.worker_link.worker_channel import WorkerFailure, WorkerSession
 from harness.sol.breakdown import DeviceTableError, UnknownDeviceError, breakdown
 
 SAME_FAILURE_LIMIT = 2

@@ -2,9 +2,9 @@
 
 The worker runs in its own session with a scrubbed environment (no secrets), its own working
 directory, a memory cap and its output captured to a file that is shown, never parsed. It is
-started through ``harness.judge.worker_reaper``, the process between the two that ends whatever the
+started through ``harness.judge.worker_link.worker_reaper``, the process between the two that ends whatever the
 submission started (its own PID namespace where one can be made). What is said over its pipes is
-``harness.judge.worker_channel``'s business.
+``harness.judge.worker_link.worker_channel``'s business.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 import torch
 
 from harness.contract import protocol
-from harness.judge import seal, worker_confinement
+from harness.judge.worker_link import seal, worker_confinement
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "NVFP4_")
 CPU_ADDRESS_SPACE_BYTES = 16 << 30
 """Host memory cap (RLIMIT_AS) for CPU runs, so a runaway submission fails alone."""
@@ -39,7 +39,7 @@ memory and Triton work under 16 GiB, and a 1 TiB bytearray raises MemoryError). 
 host that overcommits lets one submission exhaust the machine's memory."""
 
 _WORKER_ENTRY = "import sys; from harness.worker.serve_loop import main; sys.exit(main(sys.argv[1:]))"
-_REAPER_ENTRY = "import sys; from harness.judge.worker_reaper import main; sys.exit(main(sys.argv[1:]))"
+_REAPER_ENTRY = "import sys; from harness.judge.worker_link.worker_reaper import main; sys.exit(main(sys.argv[1:]))"
 REAPER_GRACE_S = 5.0
 """How long kill() lets the reaper end the worker's processes before it kills the group itself."""
 
@@ -111,7 +111,7 @@ def keep_evaluator_private() -> None:
 
 PR_SET_PDEATHSIG = 1
 REAPED = sys.platform.startswith("linux")
-"""Workers start through harness.judge.worker_reaper (Linux: prctl, PID namespaces); elsewhere
+"""Workers start through harness.judge.worker_link.worker_reaper (Linux: prctl, PID namespaces); elsewhere
 directly, in their own session only."""
 
 

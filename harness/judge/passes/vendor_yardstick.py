@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from harness.contract.results import RunResult, Status
 from harness.contract.task_spec import Task, shape_text
+from harness.judge.passes.vendor_cache import VendorTime, record
 from harness.judge.run import evaluate_submission
-from harness.judge.vendor_cache import VendorTime, record
 
 
 def vendor_times(task: Task, result: RunResult) -> dict[str, VendorTime]:

@@ -1,14 +1,16 @@
 """The process that runs one untrusted submission: its request loop. Started by
 ``harness.judge.worker_link.worker_process``; never imported by the trusted evaluator.
 
-It is a plain executor: the parent sends one ``call`` message per call (case, seed, sleep), the
-worker generates that call's inputs, runs ``custom_kernel`` under the timer and sends back the
-outputs as the caller saw them when the call returned. Policy (how many calls, what is timed,
-the expected output, the verdict) stays in the parent, out of the submission's reach.
+It is a plain executor: the parent sends one ``Call`` per call (case, seed, sleep; every message is
+a record of ``harness.contract.messages``), the worker generates that call's inputs, runs
+``custom_kernel`` under the timer and sends back the outputs as the caller saw them when the call
+returned. Policy (how many calls, what is timed, the expected output, the verdict) stays in the
+parent, out of the submission's reach.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import importlib
 import os
@@ -19,7 +21,9 @@ from typing import Any
 
 import torch
 
-from harness.contract import protocol
+from harness.contract import messages, protocol
+from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
+from harness.contract.results import Status
 from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, timers
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
@@ -38,27 +42,28 @@ class Worker:
     def __init__(self, commands_fd: int, results_fd: int, key_fd: int) -> None:
         self.commands_fd = commands_fd
         self.results_fd = results_fd
-        self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by 'prepare'
+        self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by a Prepare
         self.key_fd = key_fd
         self.submission_file: str | None = None  # whose deepest line a failure's reason names
 
-    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None,
+    def send(self, reply: messages.Reply, tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
-        protocol.send(self.results_fd, header, tensors, parts)
+        protocol.send_message(self.results_fd, reply, tensors, parts)
 
-    def start(self, request: dict[str, Any]) -> None:
-        self.device = torch.device(request["device"])
+    def start(self, request: Start) -> None:
+        self.device = torch.device(request.device)
         if self.device.type == "cuda":
             if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
                 self.device = torch.device("cuda", torch.cuda.current_device())
             torch.cuda.set_device(self.device)
             major, minor = torch.cuda.get_device_capability(self.device)
             extension_arch.install(10 * major + minor)  # sm_100a-only extensions fail before nvcc runs
-        self.reference = importlib.import_module(request["reference_module"])
-        contest_modules.install(self.reference, Path(request["task_py"]))
-        self.timer = self._make_timer(unsealed=bool(request.get("unsealed")))
-        self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol))
-        submission_path = Path(request["submission"])
+        self.reference = importlib.import_module(request.reference_module)
+        contest_modules.install(self.reference, Path(request.task_py))
+        self.timer = self._make_timer(unsealed=request.unsealed)
+        self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol,
+                                                   messages))
+        submission_path = Path(request.submission)
         self.submission_file = str(submission_path)
         sys.path.insert(0, str(submission_path.parent))
         start = timers._perf_counter()
@@ -72,9 +77,9 @@ class Worker:
         self._check_integrity("at import")
         sealed = isinstance(self.timer, sealed_core.SealedTimer)
         sandbox = {**self.sandbox, "core": self.timer.protection} if sealed else self.sandbox
-        self.send({"op": "ready", "import_s": timers._perf_counter() - start, "timer": self.timer.method,
-                   "persisting_l2_reset": self.timer.persisting_l2_reset, "sealed": sealed,
-                   "overhead_us": self.timer.overhead_us if sealed else None, "sandbox": sandbox})
+        self.send(messages.Ready(import_s=timers._perf_counter() - start, timer=self.timer.method,
+                                 persisting_l2_reset=self.timer.persisting_l2_reset, sealed=sealed,
+                                 overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox))
 
     def _make_timer(self, unsealed: bool = False) -> sealed_core.SealedTimer | timers.CudaTimer | timers.CpuTimer:
         """The compiled core when built (it reads the key and closes its pipe), else a Python timer;
@@ -87,27 +92,27 @@ class Worker:
             try:
                 return sealed_core.SealedTimer(self.key_fd, self.device)
             except RuntimeError as error:
-                raise SubmissionError("harness_fault", f"the timing core could not start: {error}") from None
+                raise SubmissionError(Status.HARNESS_FAULT, f"the timing core could not start: {error}") from None
         os.close(self.key_fd)  # never read: the key does not enter this process
         return timers.CudaTimer(self.device) if self.device.type == "cuda" else timers.CpuTimer()
 
     def _check_integrity(self, when: str) -> None:
         changed = self.guard.violations()
         if changed:
-            raise SubmissionError("rejected", f"the submission replaced {', '.join(changed)} {when}")
+            raise SubmissionError(Status.REJECTED, f"the submission replaced {', '.join(changed)} {when}")
 
-    def prepare(self, request: dict[str, Any]) -> None:
+    def prepare(self, request: Prepare) -> None:
         """Draw the next call's inputs now, while the parent checks the last output (neither is
         timed), and say where each one lies in device memory (sanitize mode names a faulty
         address from it even if the call kills the process)."""
         started = timers._perf_counter()
-        data = self.reference.generate_input(**request["case"], device=self.device)
-        self.prepared = (request["case"], data)
+        data = self.reference.generate_input(**request.case, device=self.device)
+        self.prepared = (request.case, data)
         placements = [{"index": i, "start": t.untyped_storage().data_ptr(), "nbytes": t.untyped_storage().nbytes(),
                        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
                       for i, t in enumerate(flatten(data))]
-        self.send({"op": "prepared", "placements": placements,
-                   "spent_ms": {"draw": 1e3 * (timers._perf_counter() - started)}})
+        self.send(messages.Prepared(placements=placements,
+                                    spent_ms={"draw": 1e3 * (timers._perf_counter() - started)}))
 
     def _inputs(self, case: dict[str, Any]) -> Any:
         """The call's inputs: the prepared ones when they were drawn for this very case and seed."""
@@ -126,86 +131,81 @@ class Worker:
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             structure, outputs = output_tensors(result, self.device)
-            self.send({"op": "output", "time_us": 0.0, "host_us": 0.0, "structure": structure, "unfinished": False},
-                      outputs)
+            self.send(messages.Output(time_us=0.0, host_us=0.0, structure=structure, unfinished=False), outputs)
         except BaseException as error:  # classified for the output log; the sanitizer's report says more
             print(f"harness worker: {classify(error, self.submission_file)}", flush=True)
             os._exit(3)
 
-    def call(self, request: dict[str, Any]) -> None:
+    def call(self, request: Call) -> None:
         clock = [timers._perf_counter()]  # the worker's own account of its time (the parent shows it only)
-        data = self._inputs(request["case"])
-        if request.get("plain"):
+        data = self._inputs(request.case)
+        if request.plain:
             self.call_plain(data)
             return
         operands = operand_tensors(data)
         pristine = [bytes_of(t).clone() for t in operands]
-        if request.get("profile"):
-            self.send_profile(data, under_ncu=request["profile"] == "ncu")
-            return
         clock.append(timers._perf_counter())
         if isinstance(self.timer, sealed_core.SealedTimer):
-            header, parts, outputs = self._sealed_call(request, data)
+            reply, parts, outputs = self._sealed_call(request, data)
             snapshot = None
         else:
-            header, snapshot, outputs = self._python_call(request, data)
+            reply, snapshot, outputs = self._python_call(request, data)
             parts = None
         clock.append(timers._perf_counter())
         self._check_integrity("during a call")
         for out in outputs:
             if any(shares_memory(out, t) for t in operands):
-                raise SubmissionError("rejected", "custom_kernel returned one of its input tensors as output")
+                raise SubmissionError(Status.REJECTED, "custom_kernel returned one of its input tensors as output")
         if changed_any(pristine, operands):
-            raise SubmissionError("rejected", "custom_kernel modified its input tensors")
+            raise SubmissionError(Status.REJECTED, "custom_kernel modified its input tensors")
         clock.append(timers._perf_counter())
-        header["spent_ms"] = {name: 1e3 * (end - begin) for name, begin, end in
-                              zip(("scan", "core", "checks"), clock, clock[1:])}
-        self.send(header, snapshot, parts)
+        spent_ms = {name: 1e3 * (end - begin) for name, begin, end in zip(("scan", "core", "checks"), clock, clock[1:])}
+        self.send(dataclasses.replace(reply, spent_ms=spent_ms), snapshot, parts)
 
-    def _sealed_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
+    def _sealed_call(self, request: Call, data: Any) -> tuple[messages.Output, list, list[torch.Tensor]]:
         """The compiled core times the call and copies the outputs; this only forwards its answer."""
-        answer = self.timer.time_call(data, int(request["index"]), int(request["case"]["seed"]), request["sleep_us"])
+        answer = self.timer.time_call(data, request.index, int(request.case["seed"]), request.sleep_us)
         if answer[0] == "bad_output":
             output_tensors(answer[1], self.device)  # raises the reason
-            raise SubmissionError("failed", "custom_kernel returned something other than a tensor or list of tensors")
+            raise SubmissionError(Status.FAILED, "custom_kernel returned something other than a tensor or list of "
+                                  "tensors")
         if answer[0] == "modes":
-            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(active_modes()) or 'torch mode'} "
+            raise SubmissionError(Status.REJECTED, f"custom_kernel left a {', '.join(active_modes()) or 'torch mode'} "
                                   "active; it would run inside the harness after the timer stopped; exit every "
                                   "mode before returning")
         _, time_us, host_us, unfinished, exposed, structure, views, mac, result = answer
         parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
                  for dtype, shape, stride, offset, payload in views]
-        header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
-                  "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
-        return header, parts, output_tensors(result, self.device)[1]
+        reply = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished,
+                                exposed=exposed, mac=mac)
+        return reply, parts, output_tensors(result, self.device)[1]
 
-    def _python_call(self, request: dict[str, Any], data: Any) -> tuple[dict[str, Any], list, list[torch.Tensor]]:
+    def _python_call(self, request: Call, data: Any) -> tuple[messages.Output, list, list[torch.Tensor]]:
         """Unsealed timing (no compiled core): CPU runs and unranked GPU runs only."""
-        result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request["sleep_us"])
+        result, elapsed_us, host_us = self.timer.time_call(lambda: self.kernel(data), request.sleep_us)
         modes = active_modes()
         if modes:
-            raise SubmissionError("rejected", f"custom_kernel left a {', '.join(modes)} active; it would run inside "
-                                  "the harness after the timer stopped; exit every mode before returning")
+            raise SubmissionError(Status.REJECTED, f"custom_kernel left a {', '.join(modes)} active; it would run "
+                                  "inside the harness after the timer stopped; exit every mode before returning")
         structure, outputs = output_tensors(result, self.device)
         # Queued right behind the end event: what the caller could read when the call returned.
         snapshot = [t.detach().clone() for t in outputs]
         time_us = elapsed_us()
         unfinished = any(not torch.equal(bytes_of(s), bytes_of(t)) for s, t in zip(snapshot, outputs))
-        header = {"op": "output", "time_us": time_us, "host_us": host_us, "structure": structure,
-                  "unfinished": unfinished}
-        return header, snapshot, outputs
+        reply = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished)
+        return reply, snapshot, outputs
 
-    def recheck(self, request: dict[str, Any]) -> None:
+    def recheck(self, request: Recheck) -> None:
         """Measure the event overhead again (the parent compares it with the one in use)."""
-        overhead_us, fresh_us, spread_us, mac = self.timer.recheck(bytes.fromhex(request["nonce"]))
-        self.send({"op": "recheck", "overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us,
-                   "mac": mac.hex()})
+        overhead_us, fresh_us, spread_us, mac = self.timer.recheck(request.nonce)
+        self.send(messages.Rechecked(overhead_us=overhead_us, fresh_us=fresh_us, spread_us=spread_us, mac=mac))
 
-    def send_profile(self, data: Any, under_ncu: bool = False) -> None:
+    def profile(self, request: Profile) -> None:
         """One call under torch.profiler; the parent shows its per-kernel table. ``under_ncu``: one warm
         call (compile, autotune), then one call inside cudaProfilerStart/Stop, the one range that
         `ncu --profile-from-start off` profiles (harness.judge.passes.nsight)."""
-        if under_ncu:
+        data = self._inputs(request.case)
+        if request.under_ncu:
             on_gpu = self.device.type == "cuda"
             self.kernel(data)
             if on_gpu:
@@ -215,7 +215,7 @@ class Worker:
             if on_gpu:
                 torch.cuda.synchronize()
                 torch.cuda.profiler.stop()
-            self.send({"op": "profile", "table": ""})
+            self.send(messages.Profiled(table=""))
             return
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self.device.type == "cuda":
@@ -226,21 +226,17 @@ class Worker:
                 torch.cuda.synchronize()
         sort_key = "cuda_time_total" if self.device.type == "cuda" else "cpu_time_total"
         table = profiler.key_averages().table(sort_by=sort_key, row_limit=15)
-        self.send({"op": "profile", "table": table})
+        self.send(messages.Profiled(table=table))
 
     def serve(self) -> None:
+        """Answer requests until a Stop. The handlers are looked up per request, on the instance."""
         while True:
-            header, _ = protocol.receive(self.commands_fd)
-            if header["op"] == "start":
-                self.start(header)
-            elif header["op"] == "prepare":
-                self.prepare(header)
-            elif header["op"] == "call":
-                self.call(header)
-            elif header["op"] == "recheck":
-                self.recheck(header)
-            else:
+            request = protocol.receive_message(self.commands_fd, messages.REQUESTS).message
+            handler = {Start: self.start, Prepare: self.prepare, Call: self.call, Profile: self.profile,
+                       Recheck: self.recheck}.get(type(request))
+            if handler is None:  # Stop
                 return
+            handler(request)
 
 
 def arm_stack_dump(fd: int) -> None:
@@ -253,14 +249,14 @@ def arm_stack_dump(fd: int) -> None:
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
     arm_stack_dump(int(argv[4]))
-    # Confined before any submission code exists; the report travels in the 'ready' message.
+    # Confined before any submission code exists; the report travels in the Ready reply.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line
         failure = classify(error, worker.submission_file)
         try:
-            worker.send({"op": "error", "kind": failure.kind, "message": str(failure), "traceback": failure.traceback})
+            worker.send(messages.Error(status=failure.kind, message=str(failure), traceback=failure.traceback))
         except OSError:
             return 3
         return 2

@@ -154,13 +154,11 @@ class Evaluation:
                     results += [CaseResult(k, c, Status.NOT_RUN, "not run: the submission did not import")
                                 for k, c in pending]
                     return results
-                self.timer_method = ready["timer"]
-                if isinstance(ready.get("import_s"), float):  # the worker's own figure: part of worker_start
-                    self.clock.add("submission_import", ready["import_s"])
+                self.timer_method = ready.timer
+                self.clock.add("submission_import", ready.import_s)  # the worker's own figure: part of worker_start
                 if not announced:
-                    self.progress.note(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
-                    sandbox = dict(ready.get("sandbox") or {})
-                    self.progress.note("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
+                    self.progress.note(f"imported in {ready.import_s:.1f} s; timing: {self.timer_method}")
+                    self.progress.note("sandbox: " + "; ".join(f"{k} {v}" for k, v in ready.sandbox.items()))
                     announced = True
                 while pending:
                     kind, case = pending.pop(0)

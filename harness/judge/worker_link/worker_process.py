@@ -21,11 +21,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from harness.contract import protocol
+from harness.contract import messages, protocol
 from harness.judge.worker_link import seal, worker_confinement
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -177,7 +176,7 @@ class WorkerProcess:
         self.visible_devices = visible_devices
         self.command_prefix = command_prefix  # a wrapper of the worker, e.g. compute-sanitizer
         self.keep_uid = keep_uid  # no uid drop: Nsight Compute reads counters the driver keeps for admins
-        self.messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
+        self.messages: queue.Queue[protocol.Received | BaseException] = queue.Queue()
         self.process: subprocess.Popen[bytes] | None = None
 
     def spawn(self) -> None:
@@ -226,13 +225,13 @@ class WorkerProcess:
     def _read_results(self) -> None:
         while True:
             try:
-                self.messages.put(protocol.receive(self._results_r))
+                self.messages.put(protocol.receive_message(self._results_r, messages.REPLIES))
             except BaseException as error:  # EOF, a malformed message: either ends the channel
                 self.messages.put(error)
                 return
 
-    def send(self, header: dict[str, Any]) -> None:
-        protocol.send(self._commands_w, header)
+    def send(self, request: messages.Request) -> None:
+        protocol.send_message(self._commands_w, request)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -289,7 +288,7 @@ class WorkerProcess:
             return
         if self.command_prefix:
             with contextlib.suppress(OSError):
-                protocol.send(self._commands_w, {"op": "stop"})
+                self.send(messages.Stop())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=10)
         self.kill()

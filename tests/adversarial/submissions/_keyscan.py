@@ -71,7 +71,7 @@ def install(find_key):
         entries = [entry for entry, _ in parts]
         tensors = [protocol.tensor_from_wire(entry, payload) for entry, payload in parts]
         digest = seal.output_digest(entries, tensors)
-        fields = (int(request["index"]), int(request["case"]["seed"]))
+        fields = (request.index, int(request.case["seed"]))
         flags = (timer.overhead_us, bool(header["unfinished"]), bool(header["exposed"]))
         if not found:
             message = b"call:" + struct.pack("<qQddBB", *fields, header["time_us"], *flags) + digest

@@ -78,6 +78,8 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress
     broken evaluation cannot lose the others of a run.
     """
     from harness.judge.run import evaluate_submission
+    from harness.judge.verdict.modes import mode_named
+    from harness.judge.verdict.run_options import RunOptions
 
     try:
         with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
@@ -88,9 +90,9 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress
             # (root on the GPU hosts). Searchable, not listable: the folder's random name stays private.
             os.chmod(folder, 0o711)
             path.chmod(0o644)
-            result = evaluate_submission(job.problem, path, mode=job.mode, device=job.device,
-                                         secret_seed=job.secret_seed, visible_devices=visible_devices,
-                                         progress=progress)
+            options = RunOptions(secret_seed=job.secret_seed, visible_devices=visible_devices)
+            result = evaluate_submission(job.problem, path, mode=mode_named(job.mode), device=job.device,
+                                         options=options, progress=progress)
         if not isinstance(result, RunResult):
             raise TypeError(f"expected a RunResult, got {type(result).__name__}")
         # The private folder is gone and means nothing to the reader: name the file as submitted.

@@ -27,7 +27,8 @@ from harness.display import report
 from harness.display.progress import Progress, as_progress
 from harness.judge.passes import nsight, sanitize, vendor_cache
 from harness.judge.verdict.evaluation import Evaluation, gpu_index
-from harness.judge.verdict.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
+from harness.judge.verdict.modes import DEFAULT_MODE, Mode
+from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
 from harness.judge.verdict.score import geometric_mean
 from harness.judge.worker_link import seal
 
@@ -40,9 +41,8 @@ def case_flops(task: Task, case: dict[str, Any]) -> float:
     return work(task, case)[1]
 
 
-def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+def select_cases(task: Task, mode: Mode, device: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
     """(kind, case) pairs to run, and notes on what was left out and why."""
-    mode = mode if isinstance(mode, Mode) else mode_named(mode)
     tests, benchmarks = list(task.tests), list(task.benchmarks)
     notes: list[str] = []
     if device == "cpu":
@@ -79,24 +79,16 @@ def _device_info(device: str, index: int) -> dict[str, Any]:
 def evaluate_submission(
     problem: str | None,
     submission: Path,
-    mode: Mode | str = DEFAULT_MODE,
+    mode: Mode = DEFAULT_MODE,
     device: str | None = None,
-    secret_seed: int | None = None,
-    visible_devices: str | None = None,
+    options: RunOptions = DEFAULT_OPTIONS,
     progress: Progress | Callable[[str], None] | None = None,
-    timeout_scale: float = 1.0,
-    keep_going: bool = False,
-    sanitizer_tool: str = "memcheck",
-    sanitizer_report: Path | None = None,
-    ncu_report_dir: Path | None = None,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
-    ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
-    toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
-    ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
-    raw report to ``sanitizer_report`` (default: a new file in the temp folder). Profile mode on a GPU
-    with Nsight Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
+    ``problem`` None: the file's #!POPCORN line names it. ``mode``: a name becomes a ``Mode`` where it
+    enters (the command line, a job), never here. ``device`` None: cuda when a GPU is visible.
+    ``options``: the rest (harness.judge.verdict.run_options).
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -104,7 +96,7 @@ def evaluate_submission(
         problem=problem or "?",
         submission_path=str(submission),
         submission_sha256="",
-        mode=str(getattr(mode, "name", mode)),
+        mode=mode.name,
         device={"type": device or "?"},
         harness_version=__version__,
         started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -118,15 +110,14 @@ def evaluate_submission(
                 f"{submission}: no problem given; pass it (python -m harness eval PROBLEM FILE) "
                 "or add a '#!POPCORN leaderboard <problem>' line"
             )
-        task = load_task(problem).with_timeouts_scaled(timeout_scale)
+        task = load_task(problem).with_timeouts_scaled(options.timeout_scale)
         result.problem = task.directory.name
         agreed_problem(task.directory.name, file.leaderboard, submission.name)  # a folder's name is its problem
-        mode = mode if isinstance(mode, Mode) else mode_named(mode)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if mode.sanitized:
-            sanitizer = _sanitizer_for(device, sanitizer_tool)
+            sanitizer = _sanitizer_for(device, options.sanitizer_tool)
             task = task.with_timeouts_scaled(sanitize.TIMEOUT_SCALE)
-    except (SubmissionFileError, TaskError, UnknownModeError) as error:
+    except (SubmissionFileError, TaskError) as error:
         result.status, result.reason = Status.BAD_INPUT, str(error)
         return result
     except sanitize.SanitizerMissing as error:
@@ -139,21 +130,20 @@ def evaluate_submission(
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
         return result
-    result.device = _device_info(device, gpu_index(visible_devices))
+    result.device = _device_info(device, gpu_index(options.visible_devices))
     cases, notes = select_cases(task, mode, device)
     for note in notes:
         progress.note(f"note: {note}")
-    evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
-                            keep_going)
+    evaluation = Evaluation(task, file.path, mode, device, options, progress, result.device)
     evaluation.clock.add("setup", time.perf_counter() - started)
     try:
         if mode.sanitized:
-            result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(sanitizer_tool))
-            result.sanitizer_report = str(_write_sanitizer_report(log, sanitizer_report))
+            result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(options.sanitizer_tool))
+            result.sanitizer_report = str(_write_sanitizer_report(log, options.sanitizer_report))
         else:
             result.cases = evaluation.run(cases)
             if mode.profiled:
-                notes += _nsight_pass(evaluation, result, device, ncu_report_dir)
+                notes += _nsight_pass(evaluation, result, device, options.ncu_report_dir)
     finally:
         evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
@@ -171,7 +161,7 @@ def evaluate_submission(
     result.rankable = (
         device == "cuda"
         and mode.ranked
-        and secret_seed is not None
+        and options.secret_seed is not None
         and result.status == Status.PASSED
         and len(timed) == len(task.benchmarks)
     )

@@ -1,17 +1,17 @@
-"""Time the vendor library's own run of a problem's product, on this GPU, as any entry is timed.
+"""The vendor library's own run of a problem's product, read as its times per shape.
 
-The problem's vendor file (task.yml ``vendor``, e.g. torch._scaled_mm, which calls cuBLAS) goes
-through ``evaluate_submission`` in benchmark mode: its own worker, the same inputs, the same timer
-and stopping rule, every output checked. A vendor that cannot run here (cuBLAS has no NVFP4 below
-sm_100) is recorded with its one-line verdict, so the report can say why the column is empty.
+``calibrate --vendor`` sends the problem's vendor file (task.yml ``vendor``, e.g. torch._scaled_mm,
+which calls cuBLAS) through ``evaluate_submission`` in benchmark mode, as any entry is timed: its
+own worker, the same inputs, the same timer and stopping rule, every output checked. A vendor that
+cannot run here (cuBLAS has no NVFP4 below sm_100) is recorded with its one-line verdict, so the
+report can say why the column is empty.
 """
 
 from __future__ import annotations
 
 from harness.contract.results import RunResult, Status
 from harness.contract.task_spec import Task, shape_text
-from harness.judge.passes.vendor_cache import VendorTime, record
-from harness.judge.run import evaluate_submission
+from harness.judge.passes.vendor_cache import VendorTime
 
 
 def vendor_times(task: Task, result: RunResult) -> dict[str, VendorTime]:
@@ -28,12 +28,3 @@ def vendor_times(task: Task, result: RunResult) -> dict[str, VendorTime]:
             times[shape_text(case)] = VendorTime(None, f"{library} cannot run it here: {reason.splitlines()[0]}")
     return times
 
-
-def measure_vendor(task: Task, device_name: str, progress: object = None) -> dict[str, VendorTime]:
-    """Run the vendor file on this GPU's benchmark shapes and cache the times; returns them."""
-    if task.vendor is None:
-        return {}
-    result = evaluate_submission(task.name, task.vendor.file, "benchmark", "cuda", progress=progress)
-    times = vendor_times(task, result)
-    record(device_name, task.name, times)
-    return times

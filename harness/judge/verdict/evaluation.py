@@ -25,7 +25,8 @@ from harness.display.progress import Progress
 from harness.judge.verdict import hardware_verdict
 from harness.judge.verdict.benchmark_case import BenchmarkCase
 from harness.judge.verdict.call_checker import CallChecker
-from harness.judge.verdict.modes import Mode, mode_named
+from harness.judge.verdict.modes import Mode
+from harness.judge.verdict.run_options import RunOptions
 from harness.judge.verdict.wall_clock import WallClock
 from harness.judge.worker_link.worker_channel import WorkerFailure, WorkerSession
 from harness.sol.breakdown import DeviceTableError, UnknownDeviceError, breakdown
@@ -37,30 +38,21 @@ SAME_FAILURE_LIMIT = 2
 class Evaluation:
     """One submission, one mode: drives workers case by case and judges every outcome."""
 
-    def __init__(
-        self,
-        task: Task,
-        submission: Path,
-        mode: Mode | str,
-        device: str,
-        secret: int | None,
-        visible_devices: str | None,
-        progress: Progress,
-        device_info: dict[str, Any],
-        keep_going: bool = False,
-    ) -> None:
+    def __init__(self, task: Task, submission: Path, mode: Mode, device: str, options: RunOptions,
+                 progress: Progress, device_info: dict[str, Any]) -> None:
         self.task = task
         self.device_info = device_info
-        self.keep_going = keep_going
+        self.keep_going = options.keep_going
         self.source = submission.read_text(errors="replace")
         self.submission = submission
-        self.mode = mode = mode if isinstance(mode, Mode) else mode_named(mode)
+        self.mode = mode
         self.device = device
-        self.visible_devices = visible_devices
+        self.visible_devices = options.visible_devices
         self.progress = progress
         # The parent checks on the GPU the worker was given, so parallel runs stay apart.
-        check_device = torch.device("cuda", gpu_index(visible_devices)) if device == "cuda" else torch.device("cpu")
-        self.checker = CallChecker(task, secret, check_device, plain=mode.sanitized)
+        check_device = torch.device("cuda", gpu_index(self.visible_devices)) if device == "cuda" else (
+            torch.device("cpu"))
+        self.checker = CallChecker(task, options.secret_seed, check_device, plain=mode.sanitized)
         self.rule = mode.rule(device)
         self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
         # The speed of light always uses the shipped problem's formula (a folder given by path may

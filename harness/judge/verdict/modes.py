@@ -62,3 +62,4 @@ def mode_named(name: str) -> Mode:
         return MODES[name]
     except KeyError:
         raise UnknownModeError(f"unknown mode '{name}': choose one of {', '.join(MODES)}") from None
+

@@ -10,7 +10,7 @@ from harness.commands.compare_command import comparison_rows
 from harness.commands.main import main
 from harness.contract.results import CaseResult, ExitCode, RunResult, Status, TimingStats
 from harness.history.run_history import HISTORY_ENV, History, default_path
-from harness.leaderboard.store import StoreError
+from harness.sqlite_migrations import StoreError
 
 SHAPES = ({"m": 7168, "k": 16384, "l": 1, "seed": 1111}, {"m": 4096, "k": 7168, "l": 8, "seed": 1111})
 

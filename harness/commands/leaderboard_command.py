@@ -21,7 +21,8 @@ from harness.execution.serial_executor import Executor
 from harness.judge.verdict import seeds
 from harness.leaderboard import render, runner
 from harness.leaderboard.rank import build_board
-from harness.leaderboard.store import Store, StoreError
+from harness.leaderboard.store import Store
+from harness.sqlite_migrations import StoreError
 
 DEFAULT_DB = Path("results/leaderboard.db")
 DEFAULT_OUT = Path("results/leaderboard")

@@ -14,7 +14,7 @@ import sys
 
 from harness.contract.results import ExitCode
 from harness.judge.verdict import seeds
-from harness.leaderboard.store import StoreError
+from harness.sqlite_migrations import StoreError
 
 DEFAULT_DB = "results/service.db"
 def same_user_refusal() -> str:

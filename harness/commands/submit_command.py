@@ -20,11 +20,10 @@ from typing import Any
 import requests
 import yaml
 
-from harness.contract.results import ExitCode
+from harness.contract.results import ExitCode, RunResult
 from harness.contract.submission_file import SubmissionFileError, read_submission
 from harness.display import report
 from harness.judge.verdict.modes import SERVICE_MODES
-from harness.leaderboard.store import load_result
 
 SERVER_ENV, TOKEN_ENV, CONFIG_ENV = "NVFP4_SERVER", "NVFP4_TOKEN", "NVFP4_CONFIG"
 DEFAULT_CONFIG = Path("~/.config/nvfp4-harness/client.yml")
@@ -192,7 +191,7 @@ def _handle(args: argparse.Namespace) -> int:
     except (SubmissionFileError, ClientError) as error:
         say(f"submit: error: {error}")
         return int(ExitCode.BAD_INPUT)
-    result = load_result(job["result"])
+    result = RunResult.from_json(job["result"])
     result.submission_path = str(path)
     print(report.render(result))
     if args.json:

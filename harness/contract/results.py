@@ -166,24 +166,24 @@ class RunResult:
 
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> RunResult:
-        fields = {k: v for k, v in record.items() if k != "exit_code"}
-        fields["status"] = Status(fields["status"])
-        fields["cases"] = [
+        """The record ``to_json`` wrote, by this harness version or another one: a stored result
+        outlives the harness, so a field this version does not know is left out, never an error."""
+        cases = [
             CaseResult(
                 **{
-                    **case,
+                    **_known(case, CaseResult),
                     "status": Status(case["status"]),
-                    "timing": TimingStats(**case["timing"]) if case.get("timing") else None,
+                    "timing": TimingStats(**_known(case["timing"], TimingStats)) if case.get("timing") else None,
                     "kernels": [KernelProfile(**_known(k, KernelProfile)) for k in case["kernels"]]
                     if case.get("kernels") else None,
                 }
             )
-            for case in fields.get("cases", [])
+            for case in record.get("cases", [])
         ]
-        return cls(**fields)
+        return cls(**{**_known(record, cls), "status": Status(record["status"]), "cases": cases})
 
 
 def _known(record: dict[str, Any], kind: type) -> dict[str, Any]:
-    """The keys of ``record`` that ``kind`` has: a field a newer harness added is left out."""
+    """The keys of ``record`` that ``kind`` has: a field another harness version wrote is left out."""
     names = {f.name for f in fields(kind)}
     return {key: value for key, value in record.items() if key in names}

@@ -23,7 +23,8 @@ from harness import __version__
 from harness.contract.results import RunResult, Status
 from harness.judge.verdict.modes import RANKED_MODE
 
-Progress = Callable[[str], None]
+LineCallback = Callable[[str], None]
+"""Where a job's progress goes: one line at a time (display.progress.as_progress makes a Progress of it)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def exception_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}{where}"
 
 
-def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress | None = None) -> RunResult:
+def run_job(job: EvalJob, visible_devices: str | None = None, progress: LineCallback | None = None) -> RunResult:
     """Evaluate one job in this process: its source goes to a private folder, then the evaluator.
 
     Never raises: an exception of the evaluator comes back as a ``HarnessFailure``, so one

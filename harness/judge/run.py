@@ -23,9 +23,9 @@ from harness.contract.results import CaseResult, RunResult, Status, worst
 from harness.contract.submission_file import SubmissionFileError, agreed_problem, read_submission
 from harness.contract.task_spec import Task, TaskError, load_task, shape_text
 from harness.contract.work_formula import work
-from harness.display import report
 from harness.display.progress import Progress, as_progress
 from harness.judge.passes import nsight, sanitize, vendor_cache
+from harness.judge.verdict.device_probe import describe_device
 from harness.judge.verdict.evaluation import Evaluation, gpu_index
 from harness.judge.verdict.modes import DEFAULT_MODE, Mode
 from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
@@ -63,17 +63,6 @@ def select_cases(task: Task, mode: Mode, device: str) -> tuple[list[tuple[str, d
                          "(--mode benchmark times the test shapes by wall clock, not rankable)")
     by_kind = {"test": tests, "benchmark": benchmarks}
     return [(kind, case) for kind in mode.kinds(device) for case in by_kind[kind]], notes
-
-
-def _device_info(device: str, index: int) -> dict[str, Any]:
-    info: dict[str, Any] = {"type": device, "name": torch.cuda.get_device_name(index) if device == "cuda" else "cpu",
-                            "torch": torch.__version__}
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(index)
-        info.update(capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
-                    l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory)
-        info.update(report.read_clocks(index))
-    return info
 
 
 def evaluate_submission(
@@ -130,7 +119,7 @@ def evaluate_submission(
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
         return result
-    result.device = _device_info(device, gpu_index(options.visible_devices))
+    result.device = describe_device(device, gpu_index(options.visible_devices))
     cases, notes = select_cases(task, mode, device)
     for note in notes:
         progress.note(f"note: {note}")

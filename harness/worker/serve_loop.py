@@ -58,6 +58,8 @@ class Worker:
             torch.cuda.set_device(self.device)
             major, minor = torch.cuda.get_device_capability(self.device)
             extension_arch.install(10 * major + minor)  # sm_100a-only extensions fail before nvcc runs
+        # The problem module (problems/<p>/reference.py: generate_input draws every call's inputs);
+        # the contest's ``reference`` a submission imports is another module (contest_modules).
         self.reference = importlib.import_module(request.reference_module)
         contest_modules.install(self.reference, Path(request.task_py))
         self.timer = self._make_timer(unsealed=request.unsealed)

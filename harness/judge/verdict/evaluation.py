@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from harness.contract.results import CaseResult, Status
-from harness.contract.task_spec import PROBLEMS_DIR, Task, load_task
+from harness.contract.task_spec import PROBLEMS_DIR, Task, case_text, load_task
 from harness.display import report
 from harness.display.progress import Progress
 from harness.judge.verdict import hardware_verdict
@@ -154,7 +154,7 @@ class Evaluation:
                     announced = True
                 while pending:
                     kind, case = pending.pop(0)
-                    label = f"{kind} {report.case_text(case)}"
+                    label = f"{kind} {case_text(case)}"
                     self.progress.working(label)
                     try:
                         outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)

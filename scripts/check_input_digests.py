@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.contract.task_spec import case_text, list_problems, load_task
 from harness.judge.verdict.seeds import call_seed
-from problems.input_digests import (
+from problems.shared.input_digests import (
     DIGESTS_PATH,
     cpu_test_cases,
     current_digests,

@@ -10,7 +10,7 @@ from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import list_problems
 from harness.judge.run import evaluate_submission
 from harness.judge.verdict.modes import MODES
-from problems import contest_utils
+from problems.shared import contest_utils
 
 CONTEST = Path(__file__).resolve().parent / "contest"
 

@@ -18,7 +18,7 @@ import sys
 import types
 from pathlib import Path
 
-from problems import contest_utils
+from problems.shared import contest_utils
 from reference.formats import BLOCK_SIZE
 from reference.layouts import ceil_div, to_blocked
 

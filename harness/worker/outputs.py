@@ -29,7 +29,7 @@ BUFFER_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 def operand_tensors(data: Any) -> list[torch.Tensor]:
     """The inputs a call must neither change nor return: every tensor but the output buffers.
 
-    By the problems' convention (problems.blockscaled.poisoned_output) an output buffer is drawn
+    By the problems' convention (problems.shared.blockscaled.poisoned_output) an output buffer is drawn
     filled with NaN, so that unwritten elements show; the rule needs no list per problem.
     """
     tensors = flatten(data)

@@ -1,5 +1,6 @@
-"""The client of the submission service, as ``harness submit`` uses it: find the server and token,
-upload a file once, follow its job to the end.
+"""The client of the submission service that ``harness submit`` uses: server, token, upload, follow.
+
+It finds the server and token, uploads a file once and follows its job to the end.
 
 Anything the service refuses (a bad token, a limit, a bad file) or an unreachable service is a
 ``ClientError`` of one line; a restart of the service while a job is followed is waited out.

@@ -1,7 +1,7 @@
 """Builds harness.worker._sealed, the compiled timed loop, as an optional extension.
 
 Optional: a machine without a C compiler still installs the harness and runs the CPU path; a GPU
-run without the compiled core refuses ranked mode (harness.judge.seal.SEALED_MISSING).
+run without the compiled core refuses ranked mode (harness.judge.worker_link.seal.SEALED_MISSING).
 """
 
 from setuptools import Extension, setup

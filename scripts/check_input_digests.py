@@ -28,9 +28,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.contract.task_spec import list_problems, load_task
-from harness.judge.seeds import call_seed
-from problems.input_digests import (
+from harness.contract.task_spec import case_text, list_problems, load_task
+from harness.judge.verdict.seeds import call_seed
+from problems.shared.input_digests import (
     DIGESTS_PATH,
     cpu_test_cases,
     current_digests,
@@ -43,10 +43,6 @@ from problems.input_digests import (
 
 CALL_SEED_SECRET = 0x5EED
 """A fixed secret for the identity check's second seed: call seeds are 63-bit, case seeds small."""
-
-
-def case_text(problem: str, case: dict[str, Any]) -> str:
-    return f"{problem} " + " ".join(f"{key}={value}".replace(" ", "") for key, value in case.items())
 
 
 def identity_rows(device: str) -> list[dict[str, Any]]:
@@ -90,7 +86,7 @@ def timing_rows(device: str, repeats: int, cases: list[tuple[str, dict[str, Any]
 
 def timing_lines(device: str, rows: list[dict[str, Any]]) -> list[str]:
     return [f"generate_input on {device}: median {r['median_ms']:8.3f} ms (min {r['min_ms']:.3f}, max "
-            f"{r['max_ms']:.3f}, {r['calls']} calls)  {case_text(r['problem'], r['case'])}" for r in rows]
+            f"{r['max_ms']:.3f}, {r['calls']} calls)  {r['problem']} {case_text(r['case'])}" for r in rows]
 
 
 def check_device(device: str, out_dir: Path, repeats: int, digests: Path) -> int:
@@ -101,12 +97,12 @@ def check_device(device: str, out_dir: Path, repeats: int, digests: Path) -> int
     benchmarks = [(problem, case) for problem in list_problems() for case in load_task(problem).benchmarks]
     timing = timing_rows(device, repeats, benchmarks)
     mismatches = stored_lines + device_lines + [
-        f"{case_text(r['problem'], r['case'])}: {', '.join(r['differ'])} differ between cpu and {device}"
+        f"{r['problem']} {case_text(r['case'])}: {', '.join(r['differ'])} differ between cpu and {device}"
         for r in identity if not r["identical"]
     ]
     lines = [f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}"]
-    lines += [f"{'identical' if r['identical'] else 'MISMATCH':<9}  {r['kind']:<8} {case_text(r['problem'], r['case'])}"
-              f"  ({r['tensors']} tensors)" for r in identity]
+    lines += [f"{'identical' if r['identical'] else 'MISMATCH':<9}  {r['kind']:<8} {r['problem']} "
+              f"{case_text(r['case'])}  ({r['tensors']} tensors)" for r in identity]
     lines += [f"stored digests, cpu_tests on cpu: {'match' if not stored_lines else 'MISMATCH'}",
               f"stored digests, cpu_tests on {device}: {'match' if not device_lines else 'MISMATCH'}"]
     lines += timing_lines(device, timing)

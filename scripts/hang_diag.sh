@@ -17,7 +17,7 @@ eval_pid=$!
 worker=""
 for _ in $(seq 1 60); do
   sleep 0.5
-  reaper=$(pgrep -n -f "harness.judge.worker_reaper")
+  reaper=$(pgrep -n -f "harness.judge.worker_link.worker_reaper")
   worker=$( [ -n "$reaper" ] && pgrep -P "$reaper" | head -n 1)  # the reaper's child: the worker
   [ -n "$worker" ] && break
 done

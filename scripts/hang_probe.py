@@ -111,7 +111,7 @@ def signals(device: str) -> None:
         state["torch"].cuda.synchronize()
 
     def sealed_core() -> None:
-        from harness.judge import seal
+        from harness.judge.worker_link import seal
         from harness.worker import sealed_core as core
 
         if not core.sealed_available():
@@ -143,9 +143,9 @@ def signals(device: str) -> None:
 def route(name: str, file: Path, device: str, scale: float) -> None:
     """One hang with one route to the stacks (see the module's docstring)."""
     from harness.contract.results import Status
-    from harness.judge import worker_process
     from harness.judge.run import evaluate_submission
-    from harness.judge.worker_channel import WorkerSession
+    from harness.judge.worker_link import worker_process
+    from harness.judge.worker_link.worker_channel import WorkerSession
 
     real_kill, real_request, real_stacks = os.kill, WorkerSession._request, worker_process.WorkerProcess.stacks
     seen: dict[str, str] = {}

@@ -2,7 +2,7 @@
 
 Each protection alone, then all together, in a fresh child process that afterwards initializes
 CUDA and runs one kernel. Prints one line per variant and writes them as JSON. With ``pidns`` the
-child is started the way the evaluator starts a worker, through harness.judge.worker_reaper: it
+child is started the way the evaluator starts a worker, through harness.judge.worker_link.worker_reaper: it
 runs as pid 2 of a new PID namespace under the reaper's init (the uid step is then applied there).
 
 Each child also opens, through the driver (cuIpcOpenMemHandle), a CUDA IPC handle of a buffer this
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from harness.judge import worker_confinement, worker_process
+from harness.judge.worker_link import worker_confinement, worker_process
 
 CHILD = """
 import ctypes, os, sys

@@ -24,8 +24,8 @@ import types
 
 import torch
 
-from harness.judge import queued_sleep
-from harness.judge.queued_sleep import MIN_QUEUED_SLEEP_US
+from harness.judge.verdict import queued_sleep
+from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US
 from harness.sol.calibration import measure
 from harness.worker import sealed_core
 from harness.worker.timers import CudaTimer

@@ -57,7 +57,7 @@ def compare(file: str, record: dict) -> tuple[list[str], bool]:
 
 def baselines(out: Path) -> bool:
     secret = out / "secret"
-    secret.touch(mode=0o600)  # harness.judge.seeds refuses a secret file others may read
+    secret.touch(mode=0o600)  # harness.judge.verdict.seeds refuses a secret file others may read
     secret.write_text(str(secrets.randbits(62)))
     table = ["| file | shape | run 11 us | now us | ratio | within 2% |", "|---|---|---|---|---|---|"]
     all_ok, method = True, ""

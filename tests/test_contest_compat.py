@@ -9,14 +9,15 @@ import torch
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import list_problems
 from harness.judge.run import evaluate_submission
-from problems import contest_utils
+from harness.judge.verdict.modes import MODES
+from problems.shared import contest_utils
 
 CONTEST = Path(__file__).resolve().parent / "contest"
 
 
 @pytest.mark.parametrize("problem", list_problems())
 def test_a_file_importing_reference_and_utils_passes_every_problem(problem):
-    result = evaluate_submission(problem, CONTEST / "contest_imports.py", "test", "cpu")
+    result = evaluate_submission(problem, CONTEST / "contest_imports.py", MODES["test"], "cpu")
     assert result.status == Status.PASSED, result.reason
     assert all(case.status == Status.PASSED for case in result.cases)
 
@@ -32,7 +33,7 @@ def test_a_file_importing_reference_and_utils_passes_every_problem(problem):
 def test_what_the_cpu_cannot_run_stops_at_the_first_case_with_one_line(file, needs):
     if torch.cuda.is_available():
         pytest.skip("these files run on a GPU; the CPU verdict needs a machine without one")
-    result = evaluate_submission(None, CONTEST / file, "all", "cpu")
+    result = evaluate_submission(None, CONTEST / file, MODES["all"], "cpu")
     assert result.status == Status.UNSUPPORTED and result.exit_code == ExitCode.UNSUPPORTED == 115
     assert result.reason.startswith(needs) and "this machine: CPU only" in result.reason
     assert "\n" not in result.reason and "Traceback" not in result.reason

@@ -24,7 +24,7 @@ import oracle_fp8
 import pytest
 import torch
 
-from problems import counter_rng as rng
+from problems.shared import counter_rng as rng
 
 MASK = 0xFFFFFFFF
 
@@ -237,7 +237,7 @@ import hashlib, json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, sys.argv[1])
 import torch
-from problems import counter_rng as rng
+from problems.shared import counter_rng as rng
 
 keys, counts, seeds, streams, ranges = json.loads(sys.argv[2])
 cpu = torch.device("cpu")
@@ -309,7 +309,7 @@ def test_triton_kernels_equal_the_torch_definition():
 @pytest.mark.parametrize("writable", [True, False])
 def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, writable):
     """An evaluator run as another user than HOME's owner (the H100's unprivileged row) still compiles."""
-    from problems import counter_rng
+    from problems.shared import counter_rng
 
     monkeypatch.setenv("TRITON_CACHE_DIR", "")  # restored (removed) after the test, whatever it sets
     monkeypatch.setenv("TRITON_HOME", str(tmp_path / "not" / "made"))
@@ -325,7 +325,7 @@ def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, w
 
 def test_the_private_triton_cache_is_one_folder_per_user_and_refuses_a_planted_one(tmp_path, monkeypatch):
     """Compiled launchers are loaded from the cache: a folder another user made or can write is never used."""
-    from problems import counter_rng
+    from problems.shared import counter_rng
 
     monkeypatch.setattr(counter_rng.tempfile, "gettempdir", lambda: str(tmp_path))
     first = counter_rng._private_cache_folder()
@@ -337,7 +337,7 @@ def test_the_private_triton_cache_is_one_folder_per_user_and_refuses_a_planted_o
 
 
 def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeypatch):
-    from problems import counter_rng
+    from problems.shared import counter_rng
 
     def refuse(self, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(self))

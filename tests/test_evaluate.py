@@ -12,15 +12,18 @@ from harness.commands import eval_command
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import list_problems, load_task, shape_text
 from harness.display.progress import as_progress
-from harness.judge import queued_sleep, seal, wall_clock
 from harness.judge.run import evaluate_submission, scope_of, select_cases
+from harness.judge.verdict import queued_sleep, wall_clock
+from harness.judge.verdict.modes import MODES
+from harness.judge.verdict.run_options import RunOptions
+from harness.judge.worker_link import seal
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("problem", list_problems())
 def test_torch_baseline_passes_every_cpu_case(problem):
-    result = evaluate_submission(problem, REPO / "submissions" / problem / "torch_reference.py", "test", "cpu")
+    result = evaluate_submission(problem, REPO / "submissions" / problem / "torch_reference.py", MODES["test"], "cpu")
     assert result.status == Status.PASSED, result.reason
     assert result.cases and all(c.status == Status.PASSED for c in result.cases)
     assert result.author == "harness-baselines" and len(result.submission_sha256) == 64
@@ -28,13 +31,13 @@ def test_torch_baseline_passes_every_cpu_case(problem):
 
 def test_cpu_runs_small_shapes_and_says_what_it_left_out():
     task = load_task("nvfp4_gemm")
-    cases, notes = select_cases(task, "all", "cpu")
+    cases, notes = select_cases(task, MODES["all"], "cpu")
     assert {shape_text(c) for c in task.cpu_tests} <= {shape_text(c) for _, c in cases}
     assert notes and "too large for the CPU" in notes[0]
     assert {kind for kind, _ in cases} == {"test"} and "timing needs a GPU" in notes[1]
-    timed, _ = select_cases(task, "benchmark", "cpu")
+    timed, _ = select_cases(task, MODES["benchmark"], "cpu")
     assert [c for _, c in timed] == [c for _, c in cases]  # CPU timing only when asked for
-    gpu_cases, gpu_notes = select_cases(task, "all", "cuda")
+    gpu_cases, gpu_notes = select_cases(task, MODES["all"], "cuda")
     assert len(gpu_cases) == len(task.tests) + len(task.benchmarks) and not gpu_notes
 
 
@@ -45,7 +48,7 @@ def test_cpu_cases_never_repeat_a_shape_and_the_report_names_each_seed():
     from harness.display import report
 
     task = load_task("nvfp4_gemm")
-    cases, notes = select_cases(task, "test", "cpu")
+    cases, notes = select_cases(task, MODES["test"], "cpu")
     shapes = [shape_text(c) for _, c in cases]
     assert len(shapes) == len(set(shapes)) == 2
     assert cases[-1][1] == task.tests[0] and cases[0][1] == task.cpu_tests[1]
@@ -85,7 +88,7 @@ def _write(tmp_path, body, name="s.py"):
 
 def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
     source = (REPO / "submissions/nvfp4_gemv/torch_reference.py").read_text()
-    result = evaluate_submission(None, _write(tmp_path, source), "benchmark", "cpu")
+    result = evaluate_submission(None, _write(tmp_path, source), MODES["benchmark"], "cpu")
     assert result.status == Status.PASSED, result.reason
     assert not result.rankable and result.geomean_us and result.geomean_us > 0
     timed = [c for c in result.cases if c.kind == "benchmark"]
@@ -123,7 +126,7 @@ def test_benchmark_on_cpu_is_timed_and_not_rankable(tmp_path):
     ],
 )
 def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
-    result = evaluate_submission(None, _write(tmp_path, body), "test", "cpu")
+    result = evaluate_submission(None, _write(tmp_path, body), MODES["test"], "cpu")
     assert result.status == status and needle in result.reason
     lines = result.reason.splitlines()  # one line; a syntax error adds the source line and a caret
     assert len(lines) == (3 if "syntax error" in needle else 1) and "Traceback" not in result.reason
@@ -131,14 +134,14 @@ def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
 
 
 def test_a_problem_argument_and_a_popcorn_line_that_disagree_stop_before_any_worker(tmp_path, monkeypatch, capsys):
-    from harness.judge import evaluation
+    from harness.judge.verdict import evaluation
 
     def no_worker(*args, **kwargs):
         raise AssertionError("a worker was started")
 
     monkeypatch.setattr(evaluation, "WorkerSession", no_worker)
     path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return data[-1]\n")
-    result = evaluate_submission("nvfp4_gemm", path, "test", "cpu")
+    result = evaluate_submission("nvfp4_gemm", path, MODES["test"], "cpu")
     assert result.status == Status.BAD_INPUT and result.exit_code == ExitCode.BAD_INPUT
     assert "'#!POPCORN leaderboard nvfp4_gemv'" in result.reason and "nvfp4_gemm" in result.reason
     assert "\n" not in result.reason
@@ -152,7 +155,7 @@ def test_missing_gpu_is_a_device_failure(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible here")  # the GPU path is exercised by scripts/gpu_check.sh
     source = (REPO / "submissions/nvfp4_gemv/torch_reference.py").read_text()
-    result = evaluate_submission(None, _write(tmp_path, source), "test", "cuda")
+    result = evaluate_submission(None, _write(tmp_path, source), MODES["test"], "cuda")
     assert result.exit_code == ExitCode.CUDA_FAILURE and "--device cpu" in result.reason
 
 
@@ -187,19 +190,19 @@ def test_cli_bad_input_exit_code(tmp_path):
 
 def test_the_same_failure_twice_stops_the_run_unless_keep_going(tmp_path):
     path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data):\n    return data[-1].zero_()\n")
-    result = evaluate_submission(None, path, "test", "cpu")
+    result = evaluate_submission(None, path, MODES["test"], "cpu")
     first, second, *rest = result.cases
     assert first.status == second.status == Status.FAILED and rest
     assert all(c.status == Status.NOT_RUN and "--keep-going runs them all" in c.reason for c in rest)
     assert result.status == Status.FAILED and result.reason == first.reason
-    everything = evaluate_submission(None, path, "test", "cpu", keep_going=True)
+    everything = evaluate_submission(None, path, MODES["test"], "cpu", RunOptions(keep_going=True))
     assert [c.status for c in everything.cases] == [Status.FAILED] * len(result.cases)
 
 
 def test_a_fresh_worker_after_a_crash_is_not_announced_again(tmp_path):
     path = _write(tmp_path, "#!POPCORN leaderboard nvfp4_gemv\nimport os\ndef custom_kernel(data):\n    os._exit(3)\n")
     lines = []
-    result = evaluate_submission(None, path, "test", "cpu", progress=lines.append)
+    result = evaluate_submission(None, path, MODES["test"], "cpu", progress=lines.append)
     assert [c.status for c in result.cases[:2]] == [Status.CRASHED, Status.CRASHED]
     assert sum(line.startswith("imported in") for line in lines) == 1
 
@@ -207,8 +210,8 @@ def test_a_fresh_worker_after_a_crash_is_not_announced_again(tmp_path):
 def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeypatch):
 
     monkeypatch.setattr(seal, "sealed_core_built", lambda: False)
-    result = evaluate_submission("nvfp4_gemv", Path("submissions/nvfp4_gemv/torch_reference.py"), "leaderboard",
-                                 "cuda", secret_seed=1)
+    result = evaluate_submission("nvfp4_gemv", Path("submissions/nvfp4_gemv/torch_reference.py"), MODES["leaderboard"],
+                                 "cuda", RunOptions(secret_seed=1))
     assert result.status == Status.BAD_INPUT
     assert "ranked mode refused" in result.reason and "pip install -e ." in result.reason
     assert "\n" not in result.reason
@@ -216,11 +219,12 @@ def test_ranked_gpu_run_without_the_compiled_core_is_refused_in_one_line(monkeyp
 
 def _benchmark_against(make_session):
     """One CPU benchmark case of the GEMV baseline driven against a scripted worker stand-in."""
-    from harness.judge.evaluation import Evaluation
+    from harness.judge.verdict.evaluation import Evaluation
 
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
     baseline = REPO / "submissions/nvfp4_gemv/torch_reference.py"
-    evaluation = Evaluation(task, baseline, "benchmark", "cpu", None, None, as_progress(None), {"type": "cpu"})
+    evaluation = Evaluation(task, baseline, MODES["benchmark"], "cpu", RunOptions(), as_progress(None),
+                            {"type": "cpu"})
     session = make_session(evaluation.reference)
     try:
         return evaluation.run_benchmark(session, dict(task.cpu_tests[0])), session
@@ -235,7 +239,7 @@ class _RecheckingSession:
         self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):
-        from harness.judge.worker_channel import CallOutput
+        from harness.judge.worker_link.worker_channel import CallOutput
 
         data = self.reference.generate_input(**case, device="cpu")
         return CallOutput(time_us=5.0, host_us=1.0, output=self.reference.ref_kernel(data), unfinished=False)
@@ -329,7 +333,7 @@ def test_the_fp8_vendor_baselines_are_unsupported_on_the_cpu(file):
     """torch has no block-scaled _scaled_mm on the CPU: one 'unsupported' line, not a crash."""
     if torch.cuda.is_available():
         pytest.skip("the CPU verdict needs a machine without a GPU")
-    result = evaluate_submission(None, REPO / "submissions" / file, "test", "cpu")
+    result = evaluate_submission(None, REPO / "submissions" / file, MODES["test"], "cpu")
     assert result.status == Status.UNSUPPORTED and result.exit_code == ExitCode.UNSUPPORTED, result.reason
     assert "this machine: CPU only" in result.reason and "\n" not in result.reason
 
@@ -346,5 +350,5 @@ def custom_kernel(data):
 
 
 def test_a_submission_may_write_into_the_bf16_output_buffer(tmp_path):
-    result = evaluate_submission(None, _write(tmp_path, WRITES_INTO_C), "test", "cpu")
+    result = evaluate_submission(None, _write(tmp_path, WRITES_INTO_C), MODES["test"], "cpu")
     assert result.status == Status.PASSED, result.reason

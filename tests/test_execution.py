@@ -2,12 +2,14 @@
 
 from harness.contract.results import RunResult, Status
 from harness.execution.eval_job import EvalJob, run_job
-from harness.judge import run, worker_confinement
+from harness.judge import run
+from harness.judge.worker_link import worker_confinement
 
 
 def test_the_job_file_is_readable_by_the_workers_unprivileged_uid(monkeypatch):
-    """The worker drops to uid 65534 only where that uid can read the file (harness.judge.worker_process): a private
-    (0700) job folder kept every service and leaderboard worker at the evaluator's uid, root on GPU hosts."""
+    """The worker drops to uid 65534 only where that uid can read the file
+    (harness.judge.worker_link.worker_process): a private (0700) job folder kept every service and
+    leaderboard worker at the evaluator's uid, root on GPU hosts."""
     seen = {}
 
     def fake_evaluate(problem, path, **options):

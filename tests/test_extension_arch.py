@@ -4,7 +4,7 @@ import functools
 
 import pytest
 
-from harness.judge.hardware_verdict import diagnose
+from harness.judge.verdict.hardware_verdict import diagnose
 from harness.worker import extension_arch
 
 H100 = {"type": "cuda", "name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}

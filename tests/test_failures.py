@@ -10,6 +10,7 @@ import pytest
 from harness.contract.protocol import TRACEBACK_CHARS
 from harness.contract.results import Status
 from harness.judge.run import evaluate_submission
+from harness.judge.verdict.modes import MODES
 from harness.worker.failures import classify, traceback_text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,7 +62,7 @@ def test_the_traceback_is_kept_whole_up_to_its_cap():
 def test_an_evaluation_keeps_the_traceback_and_the_cli_prints_it_with_verbose(tmp_path):
     path = tmp_path / "s.py"
     path.write_text(RAISES_IN_LIBRARY)
-    result = evaluate_submission(None, path, "test", "cpu")
+    result = evaluate_submission(None, path, MODES["test"], "cpu")
     assert result.status == Status.CRASHED
     assert "(at s.py:6 in custom_kernel, via json/decoder.py:" in result.reason
     first = result.cases[0]

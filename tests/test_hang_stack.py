@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from harness.contract.results import ExitCode, Status
-from harness.judge import worker_process
 from harness.judge.run import evaluate_submission
+from harness.judge.worker_link import worker_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
 from adversarial_suite import reduced_problem  # the suite's cut-down task folders

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.judge.hardware_verdict import diagnose
+from harness.judge.verdict.hardware_verdict import diagnose
 
 H100 = {"type": "cuda", "name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}
 B200 = {"type": "cuda", "name": "NVIDIA B200", "capability": "10.0"}

@@ -11,7 +11,7 @@ from harness.commands.main import main
 from harness.contract.results import CaseResult, ExitCode, RunResult, Status, TimingStats
 from harness.history import run_history
 from harness.history.run_history import HISTORY_ENV, History, default_path
-from harness.leaderboard.store import StoreError
+from harness.sqlite_migrations import StoreError
 
 SHAPES = ({"m": 7168, "k": 16384, "l": 1, "seed": 1111}, {"m": 4096, "k": 7168, "l": 8, "seed": 1111})
 

@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from problems.input_digests import DIGESTS_PATH, current_digests, differences, read_stored, tensor_digest, tree_digests
+from problems.shared.input_digests import (
+    DIGESTS_PATH,
+    current_digests,
+    differences,
+    read_stored,
+    tensor_digest,
+    tree_digests,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,11 @@ from harness.contract.results import CaseResult, KernelProfile, RunResult, Statu
 from harness.contract.task_spec import load_task
 from harness.display import report
 from harness.display.progress import as_progress
-from harness.judge import nsight, run
-from harness.judge.evaluation import Evaluation
+from harness.judge import run
+from harness.judge.passes import nsight
+from harness.judge.verdict.evaluation import Evaluation
+from harness.judge.verdict.modes import MODES
+from harness.judge.verdict.run_options import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests/data/ncu/gemv_raw.csv"
@@ -73,8 +76,8 @@ def test_each_passed_shape_runs_in_a_worker_under_ncu_and_gets_its_kernels(tmp_p
     ncu = _stand_in_ncu(tmp_path)
     assert nsight.find_ncu(str(ncu.parent)) == ncu
     task = load_task("nvfp4_gemv")
-    evaluation = Evaluation(task, REPO / "submissions/nvfp4_gemv/torch_reference.py", "profile", "cpu", None, None,
-                            as_progress(None), {"type": "cpu"})
+    evaluation = Evaluation(task, REPO / "submissions/nvfp4_gemv/torch_reference.py", MODES["profile"], "cpu",
+                            RunOptions(), as_progress(None), {"type": "cpu"})
     shape = task.cpu_tests[0]
     results = [CaseResult("benchmark", shape, Status.PASSED), CaseResult("benchmark", task.cpu_tests[1], Status.FAILED)]
     try:

@@ -1,4 +1,4 @@
-"""problems.operand_formats: element bytes and block scales of each format, from their definitions."""
+"""problems.shared.operand_formats: element bytes and block scales of each format, from their definitions."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import oracle
 import pytest
 import torch
 
-from problems import counter_rng as rng
-from problems import operand_formats as of
+from problems.shared import counter_rng as rng
+from problems.shared import operand_formats as of
 
 SAMPLE = 1 << 17
 

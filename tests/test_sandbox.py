@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge import worker_confinement
 from harness.judge.run import evaluate_submission
+from harness.judge.verdict.modes import MODES
+from harness.judge.worker_link import worker_confinement
 
 REPO = Path(__file__).resolve().parent.parent
 ORPHAN = REPO / "tests" / "adversarial" / "submissions" / "o01_setsid_orphan.py"
@@ -113,7 +114,7 @@ def test_nothing_the_submission_starts_outlives_its_run(monkeypatch, pidns):
     steps = [s for s in worker_confinement.STEPS if pidns or s != "pidns"]
     monkeypatch.setenv(worker_confinement.STEPS_ENV, ",".join(steps))
     notes: list[str] = []
-    result = evaluate_submission("nvfp4_gemv", ORPHAN, "test", "cpu", progress=notes.append)
+    result = evaluate_submission("nvfp4_gemv", ORPHAN, MODES["test"], "cpu", progress=notes.append)
     assert result.status.value == "passed", result.reason
     sandbox = next(note for note in notes if note.startswith("sandbox:"))
     if pidns and "own PID namespace" not in sandbox:

@@ -19,9 +19,12 @@ import pytest
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import load_task
 from harness.display.progress import as_progress
-from harness.judge import run, sanitize
-from harness.judge.evaluation import Evaluation
+from harness.judge import run
+from harness.judge.passes import sanitize
 from harness.judge.run import evaluate_submission
+from harness.judge.verdict.evaluation import Evaluation
+from harness.judge.verdict.modes import MODES
+from harness.judge.verdict.run_options import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "data" / "sanitizer"
@@ -174,14 +177,15 @@ def test_inputs_named_from_the_tasks_data_contract():
 
 # -- the mode ---------------------------------------------------------------------------------
 def test_sanitize_mode_on_a_cpu_is_one_line_and_bad_input(tmp_path):
-    result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", "sanitize", "cpu")
+    result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", MODES["sanitize"],
+                                 "cpu")
     assert result.status == Status.UNSUPPORTED and result.exit_code == ExitCode.UNSUPPORTED
     assert result.reason.startswith("needs a CUDA GPU:") and "\n" not in result.reason and not result.cases
 
 
 def test_sanitize_mode_without_compute_sanitizer_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv(sanitize.SANITIZER_ENV, str(tmp_path / "missing"))
-    result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", "sanitize",
+    result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", MODES["sanitize"],
                                  "cuda")
     assert result.status == Status.UNSUPPORTED and sanitize.SANITIZER_ENV in result.reason and not result.cases
 
@@ -190,7 +194,7 @@ def test_sanitize_selects_every_test_shape_once():
     from harness.judge.run import select_cases
 
     task = load_task("nvfp4_gemm")
-    cases, _ = select_cases(task, "sanitize", "cuda")
+    cases, _ = select_cases(task, MODES["sanitize"], "cuda")
     assert cases == [("test", c) for c in task.tests]
 
 
@@ -211,7 +215,8 @@ def _stand_in_sanitizer(tmp_path: Path, replay: str) -> Path:
 
 def _run_sanitized(tmp_path: Path, submission: Path, replay: str):
     task = load_task("nvfp4_gemv").with_timeouts_scaled(1.0)
-    evaluation = Evaluation(task, submission, "sanitize", "cpu", None, None, as_progress(None), {"type": "cpu"})
+    evaluation = Evaluation(task, submission, MODES["sanitize"], "cpu", RunOptions(), as_progress(None),
+                            {"type": "cpu"})
     try:
         results, log = sanitize.run(evaluation, [("test", task.cpu_tests[0])], _stand_in_sanitizer(tmp_path, replay),
                                     ("memcheck",))
@@ -249,7 +254,7 @@ def test_the_saved_report_sits_beside_the_json(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "_sanitizer_for", lambda device, tool: stand_in)
     monkeypatch.setattr(sanitize, "run", lambda evaluation, cases, exe, tools: ([], "#### recorded\n"))
     path = tmp_path / "out" / "r.sanitizer.txt"
-    result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", "sanitize", "cpu",
-                                 sanitizer_report=path)
+    result = evaluate_submission("nvfp4_gemv", REPO / "submissions/nvfp4_gemv/torch_reference.py", MODES["sanitize"],
+                                 "cpu", RunOptions(sanitizer_report=path))
     assert result.sanitizer_report == str(path) and path.read_text() == "#### recorded\n"
     assert os.path.isfile(result.sanitizer_report)

@@ -1,9 +1,10 @@
-"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.judge.seal).
+"""Sealed results: the compiled core's MAC and digest as the parent checks them (harness.judge.worker_link.seal).
 
 The core runs here in its CPU mode (wall clock), in this test process: one init and one bind per
 process, so one module-scoped fixture holds it.
 """
 
+import dataclasses
 import gc
 import os
 import subprocess
@@ -15,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.contract import protocol
-from harness.judge import seal
+from harness.contract import messages, protocol
+from harness.judge.worker_link import seal
 from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,18 +43,19 @@ def core():
 
 
 def _received(answer):
-    """What the parent gets: header and tensors, through the real wire format."""
-    _, time_us, _host_us, unfinished, exposed, _structure, views, mac, _ = answer
+    """What the parent gets: the Output record, its tensor entries and tensors, through the real wire format."""
+    _, time_us, host_us, unfinished, exposed, structure, views, mac, _ = answer
     parts = [(protocol.storage_entry(str(d), s, st, o, p), p) for d, s, st, o, p in views]
     read_fd, write_fd = os.pipe()
-    header = {"op": "output", "time_us": time_us, "unfinished": unfinished, "exposed": exposed, "mac": mac.hex()}
-    sender = threading.Thread(target=protocol.send, args=(write_fd, header), kwargs={"parts": parts})
+    output = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished,
+                             exposed=exposed, mac=mac)
+    sender = threading.Thread(target=protocol.send_message, args=(write_fd, output), kwargs={"parts": parts})
     sender.start()  # outputs larger than the pipe's buffer are read while they are written
-    header, tensors = protocol.receive(read_fd)
+    received = protocol.receive_message(read_fd, messages.REPLIES)
     sender.join()
     os.close(write_fd)
     os.close(read_fd)
-    return header, tensors
+    return received
 
 
 BACKEND_CHECK = """
@@ -79,7 +81,7 @@ def test_c_hmac_matches_python_with_either_sha256(portable):
 
 SEALING_CHECK = """
 import ctypes, sys, torch
-from harness.judge import seal
+from harness.judge.worker_link import seal
 from harness.worker import sealed_core
 _, read_fd = seal.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
@@ -115,8 +117,8 @@ def test_the_core_seals_its_code_and_tables_before_the_import():
 def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):
     key, timer = core
     data = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    header, tensors = _received(timer.time_call(data, 0, 1234, 0.0))
-    seal.verify_call(key, 0, 1234, timer.overhead_us, header, tensors)
+    output, entries, tensors = _received(timer.time_call(data, 0, 1234, 0.0))
+    seal.verify_call(key, 0, 1234, timer.overhead_us, output, entries, tensors)
     assert torch.equal(tensors[0], data.t() * 2) and torch.equal(tensors[1], data[:1])
 
 
@@ -126,12 +128,12 @@ def test_outputs_of_many_chunks_verify_and_a_byte_changed_in_any_chunk_breaks_th
     chunk of the second output is caught."""
     key, timer = core
     data = torch.arange(3 * seal.DIGEST_CHUNK_BYTES // 4 + 5, dtype=torch.float32).reshape(-1, 1)  # 3 MiB + 20 B
-    header, tensors = _received(timer.time_call(data, 10, 99, 0.0))
-    seal.verify_call(key, 10, 99, timer.overhead_us, header, tensors)
+    output, entries, tensors = _received(timer.time_call(data, 10, 99, 0.0))
+    seal.verify_call(key, 10, 99, timer.overhead_us, output, entries, tensors)
     assert torch.equal(tensors[0], data.t() * 2)
     tensors[0].untyped_storage()[3 * seal.DIGEST_CHUNK_BYTES + 7] ^= 1
     with pytest.raises(seal.SealBroken):
-        seal.verify_call(key, 10, 99, timer.overhead_us, header, tensors)
+        seal.verify_call(key, 10, 99, timer.overhead_us, output, entries, tensors)
 
 
 TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "exposed"]
@@ -141,10 +143,10 @@ TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "ex
 def test_any_change_breaks_the_seal(core, tamper):
     key, timer = core
     index = 100 + TAMPERS.index(tamper)
-    header, tensors = _received(timer.time_call(torch.ones(2, 3), index, 7, 0.0))
+    output, entries, tensors = _received(timer.time_call(torch.ones(2, 3), index, 7, 0.0))
     expected_index, seed = index, 7
     if tamper == "time":
-        header["time_us"] *= 0.6
+        output = dataclasses.replace(output, time_us=output.time_us * 0.6)
     elif tamper == "output":
         tensors[0].untyped_storage()[0] = 1
     elif tamper == "index":
@@ -152,13 +154,13 @@ def test_any_change_breaks_the_seal(core, tamper):
     elif tamper == "seed":
         seed = 8
     elif tamper == "mac":
-        header["mac"] = bytes(32).hex()
+        output = dataclasses.replace(output, mac=bytes(32))
     elif tamper == "no_mac":
-        del header["mac"]
+        output = dataclasses.replace(output, mac=b"")
     else:  # a flag flipped: unfinished work hidden, or an exposed time passed off as clean
-        header[tamper] = not header[tamper]
+        output = dataclasses.replace(output, **{tamper: not getattr(output, tamper)})
     with pytest.raises(seal.SealBroken):
-        seal.verify_call(key, expected_index, seed, timer.overhead_us, header, tensors)
+        seal.verify_call(key, expected_index, seed, timer.overhead_us, output, entries, tensors)
 
 
 def test_the_core_refuses_a_second_key_a_second_kernel_and_old_indexes(core):
@@ -204,10 +206,10 @@ def test_the_recheck_is_signed_over_the_parents_nonce(core):
     key, timer = core
     nonce = os.urandom(seal.NONCE_BYTES)
     overhead_us, fresh_us, spread_us, mac = timer.recheck(nonce)
-    header = {"overhead_us": overhead_us, "fresh_us": fresh_us, "spread_us": spread_us, "mac": mac.hex()}
-    assert seal.verify_recheck(key, nonce, header) == (overhead_us, fresh_us, spread_us)
+    rechecked = messages.Rechecked(overhead_us=overhead_us, fresh_us=fresh_us, spread_us=spread_us, mac=mac)
+    assert seal.verify_recheck(key, nonce, rechecked) == (overhead_us, fresh_us, spread_us)
     with pytest.raises(seal.SealBroken):
-        seal.verify_recheck(key, os.urandom(seal.NONCE_BYTES), header)
+        seal.verify_recheck(key, os.urandom(seal.NONCE_BYTES), rechecked)
 
 
 def test_overhead_moved_flags_drift_and_adopts_only_consistent_values():

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 WINDOW_CHECK = r'''
 import ctypes, json, struct, sys, time, types
 import torch
-from harness.judge import seal
+from harness.judge.worker_link import seal
 from harness.worker import sealed_core
 
 _, read_fd = seal.new_key_pipe()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.judge import seeds
+from harness.judge.verdict import seeds
 
 
 def test_first_public_call_uses_the_case_seed():

@@ -16,6 +16,7 @@ from harness.contract.results import ExitCode, Status
 from harness.contract.task_error import TaskError
 from harness.contract.task_spec import PROBLEMS_DIR, load_task
 from harness.judge.run import evaluate_submission
+from harness.judge.verdict.modes import MODES
 
 Spec = dict[str, Any]
 
@@ -196,6 +197,6 @@ def test_the_shipped_problems_load_by_path_too():
 )
 def test_eval_reports_a_broken_task_as_bad_input_in_one_line(tmp_path, mutate, needle):
     folder = write_copy(tmp_path, GEMV, mutate)
-    result = evaluate_submission(str(folder), PROBLEMS_DIR / GEMV / "submission.py", mode="test", device="cpu")
+    result = evaluate_submission(str(folder), PROBLEMS_DIR / GEMV / "submission.py", mode=MODES["test"], device="cpu")
     assert result.status == Status.BAD_INPUT and result.exit_code == ExitCode.BAD_INPUT == 113
     assert needle in result.reason and "\n" not in result.reason and str(folder) in result.reason

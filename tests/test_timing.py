@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.judge.stopping import StoppingRule, summarize
+from harness.judge.verdict.stopping import StoppingRule, summarize
 from harness.worker.timers import CpuTimer
 
 

@@ -14,7 +14,7 @@ import json, platformdirs
 from pathlib import Path
 from harness.commands.submit_command import CONFIG_ENV, DEFAULT_CONFIG
 from harness.history.run_history import default_path
-from harness.judge.vendor_cache import cache_path
+from harness.judge.passes.vendor_cache import cache_path
 from harness.sol.calibration import default_cache_path
 import os
 print(json.dumps({

@@ -13,8 +13,9 @@ from harness.contract.results import CaseResult, RunResult, Status, TimingStats
 from harness.contract.task_spec import TaskError, load_task, parse_task, shape_text
 from harness.display import report
 from harness.display.progress import as_progress
-from harness.judge import run, vendor_cache
-from harness.judge.vendor_yardstick import vendor_times
+from harness.judge import run
+from harness.judge.passes import vendor_cache
+from harness.judge.passes.vendor_yardstick import vendor_times
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -87,33 +88,30 @@ def test_calibrate_vendor_needs_a_gpu(capsys, tmp_path):
     assert code == 110 and "vendor times need a CUDA GPU" in capsys.readouterr().err
 
 
-def test_a_gpu_without_a_vendor_time_gets_it_measured_on_first_use_with_one_line(cache, monkeypatch):
+def test_a_gpu_without_a_vendor_time_gets_it_measured_on_first_use_with_one_line(cache):
     """`eval` on a GPU whose vendor time is not cached measures it once (a stand-in measurement here),
     says so in one line, and the second run reads the cache; the CPU keeps its one-line reason."""
-    from harness.judge import vendor_yardstick
-
     task = load_task("nvfp4_gemm")
     first, second, _ = task.benchmarks
     measured = []
 
-    def stand_in(task, device_name, progress=None):
+    def stand_in(task, device_name):
         measured.append(device_name)
         times = {shape_text(c): vendor_cache.VendorTime(10.0, "cuBLAS") for c in task.benchmarks}
         vendor_cache.record(device_name, task.name, times)
         return times
 
-    monkeypatch.setattr(vendor_yardstick, "measure_vendor", stand_in)
     lines: list[str] = []
     timed = [_timed(first, 20.0), _timed(second, 5.0)]
-    run._beside_the_vendor(task, timed, H100, as_progress(lines.append))
+    run._beside_the_vendor(task, timed, H100, (as_progress(lines.append), stand_in))
     assert measured == [H100] and timed[0].pct_of_vendor == pytest.approx(50.0)
     assert len(lines) == 1 and lines[0].startswith(f"vendor: no {task.vendor.library} time for {H100} yet: measuring")
     again = [_timed(first, 20.0)]
-    run._beside_the_vendor(task, again, H100, as_progress(lines.append))
+    run._beside_the_vendor(task, again, H100, (as_progress(lines.append), stand_in))
     assert measured == [H100] and len(lines) == 1 and again[0].pct_of_vendor == pytest.approx(50.0)  # cached
     on_cpu = [_timed(first, 20.0)]
-    run._beside_the_vendor(task, on_cpu, "cpu", as_progress(lines.append))
+    run._beside_the_vendor(task, on_cpu, "cpu", (as_progress(lines.append), stand_in))
     assert measured == [H100] and on_cpu[0].vendor_note == "vendor times need a GPU" and len(lines) == 1
     unasked = [_timed(first, 20.0)]
-    run._beside_the_vendor(task, unasked, "NVIDIA H200")  # the leaderboard's and the service's runs: never
+    run._beside_the_vendor(task, unasked, "NVIDIA H200", None)  # the leaderboard's and the service's runs: never
     assert measured == [H100] and unasked[0].vendor_note == vendor_cache.MEASURE_HINT

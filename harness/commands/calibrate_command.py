@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract.results import ExitCode
-from harness.contract.task_spec import TaskError, list_problems, load_task
-from harness.judge import vendor_cache
-from harness.judge.vendor_yardstick import measure_vendor
+from harness.contract.task_spec import Task, TaskError, list_problems, load_task
+from harness.judge.passes import vendor_cache
+from harness.judge.passes.vendor_yardstick import vendor_times
+from harness.judge.run import evaluate_submission
+from harness.judge.verdict.modes import MODES
 from harness.sol.breakdown import UnknownDeviceError, load_table, resolve_device
 from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate, default_cache_path
 
@@ -68,6 +70,16 @@ def _handle(args: argparse.Namespace) -> int:
     if args.vendor is not None:
         return _calibrate_vendor(args.vendor, device, record["device_name"])
     return 0
+
+
+def measure_vendor(task: Task, device_name: str) -> dict[str, vendor_cache.VendorTime]:
+    """Run the vendor file on this GPU's benchmark shapes and cache the times; returns them."""
+    if task.vendor is None:
+        return {}
+    result = evaluate_submission(task.name, task.vendor.file, MODES["benchmark"], "cuda")
+    times = vendor_times(task, result)
+    vendor_cache.record(device_name, task.name, times)
+    return times
 
 
 def _calibrate_vendor(problems: list[str], device: str, device_name: str) -> int:

@@ -18,7 +18,7 @@ from harness.contract.task_spec import shape_text
 from harness.display.report import STATUS_WORDS
 from harness.display.tables import text_table
 from harness.history.run_history import History, comparable
-from harness.leaderboard.store import StoreError, load_result
+from harness.sqlite_migrations import StoreError
 
 
 def load_run(ref: str) -> tuple[str, RunResult]:
@@ -28,7 +28,7 @@ def load_run(ref: str) -> tuple[str, RunResult]:
             return f"run {ref}", history.result(int(ref))
     path = Path(ref)
     try:
-        return path.name, load_result(json.loads(path.read_text()))
+        return path.name, RunResult.from_json(json.loads(path.read_text()))
     except OSError as error:
         raise ValueError(f"{ref}: neither a history id nor a readable result file ({error.strerror})") from None
     except (ValueError, TypeError, KeyError) as error:

@@ -13,15 +13,18 @@ import os
 import sys
 from pathlib import Path
 
+from harness.commands.calibrate_command import measure_vendor
 from harness.contract.results import ExitCode
 from harness.contract.task_spec import list_problems
 from harness.display import report
 from harness.display.progress import for_stream
 from harness.history import run_history
-from harness.judge import sanitize, seeds
-from harness.judge.modes import DEFAULT_MODE, MODES, mode_named
+from harness.judge.passes import sanitize
 from harness.judge.run import evaluate_submission
-from harness.judge.wall_clock import process_age_s
+from harness.judge.verdict import seeds
+from harness.judge.verdict.modes import DEFAULT_MODE, MODES, mode_named
+from harness.judge.verdict.run_options import RunOptions
+from harness.judge.verdict.wall_clock import process_age_s
 
 
 def _json_target(path: str) -> Path:
@@ -58,14 +61,14 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"note: no secret seed (${seeds.SECRET_ENV} or --secret-seed-file): public seeds, so the run is not "
               "rankable", file=sys.stderr)
     progress = for_stream(sys.stderr, verbose=args.verbose)
-    report_path = json_path.with_suffix(".sanitizer.txt") if json_path else None
+    options = RunOptions(secret_seed=secret, timeout_scale=args.timeout_scale, keep_going=args.keep_going,
+                         sanitizer_tool=args.tool,
+                         sanitizer_report=json_path.with_suffix(".sanitizer.txt") if json_path else None,
+                         ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None,
+                         vendor_first_use=measure_vendor)
     start_s = process_age_s()  # the interpreter's start and imports, before the evaluation's own clock
     try:
-        result = evaluate_submission(problem, Path(submission), mode, args.device, secret, progress=progress,
-                                     timeout_scale=args.timeout_scale, keep_going=args.keep_going,
-                                     sanitizer_tool=args.tool, sanitizer_report=report_path,
-                                     ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None,
-                                     vendor_first_use=True)
+        result = evaluate_submission(problem, Path(submission), mode, args.device, options, progress)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): the run stopped, its workers were killed, nothing was written", file=sys.stderr)
         return 130

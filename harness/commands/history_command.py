@@ -9,7 +9,7 @@ import sys
 from harness.contract.results import ExitCode
 from harness.display.tables import text_table
 from harness.history.run_history import HISTORY_ENV, History, HistoryEntry, default_path
-from harness.leaderboard.store import StoreError
+from harness.sqlite_migrations import StoreError
 
 
 def _when(recorded_at: str) -> str:

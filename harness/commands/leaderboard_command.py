@@ -18,11 +18,12 @@ from harness import __version__
 from harness.contract.results import ExitCode, Status
 from harness.display.progress import Progress, for_stream
 from harness.execution.serial_executor import Executor
-from harness.judge import seeds
+from harness.judge.verdict import seeds
 from harness.leaderboard import render, runner
 from harness.leaderboard.rank import build_board
-from harness.leaderboard.store import Store, StoreError
+from harness.leaderboard.store import Store
 from harness.review import review_store
+from harness.sqlite_migrations import StoreError
 
 DEFAULT_DB = Path("results/leaderboard.db")
 DEFAULT_OUT = Path("results/leaderboard")

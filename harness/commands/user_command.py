@@ -13,9 +13,9 @@ from typing import Any
 
 from harness.contract.results import ExitCode
 from harness.display.tables import text_table
-from harness.leaderboard.store import StoreError
 from harness.service.db import ServiceDb
 from harness.service.users import add_user, list_users, revoke_user
+from harness.sqlite_migrations import StoreError
 
 
 def _with_db(args: argparse.Namespace, action: Callable[[Any], int]) -> int:

@@ -1,9 +1,11 @@
-"""Messages between the trusted evaluator and the worker that runs a submission.
+"""The framing of messages between the trusted evaluator and the worker that runs a submission.
 
 A message is a 4-byte length, a JSON header and, when the header lists tensors, their raw
 bytes. JSON rather than pickle: the parent never unpickles what an untrusted process wrote.
 Tensors come back only as whitelisted dtypes with checked sizes, so a malformed or forged
-message is a protocol violation, never code execution or a crash of the evaluator.
+message is a protocol violation, never code execution or a crash of the evaluator. What a
+header may say is ``harness.contract.messages``: ``send_message`` and ``receive_message`` carry
+its typed records.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import json
 import os
 import struct
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import torch
+
+from harness.contract.messages import KIND_KEY, Message, ProtocolError, decode, encode
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSOR_BYTES = 1 << 31
@@ -40,10 +45,6 @@ WIRE_DTYPES: dict[str, torch.dtype] = {
     "float8_e4m3fn": torch.float8_e4m3fn,
     "float4_e2m1fn_x2": torch.float4_e2m1fn_x2,
 }
-
-
-class ProtocolError(Exception):
-    """The result channel carried something the harness did not send or expect."""
 
 
 def _read_into(fd: int, view: memoryview) -> None:
@@ -169,8 +170,8 @@ def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
         header = json.loads(_read_exact(fd, length))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ProtocolError(f"unreadable header ({error})") from None
-    if not isinstance(header, dict) or not isinstance(header.get("op"), str):
-        raise ProtocolError("a header without an 'op'")
+    if not isinstance(header, dict) or not isinstance(header.get(KIND_KEY), str):
+        raise ProtocolError("a header that names no message kind")
     entries = header.get("tensors", [])
     if not isinstance(entries, list):
         raise ProtocolError("a header whose 'tensors' is not a list")
@@ -185,3 +186,24 @@ def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
         except (TypeError, ValueError, KeyError, OverflowError) as error:  # fields of the wrong kind
             raise ProtocolError(f"a malformed tensor entry ({type(error).__name__}: {error})") from None
     return header, tensors
+
+
+class Received(NamedTuple):
+    """One message as read: its record, the header's tensor entries (the seal covers them), the tensors."""
+
+    message: Any
+    entries: list[dict[str, Any]]
+    tensors: list[torch.Tensor | str]
+
+
+def send_message(fd: int, message: Message, tensors: list[torch.Tensor] | None = None,
+                 parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
+    """Send a typed record, with its tensors (or ready-made ``parts``, as ``send``)."""
+    send(fd, encode(message), tensors, parts)
+
+
+def receive_message(fd: int, expected: Mapping[str, type]) -> Received:
+    """Read one message that must be one of the ``expected`` kinds (messages.REQUESTS or REPLIES)."""
+    header, tensors = receive(fd)
+    entries = header.pop("tensors", [])
+    return Received(decode(header, expected), entries, tensors)

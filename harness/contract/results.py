@@ -101,7 +101,7 @@ class KernelProfile:
     occupancy_pct: float  # achieved occupancy: active warps, % of the SM's maximum
     registers: int  # per thread
     bound: str  # "memory" or "compute" (the larger throughput, once one is near its roof: 60% of peak),
-    # else "latency (N% occupancy)" (harness.judge.nsight.bound_by)
+    # else "latency (N% occupancy)" (harness.judge.passes.nsight.bound_by)
 
 
 ROOF_NEAR_PCT = 60.0
@@ -111,7 +111,7 @@ hides it (a 12%-occupancy kernel at 23% SM and 16% DRAM is no more compute-bound
 NCU_CLOCK_NOTE = ("clocks: the GPU's own, as in the timed calls (ncu --clock-control none); every cache flushed "
                   "before each kernel (--cache-control all); one call, each kernel replayed per metric pass: its "
                   "times differ from the timed median by that")
-"""What the report says under Nsight Compute's table (harness.judge.nsight: CLOCKS_AND_CACHES)."""
+"""What the report says under Nsight Compute's table (harness.judge.passes.nsight: CLOCKS_AND_CACHES)."""
 
 
 @dataclass
@@ -162,7 +162,7 @@ class RunResult:
     started_at: str = ""
     elapsed_s: float = 0.0
     wall_s: dict[str, float] = field(default_factory=dict)  # where the wall time went, by phase
-    # (harness.judge.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
+    # (harness.judge.verdict.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
     scope: dict[str, int] | None = None  # how much of the contest the run covered: contest_tests,
@@ -180,24 +180,24 @@ class RunResult:
 
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> RunResult:
-        fields = {k: v for k, v in record.items() if k != "exit_code"}
-        fields["status"] = Status(fields["status"])
-        fields["cases"] = [
+        """The record ``to_json`` wrote, by this harness version or another one: a stored result
+        outlives the harness, so a field this version does not know is left out, never an error."""
+        cases = [
             CaseResult(
                 **{
-                    **case,
+                    **_known(case, CaseResult),
                     "status": Status(case["status"]),
-                    "timing": TimingStats(**case["timing"]) if case.get("timing") else None,
+                    "timing": TimingStats(**_known(case["timing"], TimingStats)) if case.get("timing") else None,
                     "kernels": [KernelProfile(**_known(k, KernelProfile)) for k in case["kernels"]]
                     if case.get("kernels") else None,
                 }
             )
-            for case in fields.get("cases", [])
+            for case in record.get("cases", [])
         ]
-        return cls(**fields)
+        return cls(**{**_known(record, cls), "status": Status(record["status"]), "cases": cases})
 
 
 def _known(record: dict[str, Any], kind: type) -> dict[str, Any]:
-    """The keys of ``record`` that ``kind`` has: a field a newer harness added is left out."""
+    """The keys of ``record`` that ``kind`` has: a field another harness version wrote is left out."""
     names = {f.name for f in fields(kind)}
     return {key: value for key, value in record.items() if key in names}

@@ -353,7 +353,13 @@ def load_task(problem: str | Path) -> Task:
 
 
 def shape_text(case: Mapping[str, Any]) -> str:
-    """A case without its seed, lists without spaces: 'm=[80,176] n=[4096,4096] k=[7168,7168] g=2'."""
+    """A case's shape, without its seed, lists without spaces: 'm=[80,176] n=[4096,4096] k=[7168,7168] g=2'.
+    The one way a shape is written (reports, pages, caches, keys)."""
     def text(value: Any) -> str:
         return "[" + ",".join(str(v) for v in value) + "]" if isinstance(value, (list, tuple)) else str(value)
     return " ".join(f"{k}={text(v)}" for k, v in case.items() if k != "seed")
+
+
+def case_text(case: Mapping[str, Any]) -> str:
+    """A case's shape and its seed: which inputs it was checked on ('m=128 k=256 l=1 seed=7')."""
+    return shape_text(case) + (f" seed={case['seed']}" if "seed" in case else "")

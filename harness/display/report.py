@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 from harness.contract.results import NCU_CLOCK_NOTE, ROOF_NEAR_PCT, CaseResult, RunResult, Status
-from harness.contract.task_spec import shape_text
+from harness.contract.task_spec import case_text, shape_text
 from harness.display.tables import text_table
 
 STATUS_WORDS = {
@@ -21,27 +18,6 @@ STATUS_WORDS = {
     Status.NOT_RUN: "not run",
     Status.HARNESS_FAULT: "HARNESS FAULT",
 }
-
-
-def read_clocks(index: int = 0) -> dict[str, object]:
-    """SM and memory clocks now, from nvidia-smi when present (reported, never changed)."""
-    if shutil.which("nvidia-smi") is None:
-        return {}
-    query = "clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw"
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", str(index)],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    names = ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w")
-    return dict(zip(names, (v.strip() for v in out.split(","))))
-
-
-def case_text(case: dict[str, object]) -> str:
-    """A case's shape and its seed: which inputs it was checked on ('m=128 k=256 l=1 seed=7')."""
-    return shape_text(case) + (f" seed={case['seed']}" if "seed" in case else "")
 
 
 def case_summary(case: CaseResult) -> str:
@@ -110,7 +86,7 @@ CALL_WORDS = {"inputs_wait": "inputs wait", "exchange": "exchange", "seal": "MAC
 
 
 def _wall_lines(result: RunResult) -> list[str]:
-    """Where the run's wall time went (harness.judge.wall_clock), and the harness's time per timed call."""
+    """Where the run's wall time went (harness.judge.verdict.wall_clock), and the harness's time per timed call."""
     if not result.wall_s:
         return []
     total = sum(s for name, s in result.wall_s.items() if name in PHASE_WORDS)

@@ -22,7 +22,7 @@ import threading
 import uuid
 from typing import Any
 
-from harness.execution.eval_job import EvalJob, Progress, RunResult, harness_failure, run_job
+from harness.execution.eval_job import EvalJob, LineCallback, RunResult, harness_failure, run_job
 from harness.execution.serial_executor import Executor, SerialExecutor
 
 RESOURCE = "GPU"  # one per Dask worker; on a CPU cluster it is the worker's one evaluation slot
@@ -109,7 +109,7 @@ class DaskExecutor:
     """
 
     def __init__(self, client: Any, worker_names: list[str] | None, device: str, device_name: str,
-                 progress: Progress | None = None, cluster: Any = None) -> None:
+                 progress: LineCallback | None = None, cluster: Any = None) -> None:
         self.client = client
         self.worker_names = worker_names  # None: every worker (they all rank together)
         self.device = device
@@ -196,7 +196,7 @@ class DaskExecutor:
             self._cluster.close()
 
 
-def choose_workers(models: dict[str, str], progress: Progress | None) -> tuple[list[str] | None, str]:
+def choose_workers(models: dict[str, str], progress: LineCallback | None) -> tuple[list[str] | None, str]:
     """The names of the workers with the most common device model (ties: the first model in
     alphabetical order), None when every worker has it; say which workers are left out."""
     counts = collections.Counter(models.values())
@@ -223,7 +223,7 @@ def _connect(address: str) -> Any:
                            "with 'dask scheduler' (README: Running on a cluster)") from None
 
 
-def open_dask_executor(address: str, device: str | None = None, progress: Progress | None = None) -> DaskExecutor:
+def open_dask_executor(address: str, device: str | None = None, progress: LineCallback | None = None) -> DaskExecutor:
     """Start ('local') or join ('tcp://HOST:PORT') a cluster and check its workers can rank together."""
     try:
         import distributed  # noqa: F401
@@ -269,7 +269,8 @@ def _limit_failures(count: int, dask_scheduler: Any = None) -> None:
     dask_scheduler.allowed_failures = count
 
 
-def open_executor(cluster: str | None = None, progress: Progress | None = None, device: str | None = None) -> Executor:
+def open_executor(cluster: str | None = None, progress: LineCallback | None = None,
+                  device: str | None = None) -> Executor:
     """The executor for ``--cluster``: none runs jobs serially in this process; 'local' starts a
     Dask cluster on this host, 'tcp://HOST:PORT' joins a running scheduler.
 

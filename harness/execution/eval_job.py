@@ -21,9 +21,10 @@ from pathlib import Path
 
 from harness import __version__
 from harness.contract.results import RunResult, Status
-from harness.judge.modes import RANKED_MODE
+from harness.judge.verdict.modes import RANKED_MODE
 
-Progress = Callable[[str], None]
+LineCallback = Callable[[str], None]
+"""Where a job's progress goes: one line at a time (display.progress.as_progress makes a Progress of it)."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class EvalJob:
     problem: str
     filename: str  # the file's own name (kept: error messages and the report show it)
     source: bytes
-    mode: str = RANKED_MODE.name  # a name of harness.judge.modes.MODES (the job crosses to Dask as data)
+    mode: str = RANKED_MODE.name  # a name of harness.judge.verdict.modes.MODES (the job crosses to Dask as data)
     device: str | None = None  # None: cuda when the executing host has a GPU, else cpu
     secret_seed: int | None = field(default=None, repr=False)  # never in a log line
     expected_s: float | None = None  # a stored duration of this file, for longest-first ordering
@@ -71,13 +72,15 @@ def exception_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}{where}"
 
 
-def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress | None = None) -> RunResult:
+def run_job(job: EvalJob, visible_devices: str | None = None, progress: LineCallback | None = None) -> RunResult:
     """Evaluate one job in this process: its source goes to a private folder, then the evaluator.
 
     Never raises: an exception of the evaluator comes back as a ``HarnessFailure``, so one
     broken evaluation cannot lose the others of a run.
     """
     from harness.judge.run import evaluate_submission
+    from harness.judge.verdict.modes import mode_named
+    from harness.judge.verdict.run_options import RunOptions
 
     try:
         with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
@@ -88,9 +91,9 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: Progress
             # (root on the GPU hosts). Searchable, not listable: the folder's random name stays private.
             os.chmod(folder, 0o711)
             path.chmod(0o644)
-            result = evaluate_submission(job.problem, path, mode=job.mode, device=job.device,
-                                         secret_seed=job.secret_seed, visible_devices=visible_devices,
-                                         progress=progress)
+            options = RunOptions(secret_seed=job.secret_seed, visible_devices=visible_devices)
+            result = evaluate_submission(job.problem, path, mode=mode_named(job.mode), device=job.device,
+                                         options=options, progress=progress)
         if not isinstance(result, RunResult):
             raise TypeError(f"expected a RunResult, got {type(result).__name__}")
         # The private folder is gone and means nothing to the reader: name the file as submitted.

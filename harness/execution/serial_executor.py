@@ -7,7 +7,7 @@ import threading
 from typing import Protocol
 
 from harness.contract.results import RunResult
-from harness.execution.eval_job import EvalJob, Progress, run_job
+from harness.execution.eval_job import EvalJob, LineCallback, run_job
 
 
 class Executor(Protocol):
@@ -30,7 +30,7 @@ class SerialExecutor:
     file's verdict before the next file's 'started' line.
     """
 
-    def __init__(self, progress: Progress | None = None) -> None:
+    def __init__(self, progress: LineCallback | None = None) -> None:
         self._progress = progress
         self._jobs: queue.Queue[EvalJob | None] = queue.Queue()
         self._done: queue.Queue[tuple[EvalJob, RunResult]] = queue.Queue()

@@ -3,7 +3,7 @@
 Where it lives: ``$NVFP4_HISTORY_DB`` when set (tests, a shared folder), else ``history.db`` in the
 platform's user data folder (platformdirs: ~/.local/share/nvfp4-harness on Linux,
 ~/Library/Application Support/nvfp4-harness on macOS), so runs from any checkout land in one place.
-The migrations follow the leaderboard store's (its ``apply_migrations``), in this package's folder.
+Its schema moves forward by this package's migrations/ (harness.sqlite_migrations).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.contract.results import RunResult, Status
-from harness.leaderboard.store import StoreError, apply_migrations, load_result, utc_now
+from harness.sqlite_migrations import StoreError, apply_migrations, utc_now
 
 HISTORY_ENV = "NVFP4_HISTORY_DB"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -133,7 +133,7 @@ class History:
         row = self.connection.execute("SELECT result_json FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id} in the history {self.path} (python -m harness history lists them)")
-        return load_result(json.loads(row[0]))
+        return RunResult.from_json(json.loads(row[0]))
 
 
 def record(run: RunResult) -> str:

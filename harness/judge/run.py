@@ -2,7 +2,7 @@
 
 ``evaluate_submission`` is what every caller uses (``harness eval``, the leaderboard, the cluster,
 the service): it never raises for a bad submission, and turns the cases' outcomes into one
-``RunResult`` with its status, geomeans and whether it can be ranked. ``harness.judge.evaluation``
+``RunResult`` with its status, geomeans and whether it can be ranked. ``harness.judge.verdict.evaluation``
 drives the worker; docs/architecture.md has the flow.
 """
 
@@ -23,12 +23,14 @@ from harness.contract.results import CaseResult, RunResult, Status, worst
 from harness.contract.submission_file import SubmissionFileError, agreed_problem, read_submission
 from harness.contract.task_spec import Task, TaskError, load_task, shape_text
 from harness.contract.work_formula import work
-from harness.display import report
 from harness.display.progress import Progress, as_progress
-from harness.judge import nsight, sanitize, seal, vendor_cache
-from harness.judge.evaluation import CPU_TEST_CALLS, Evaluation, gpu_index
-from harness.judge.modes import DEFAULT_MODE, Mode, UnknownModeError, mode_named
-from harness.judge.score import geometric_mean
+from harness.judge.passes import nsight, sanitize, vendor_cache
+from harness.judge.verdict.device_probe import describe_device
+from harness.judge.verdict.evaluation import CPU_TEST_CALLS, Evaluation, gpu_index
+from harness.judge.verdict.modes import DEFAULT_MODE, Mode
+from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
+from harness.judge.verdict.score import geometric_mean
+from harness.judge.worker_link import seal
 
 CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
@@ -39,9 +41,8 @@ def case_flops(task: Task, case: dict[str, Any]) -> float:
     return work(task, case)[1]
 
 
-def select_cases(task: Task, mode: Mode | str, device: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+def select_cases(task: Task, mode: Mode, device: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
     """(kind, case) pairs to run, and notes on what was left out and why."""
-    mode = mode if isinstance(mode, Mode) else mode_named(mode)
     tests, benchmarks = list(task.tests), list(task.benchmarks)
     notes: list[str] = []
     if device == "cpu":
@@ -77,41 +78,19 @@ def scope_of(task: Task, cases: list[tuple[str, dict[str, Any]]], device: str) -
                                     for kind, c in cases)}
 
 
-def _device_info(device: str, index: int) -> dict[str, Any]:
-    info: dict[str, Any] = {"type": device, "name": torch.cuda.get_device_name(index) if device == "cuda" else "cpu",
-                            "torch": torch.__version__}
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(index)
-        info.update(capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
-                    l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory)
-        info.update(report.read_clocks(index))
-    return info
-
-
 def evaluate_submission(
     problem: str | None,
     submission: Path,
-    mode: Mode | str = DEFAULT_MODE,
+    mode: Mode = DEFAULT_MODE,
     device: str | None = None,
-    secret_seed: int | None = None,
-    visible_devices: str | None = None,
+    options: RunOptions = DEFAULT_OPTIONS,
     progress: Progress | Callable[[str], None] | None = None,
-    timeout_scale: float = 1.0,
-    keep_going: bool = False,
-    sanitizer_tool: str = "memcheck",
-    sanitizer_report: Path | None = None,
-    ncu_report_dir: Path | None = None,
-    vendor_first_use: bool = False,
 ) -> RunResult:
     """Evaluate one file; never raises for a bad submission (the result says what went wrong).
 
-    ``timeout_scale`` multiplies every stage limit of task.yml (organizers with slow JIT
-    toolchains raise it; tests lower it). ``keep_going`` runs every case even after the first
-    ones failed the same way. Sanitize mode runs ``sanitizer_tool`` (or ``all``) and writes every
-    raw report to ``sanitizer_report`` (default: a new file in the temp folder). Profile mode on a GPU
-    with Nsight Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
-    ``vendor_first_use`` (the contestant's `eval`): on a GPU whose vendor time is not cached yet,
-    measure it now, once (harness.judge.vendor_yardstick), so the "% vendor" column is filled.
+    ``problem`` None: the file's #!POPCORN line names it. ``mode``: a name becomes a ``Mode`` where it
+    enters (the command line, a job), never here. ``device`` None: cuda when a GPU is visible.
+    ``options``: the rest (harness.judge.verdict.run_options).
     """
     progress = as_progress(progress)
     started = time.perf_counter()
@@ -119,7 +98,7 @@ def evaluate_submission(
         problem=problem or "?",
         submission_path=str(submission),
         submission_sha256="",
-        mode=str(getattr(mode, "name", mode)),
+        mode=mode.name,
         device={"type": device or "?"},
         harness_version=__version__,
         started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -133,15 +112,14 @@ def evaluate_submission(
                 f"{submission}: no problem given; pass it (python -m harness eval PROBLEM FILE) "
                 "or add a '#!POPCORN leaderboard <problem>' line"
             )
-        task = load_task(problem).with_timeouts_scaled(timeout_scale)
+        task = load_task(problem).with_timeouts_scaled(options.timeout_scale)
         result.problem = task.directory.name
         agreed_problem(task.directory.name, file.leaderboard, submission.name)  # a folder's name is its problem
-        mode = mode if isinstance(mode, Mode) else mode_named(mode)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if mode.sanitized:
-            sanitizer = _sanitizer_for(device, sanitizer_tool)
+            sanitizer = _sanitizer_for(device, options.sanitizer_tool)
             task = task.with_timeouts_scaled(sanitize.TIMEOUT_SCALE)
-    except (SubmissionFileError, TaskError, UnknownModeError) as error:
+    except (SubmissionFileError, TaskError) as error:
         result.status, result.reason = Status.BAD_INPUT, str(error)
         return result
     except sanitize.SanitizerMissing as error:
@@ -154,22 +132,21 @@ def evaluate_submission(
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
         return result
-    result.device = _device_info(device, gpu_index(visible_devices))
+    result.device = describe_device(device, gpu_index(options.visible_devices))
     cases, notes = select_cases(task, mode, device)
     result.scope = scope_of(task, cases, device)
     for note in notes:
         progress.note(f"note: {note}")
-    evaluation = Evaluation(task, file.path, mode, device, secret_seed, visible_devices, progress, result.device,
-                            keep_going)
+    evaluation = Evaluation(task, file.path, mode, device, options, progress, result.device)
     evaluation.clock.add("setup", time.perf_counter() - started)
     try:
         if mode.sanitized:
-            result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(sanitizer_tool))
-            result.sanitizer_report = str(_write_sanitizer_report(log, sanitizer_report))
+            result.cases, log = sanitize.run(evaluation, cases, sanitizer, sanitize.tools_for(options.sanitizer_tool))
+            result.sanitizer_report = str(_write_sanitizer_report(log, options.sanitizer_report))
         else:
             result.cases = evaluation.run(cases)
             if mode.profiled:
-                notes += _nsight_pass(evaluation, result, device, ncu_report_dir)
+                notes += _nsight_pass(evaluation, result, device, options.ncu_report_dir)
     finally:
         evaluation.close()
     result.stdout_tail = evaluation.stdout_tail
@@ -180,15 +157,16 @@ def evaluate_submission(
     if timed and all(c.status == Status.PASSED for c in timed):
         result.geomean_us = geometric_mean([c.timing.median_us for c in timed if c.timing])
         result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
-        _beside_the_vendor(task, timed, str(result.device.get("name", device)),
-                           progress if vendor_first_use and file.path.resolve() != _vendor_path(task) else None)
+        measure = options.vendor_first_use if file.path.resolve() != _vendor_path(task) else None
+        device_name = str(result.device.get("name", device))
+        _beside_the_vendor(task, timed, device_name, (progress, measure) if measure else None)
         vendor = [c.pct_of_vendor for c in timed if c.pct_of_vendor]
         result.geomean_pct_of_vendor = geometric_mean(vendor) if len(vendor) == len(timed) else None
     # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
     result.rankable = (
         device == "cuda"
         and mode.ranked
-        and secret_seed is not None
+        and options.secret_seed is not None
         and result.status == Status.PASSED
         and len(timed) == len(task.benchmarks)
     )
@@ -197,23 +175,25 @@ def evaluate_submission(
     return result
 
 
+FirstUse = tuple[Progress, Callable[[Task, str], object]]
+"""The progress display that says so, and the function that measures a vendor time on first use."""
+
+
 def _vendor_path(task: Task) -> Path | None:
     return task.vendor.file.resolve() if task.vendor else None
 
 
-def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str,
-                       first_use: Progress | None = None) -> None:
-    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.vendor_cache).
-    With ``first_use`` (a progress display): a GPU with no cached vendor time gets it measured now,
-    once, with one line saying so (the CPU keeps its one-line reason: no measuring there)."""
+def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str, first_use: FirstUse | None) -> None:
+    """Each timed case's vendor time and % of it, or the reason there is none (harness.judge.passes.vendor_cache).
+    With ``first_use`` (a progress display and the measuring function): a GPU with no cached vendor
+    time gets it measured now, once, with one line saying so (the CPU keeps its one-line reason)."""
     cases = [c.case for c in timed]
     times = vendor_cache.lookup_cases(task, cases, device_name)
     if first_use is not None and task.vendor and any(v.note == vendor_cache.MEASURE_HINT for v in times):
-        from harness.judge.vendor_yardstick import measure_vendor  # here: it imports this module
-
-        first_use.note(f"vendor: no {task.vendor.library} time for {device_name} yet: measuring it once now "
-                       f"(cached in {vendor_cache.cache_path()}; `calibrate --vendor` measures it again)")
-        measure_vendor(task, device_name)
+        progress, measure = first_use
+        progress.note(f"vendor: no {task.vendor.library} time for {device_name} yet: measuring it once now "
+                      f"(cached in {vendor_cache.cache_path()}; `calibrate --vendor` measures it again)")
+        measure(task, device_name)
         times = vendor_cache.lookup_cases(task, cases, device_name)
     for case, vendor in zip(timed, times):
         case.vendor_note = vendor.note

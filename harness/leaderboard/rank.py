@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from harness.contract.results import RunResult, Status
-from harness.judge.modes import MODES
-from harness.judge.score import geometric_mean
+from harness.judge.verdict.modes import MODES
+from harness.judge.verdict.score import geometric_mean
 from harness.leaderboard.store import StoredRun
 
 TIE_DECIMALS_US = 3
@@ -45,7 +45,7 @@ def is_failure(run: RunResult) -> bool:
 def status_label(run: RunResult) -> str:
     """The status as public pages show it: 'needs an sm_100 (Blackwell) GPU' rather than a crash.
 
-    Only harness-composed text: the 'needs ...' head comes from harness.judge.hardware_verdict's fixed table;
+    Only harness-composed text: the 'needs ...' head comes from harness.judge.verdict.hardware_verdict's fixed table;
     any other reason may hold what the submission printed, so it is never shown.
     """
     if run.status == Status.UNSUPPORTED and run.reason.startswith("needs "):

@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from harness.contract.task_spec import shape_text
 from harness.leaderboard.rank import Board, Entry, status_label
 
 PALETTE = ("#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2",
@@ -42,7 +43,8 @@ TEMPLATES.filters["f1"] = lambda value: f"{value:.1f}"  # SVG coordinates to a t
 
 # -- small formatting helpers ------------------------------------------------------------
 def shape_label(case: dict[str, Any]) -> str:
-    """A benchmark shape in a few characters: a list (grouped GEMM) shows as value x count or its range."""
+    """A benchmark shape in a few characters, for a chart's axis: a list (grouped GEMM) shows as value x
+    count or its range ('m=64..176 n=4096x3'); the whole shape is ``shape_text``."""
     parts = []
     for key, value in case.items():
         if key == "seed":
@@ -51,10 +53,6 @@ def shape_label(case: dict[str, Any]) -> str:
             value = f"{value[0]}x{len(value)}" if len(set(value)) == 1 else f"{min(value)}..{max(value)}"
         parts.append(f"{key}={value}")
     return " ".join(parts)
-
-
-def full_shape(case: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in case.items() if k != "seed")
 
 
 def fmt_us(value: float | None) -> str:
@@ -90,16 +88,16 @@ def benchmark_shapes(entries: Sequence[Entry]) -> list[dict[str, Any]]:
     for entry in entries:
         for case in entry.result.cases:
             if case.kind == "benchmark":
-                seen.setdefault(full_shape(case.case), {k: v for k, v in case.case.items() if k != "seed"})
+                seen.setdefault(shape_text(case.case), {k: v for k, v in case.case.items() if k != "seed"})
     return list(seen.values())
 
 
 def per_shape(entry: Entry, shapes: Sequence[dict[str, Any]]) -> list[tuple[float | None, float | None]]:
     """(median_us, pct_of_sol) of an entry on each shape; None where it has no timing there."""
-    found = {full_shape(c.case): c for c in entry.result.cases if c.kind == "benchmark"}
+    found = {shape_text(c.case): c for c in entry.result.cases if c.kind == "benchmark"}
     values = []
     for shape in shapes:
-        case = found.get(full_shape(shape))
+        case = found.get(shape_text(shape))
         values.append((case.timing.median_us if case and case.timing else None, case.pct_of_sol if case else None))
     return values
 
@@ -186,7 +184,7 @@ def render_markdown(board: Board, generated_at: str) -> str:
     else:
         lines.append("No rankable run yet.")
     if shapes:
-        lines += ["", "Shapes: " + "; ".join(f"{i + 1} = {full_shape(s)}" for i, s in enumerate(shapes)) + "."]
+        lines += ["", "Shapes: " + "; ".join(f"{i + 1} = {shape_text(s)}" for i, s in enumerate(shapes)) + "."]
     if board.others:
         lines += ["", "## Other entries", "", "Rankable files that are not their author's best.", ""]
         lines += _md_table(["", "author", "submission", "geomean (µs)", "% of SOL", "% of vendor", *shape_cols,
@@ -244,13 +242,13 @@ def chart_data(board: Board) -> dict[str, Any] | None:
                 continue
             h = plot_h * min(value, top) / top
             x, y = x0 + b * bar_w, base - h
-            tip = (f"{entry.stored.author} · {file_name(entry, board.problem)} · {full_shape(shape)}: "
+            tip = (f"{entry.stored.author} · {file_name(entry, board.problem)} · {shape_text(shape)}: "
                    f"{fmt_us(median)} µs" + (f", {fmt_pct(pct)} of SOL" if pct is not None else ""))
             text = (f"{value:.0f}%" if use_sol else fmt_us(value)) if bar_w >= 30 else None
             bars.append({"x": x + 1, "y": y, "w": max(bar_w - 2, 1), "h": h, "colour": PALETTE[b],
                          "other": entry.rank is None, "title": tip, "value": text, "value_x": x + bar_w / 2,
                          "value_y": y - 5})
-        groups.append({"x": left + (g + 0.5) * group_w, "label": shape_label(shape), "shape": full_shape(shape),
+        groups.append({"x": left + (g + 0.5) * group_w, "label": shape_label(shape), "shape": shape_text(shape),
                        "bars": bars})
     legend = []
     for b, entry in enumerate(entries):
@@ -294,7 +292,7 @@ def render_html(board: Board, generated_at: str, review_page: str | None = None)
     return TEMPLATES.get_template("board.html").render(
         problem=p, device=board.device_name or "?", harness_version=board.harness_version,
         updated=fmt_time(board.updated_at), generated_at=generated_at, score_rule=SCORE_RULE,
-        chart=chart_data(board), shapes=[full_shape(s) for s in shapes],
+        chart=chart_data(board), shapes=[shape_text(s) for s in shapes],
         ranking=[_row(e, p, shapes, colours.get(id(e))) for e in board.ranking],
         others=[_row(e, p, shapes, colours.get(id(e))) for e in board.others],
         not_rankable=[_listed_row(e, p, False) for e in board.not_rankable],

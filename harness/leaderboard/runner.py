@@ -23,7 +23,7 @@ from harness.contract.results import RunResult, Status
 from harness.display.progress import Progress, as_progress
 from harness.execution.eval_job import EvalJob, HarnessFailure
 from harness.execution.serial_executor import Executor, SerialExecutor
-from harness.judge.modes import RANKED_MODE
+from harness.judge.verdict.modes import RANKED_MODE
 from harness.leaderboard.rank import why_not_rankable
 from harness.leaderboard.store import Store
 

@@ -1,28 +1,28 @@
 """A thin SQLite store of leaderboard runs; the schema lives in numbered migration files.
 
-Why migrations: the database outlives harness versions (it sits on the organizer's runner), so
-the schema only ever moves forward by files applied in order, each recorded in
-``schema_version``; opening a database applies the ones it lacks and nothing else.
+The database outlives harness versions (it sits on the organizer's runner): its schema moves
+forward by this package's migrations/ (harness.sqlite_migrations), recorded in ``schema_version``.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
-import re
 import sqlite3
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.contract.results import CaseResult, RunResult, TimingStats
+from harness.contract.results import RunResult
+from harness.sqlite_migrations import (
+    VERSION_TABLE,
+    StoreError,
+    apply_migrations,
+    create_version_table,
+    schema_version,
+    utc_now,
+)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-
-
-class StoreError(Exception):
-    """The database or a migration file is unusable; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -40,90 +40,38 @@ class StoredRun:
     result: RunResult
 
 
-def utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+SERVICE_VERSION_TABLE = "service_schema_version"
+_SERVICE_ROWS = {(3, "service"): 1, (4, "user_revocation"): 2}
+"""Before the service had migrations of its own (harness/service/migrations), its tables were this
+store's versions 3 and 4. In such a database those rows are handed over, renumbered, to the
+service's version table (harness.service.db), so that this store's own next migration 3 is not
+taken for applied."""
 
 
-def migration_files(directory: Path = MIGRATIONS_DIR) -> list[tuple[int, str, Path]]:
-    """(version, name, path) of every migration, in order; a gap or a duplicate is an error."""
-    found = []
-    for path in sorted(directory.glob("*.sql")):
-        match = MIGRATION_NAME.match(path.name)
-        if not match:
-            raise StoreError(f"{path}: migration files are named NNNN_name.sql (lower case)")
-        found.append((int(match.group(1)), match.group(2), path))
-    versions = [version for version, _, _ in found]
-    if versions != list(range(1, len(found) + 1)):
-        raise StoreError(f"{directory}: migrations must be numbered 1, 2, 3... without gaps, found {versions}")
-    return found
-
-
-def schema_version(connection: sqlite3.Connection) -> int:
-    row = connection.execute("SELECT MAX(version) FROM schema_version").fetchone()
-    return int(row[0] or 0)
-
-
-def sql_statements(script: str) -> list[str]:
-    """A migration file's statements, one each.
-
-    Why not executescript: it commits first, which would drop the write lock the migration
-    holds. sqlite3.complete_statement keeps a ';' inside a string, comment or trigger body.
-    """
-    statements, buffer = [], ""
-    for piece in script.split(";"):
-        buffer += piece + ";"
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip(" \t\r\n;"):
-                statements.append(buffer)
-            buffer = ""
-    if buffer.strip(" \t\r\n;"):
-        statements.append(buffer)  # incomplete: let SQLite say what is wrong with it
-    return statements
-
-
-def _create_version_table(connection: sqlite3.Connection) -> None:
-    """schema_version, created under the write lock (a file that is not a database fails here)."""
-    if connection.in_transaction:
-        connection.commit()
-    connection.execute("BEGIN IMMEDIATE")
+def _hand_over_service_rows(connection: sqlite3.Connection) -> None:
+    create_version_table(connection)
+    pairs = " OR ".join("(version = ? AND name = ?)" for _ in _SERVICE_ROWS)
+    flat = [value for pair in _SERVICE_ROWS for value in pair]
+    if not connection.execute(f"SELECT 1 FROM {VERSION_TABLE} WHERE {pairs}", flat).fetchone():
+        return
+    create_version_table(connection, SERVICE_VERSION_TABLE)
+    connection.execute("BEGIN IMMEDIATE")  # another process may be handing them over at the same time
     try:
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
+        rows = connection.execute(f"SELECT version, name, applied_at FROM {VERSION_TABLE} WHERE {pairs}",
+                                  flat).fetchall()
+        connection.executemany(f"INSERT INTO {SERVICE_VERSION_TABLE} VALUES (?, ?, ?)",
+                               [(_SERVICE_ROWS[(version, name)], name, at) for version, name, at in rows])
+        connection.execute(f"DELETE FROM {VERSION_TABLE} WHERE {pairs}", flat)
         connection.commit()
     except sqlite3.Error:
         connection.rollback()
         raise
 
 
-def _apply(connection: sqlite3.Connection, version: int, name: str, path: Path) -> bool:
-    """Apply one migration and its version row in one transaction; False when already there.
-
-    Why the lock first: several processes may open a new database at once. Each takes the write
-    lock (BEGIN IMMEDIATE) and only then reads the version, so a file is applied exactly once.
-    """
-    statements = sql_statements(path.read_text())
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        if schema_version(connection) >= version:
-            connection.rollback()
-            return False
-        for statement in statements:
-            connection.execute(statement)
-        connection.execute("INSERT INTO schema_version VALUES (?, ?, ?)", (version, name, utc_now()))
-        connection.commit()
-    except sqlite3.Error as error:
-        connection.rollback()
-        raise StoreError(f"{path}: migration failed: {error}") from None
-    return True
-
-
-def apply_migrations(connection: sqlite3.Connection, directory: Path = MIGRATIONS_DIR) -> list[int]:
-    """Apply the migrations newer than the database, each in its own transaction; return them."""
-    files = migration_files(directory)
-    _create_version_table(connection)
-    return [version for version, name, path in files if _apply(connection, version, name, path)]
+def migrate(connection: sqlite3.Connection, migrations: Path = MIGRATIONS_DIR) -> None:
+    """This store's tables, brought up to date (an older database's service rows handed over first)."""
+    _hand_over_service_rows(connection)
+    apply_migrations(connection, migrations)
 
 
 def _number(value: Any) -> float | None:
@@ -151,7 +99,7 @@ class Store:
             raise StoreError(f"{path}: cannot open the database ({error})") from None
         connection.execute("PRAGMA foreign_keys = ON")
         try:
-            apply_migrations(connection, migrations)
+            migrate(connection, migrations)
         except sqlite3.DatabaseError as error:
             connection.close()
             raise StoreError(f"{path}: not a leaderboard database ({error})") from None
@@ -229,24 +177,5 @@ _COLUMNS = "id, problem, submission_path, sha256, author, device_name, recorded_
 def _stored(row: tuple[Any, ...]) -> StoredRun:
     run_id, problem, path, sha256, author, device_name, recorded_at, harness_error, result_json = row
     return StoredRun(run_id, problem, path, sha256, author, device_name, recorded_at, bool(harness_error),
-                     load_result(json.loads(result_json)))
+                     RunResult.from_json(json.loads(result_json)))
 
-
-def _known(record: dict[str, Any], kind: type) -> dict[str, Any]:
-    names = {f.name for f in fields(kind)}
-    return {key: value for key, value in record.items() if key in names}
-
-
-def load_result(record: dict[str, Any]) -> RunResult:
-    """RunResult.from_json, keeping only the fields this harness version knows.
-
-    The database outlives harness versions: a field an older or newer harness wrote must not
-    make its runs unreadable.
-    """
-    cases = []
-    for case in record.get("cases", []):
-        case = _known(case, CaseResult)
-        if case.get("timing"):
-            case["timing"] = _known(case["timing"], TimingStats)
-        cases.append(case)
-    return RunResult.from_json({**_known(record, RunResult), "cases": cases})

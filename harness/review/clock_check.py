@@ -1,6 +1,6 @@
 """An independent clock beside the harness's: each shape's kernels as Nsight Compute times them.
 
-Profile mode (harness/judge/nsight.py) runs each benchmark shape's call once more in a fresh worker
+Profile mode (harness/judge/passes/nsight.py) runs each benchmark shape's call once more in a fresh worker
 under ``ncu --cache-control all --clock-control none``: the clocks the harness's timed calls run
 at, and caches flushed before each kernel, as the harness flushes before each call. The sum of the
 call's kernel durations is held against the harness's median for that shape. Only one direction is

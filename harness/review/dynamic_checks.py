@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.contract.results import RunResult
 from harness.execution.eval_job import EvalJob, run_job
-from harness.judge.modes import MODES, RANKED_MODE
+from harness.judge.verdict.modes import MODES, RANKED_MODE
 from harness.review.clock_check import clock_flags
 from harness.review.findings import Flag
 from harness.review.physics_floor import physics_flags

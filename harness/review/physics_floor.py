@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.contract.results import CaseResult, RunResult
 from harness.contract.task_spec import shape_text
-from harness.judge.score import geometric_mean
+from harness.judge.verdict.score import geometric_mean
 from harness.review.findings import Flag, FlagClass
 
 MAX_PCT_OF_SOL = 100.0

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.contract.results import RunResult, Status
 from harness.execution.eval_job import HarnessFailure
-from harness.judge.score import geometric_mean
+from harness.judge.verdict.score import geometric_mean
 from harness.leaderboard.rank import competition_ranks, score_us
 from harness.review.findings import Flag, FlagClass, one_line
 

@@ -1,4 +1,4 @@
-"""Sanitize mode's verdict on the test shapes (harness/judge/sanitize.py) as flags."""
+"""Sanitize mode's verdict on the test shapes (harness/judge/passes/sanitize.py) as flags."""
 
 from __future__ import annotations
 

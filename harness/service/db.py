@@ -16,11 +16,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from harness.leaderboard.store import Store, StoreError, apply_migrations
+from harness.leaderboard.store import SERVICE_VERSION_TABLE, Store, migrate
+from harness.sqlite_migrations import StoreError, apply_migrations
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+"""The service's own tables (users, submissions), beside the leaderboard's runs they point at."""
 
 
 class ServiceDb:
-    """The store and the service's tables; use ``with db.locked() as store:`` around every access."""
+    """The store and the service's tables (each through its own migrations); use ``with db.locked() as
+    store:`` around every access."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.store = Store(connection)
@@ -37,7 +42,8 @@ class ServiceDb:
             connection = sqlite3.connect(str(path), check_same_thread=False)
             connection.execute("PRAGMA foreign_keys = ON")
             connection.execute("PRAGMA journal_mode = WAL")  # readers (user add) never block the service
-            apply_migrations(connection)
+            migrate(connection)  # the leaderboard's runs first: a submission points at its run
+            apply_migrations(connection, MIGRATIONS_DIR, SERVICE_VERSION_TABLE)
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"{path}: cannot open the database ({error})") from None
         return cls(connection)

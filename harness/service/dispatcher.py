@@ -15,8 +15,8 @@ import threading
 from harness.contract.results import RunResult
 from harness.execution.eval_job import EvalJob, HarnessFailure
 from harness.execution.serial_executor import Executor
-from harness.judge.modes import MODES
-from harness.leaderboard.store import Store, load_result
+from harness.judge.verdict.modes import MODES
+from harness.leaderboard.store import Store
 from harness.service import jobs
 from harness.service.db import ServiceDb
 
@@ -38,7 +38,7 @@ class Dispatcher:
         with self._db.locked() as store:
             requeued = jobs.requeue_running(store.connection)
             for job in jobs.unranked_leaderboard_jobs(store.connection):
-                result = load_result(job.result or {})
+                result = RunResult.from_json(job.result or {})
                 stored = jobs.stored_run(store.connection, job, hashlib.sha256(job.source).hexdigest(),
                                          result.started_at)
                 if stored is None:

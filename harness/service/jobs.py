@@ -14,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from harness.leaderboard.store import utc_now
+from harness.sqlite_migrations import utc_now
 
 
 @dataclass(frozen=True)

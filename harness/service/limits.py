@@ -8,7 +8,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from harness.contract.submission_file import DIRECTIVE, SubmissionFileError, agreed_problem, parse_source
-from harness.judge.modes import MODES, SERVICE_MODES
+from harness.judge.verdict.modes import MODES, SERVICE_MODES
 from harness.service import jobs
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.py$")

@@ -16,7 +16,7 @@ import sqlite3
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from harness.leaderboard.store import utc_now
+from harness.sqlite_migrations import utc_now
 
 TOKEN = re.compile(r"^nvfp4_([0-9a-f]{16})_([A-Za-z0-9_-]{20,})$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

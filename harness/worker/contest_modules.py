@@ -2,10 +2,12 @@
 
 In the contest's folder ``task.py``, ``reference.py`` and ``utils.py`` sit next to submission.py,
 and real submissions import all three (``from reference import generate_input``,
-``from utils import make_match_reference``). This project's top-level ``reference`` package is its NVFP4
-library, so inside the worker (only there) the name ``reference`` becomes an overlay: the library
-package, plus the problem's contest functions. Nothing here is trusted: the parent never uses
-these modules to judge a result.
+``from utils import make_match_reference``). "reference" means three things in this project, kept
+apart by name: the NVFP4 library (the top-level ``reference`` package), a problem's functions
+(``problems/<p>/reference.py``, the "problem module" here) and, inside the worker only, the
+contest's ``reference`` module a submission imports: ``contest_reference``, the library package
+plus the problem module's functions, registered as ``reference``. Nothing here is trusted: the
+parent never uses these modules to judge a result.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import types
 from pathlib import Path
 
-from problems import contest_utils
+from problems.shared import contest_utils
 from reference.formats import BLOCK_SIZE
 from reference.layouts import ceil_div, to_blocked
 
@@ -35,18 +37,19 @@ def load_module(name: str, path: Path) -> types.ModuleType:
     return module
 
 
-def reference_overlay(problem: types.ModuleType) -> types.ModuleType:
-    """The project's ``reference`` package with the contest reference.py's names added."""
+def contest_reference(problem_module: types.ModuleType) -> types.ModuleType:
+    """The contest's ``reference`` module: the NVFP4 library package with the problem module's
+    functions (and the contest reference.py's helpers) added."""
     library = importlib.import_module("reference")
-    overlay = types.ModuleType("reference", "The NVFP4 library plus the contest's reference.py functions.")
-    overlay.__dict__.update({k: v for k, v in vars(library).items() if k not in ("__name__", "__doc__")})
-    overlay.__dict__.update({name: getattr(problem, name) for name in PROBLEM_FUNCTIONS})
-    overlay.__dict__.update(ceil_div=ceil_div, to_blocked=to_blocked, sf_vec_size=BLOCK_SIZE)
-    return overlay
+    module = types.ModuleType("reference", "The NVFP4 library plus the contest's reference.py functions.")
+    module.__dict__.update({k: v for k, v in vars(library).items() if k not in ("__name__", "__doc__")})
+    module.__dict__.update({name: getattr(problem_module, name) for name in PROBLEM_FUNCTIONS})
+    module.__dict__.update(ceil_div=ceil_div, to_blocked=to_blocked, sf_vec_size=BLOCK_SIZE)
+    return module
 
 
-def install(problem: types.ModuleType, task_py: Path) -> None:
-    """Register task, utils and the reference overlay before the submission is imported."""
+def install(problem_module: types.ModuleType, task_py: Path) -> None:
+    """Register task, utils and the contest's reference before the submission is imported."""
     load_module("task", task_py)
     load_module("utils", Path(contest_utils.__file__))  # named 'utils' in messages, as in the contest
-    sys.modules["reference"] = reference_overlay(problem)
+    sys.modules["reference"] = contest_reference(problem_module)

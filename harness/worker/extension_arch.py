@@ -5,7 +5,7 @@ only. On a Hopper GPU nvcc then spends 30 to 70 s building an image that cannot 
 runs of docs/results.md, run 7). The worker wraps ``load_inline`` and ``load`` before the import:
 when every architecture the call asks for (nvcc's ``-arch``/``-gencode`` flags, else
 ``TORCH_CUDA_ARCH_LIST``) is one this GPU cannot run, it raises at once with the line the build
-would have ended in ("no kernel image is available"), which ``harness.judge.hardware_verdict`` turns into the
+would have ended in ("no kernel image is available"), which ``harness.judge.verdict.hardware_verdict`` turns into the
 ``unsupported`` verdict. A call that names no architecture builds for this GPU and is left alone,
 and so is one without CUDA sources (nvcc never runs) or whose arch list holds a name this module
 does not read ("Hopper"): when in doubt, the build goes ahead. This speeds a verdict; it guards

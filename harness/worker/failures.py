@@ -12,15 +12,17 @@ from typing import Any
 import torch
 
 from harness.contract.protocol import tail
+from harness.contract.results import Status
 from harness.contract.submission_file import source_caret
 from harness.worker import contest_modules
 
 
 class SubmissionError(Exception):
-    """Raised inside the worker to report a classified failure to the parent; ``traceback`` is the
-    full text of what the submission raised (empty for the harness's own verdicts)."""
+    """Raised inside the worker to report a classified failure to the parent (``kind``: one of
+    ``harness.contract.messages.WORKER_FAILURES``); ``traceback`` is the full text of what the
+    submission raised (empty for the harness's own verdicts)."""
 
-    def __init__(self, kind: str, message: str, traceback: str = "") -> None:
+    def __init__(self, kind: Status, message: str, traceback: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.traceback = traceback
@@ -80,26 +82,26 @@ def classify(error: BaseException, own_file: str | None = None) -> SubmissionErr
 def _classified(error: BaseException, own_file: str | None) -> SubmissionError:
     text = f"{type(error).__name__}: {error}".strip()
     if isinstance(error, torch.OutOfMemoryError) or ("out of memory" in text.lower() and "cuda" in text.lower()):
-        return SubmissionError("cuda_error", f"CUDA out of memory: {text.splitlines()[0]}")
+        return SubmissionError(Status.CUDA_ERROR, f"CUDA out of memory: {text.splitlines()[0]}")
     # The timing core's own driver calls fail with "CUDA driver: ... (700: an illegal memory access ...)"
     # when the submission's kernel faulted: the fault is the submission's, seen at the end event.
     if ("CUDA error" in text or "cudaError" in text or "CUDA driver:" in text
             or type(error).__name__ == "AcceleratorError"):
-        return SubmissionError("cuda_error", text.splitlines()[0])
+        return SubmissionError(Status.CUDA_ERROR, text.splitlines()[0])
     if isinstance(error, SyntaxError):
-        return SubmissionError("bad_input", f"syntax error in {Path(error.filename or '?').name} line {error.lineno}: "
-                               f"{error.msg}; fix it and run again{source_caret(error)}")
+        return SubmissionError(Status.BAD_INPUT, f"syntax error in {Path(error.filename or '?').name} line "
+                               f"{error.lineno}: {error.msg}; fix it and run again{source_caret(error)}")
     if isinstance(error, ImportError) and error.name in contest_modules.CONTEST_MODULES:
-        return SubmissionError("bad_input", f"{text.splitlines()[0]}: the contest runner's {error.name} module has "
-                               "no such name; define it in your submission")
+        return SubmissionError(Status.BAD_INPUT, f"{text.splitlines()[0]}: the contest runner's {error.name} module "
+                               "has no such name; define it in your submission")
     if isinstance(error, ModuleNotFoundError):
-        return SubmissionError("bad_input", f"{text}: {_install_advice(error.name or '')}")
+        return SubmissionError(Status.BAD_INPUT, f"{text}: {_install_advice(error.name or '')}")
     if isinstance(error, SystemExit):
-        return SubmissionError("crashed", f"the submission called sys.exit({error.code!r})")
+        return SubmissionError(Status.CRASHED, f"the submission called sys.exit({error.code!r})")
     if isinstance(error, MemoryError):
-        return SubmissionError("crashed", "MemoryError: the submission ran out of host memory")
+        return SubmissionError(Status.CRASHED, "MemoryError: the submission ran out of host memory")
     first_line = headline(text) if text else type(error).__name__
-    return SubmissionError("crashed", f"{first_line}{location(error, own_file)}")
+    return SubmissionError(Status.CRASHED, f"{first_line}{location(error, own_file)}")
 
 
 def headline(text: str) -> str:
@@ -114,10 +116,10 @@ def check_entry_point(kernel: Any, file_name: str) -> None:
     """custom_kernel must be a function that takes the data tuple as its one argument (a plain check
     for a clear message at import, not a guard)."""
     if kernel is None:
-        raise SubmissionError("bad_input", f"{file_name} defines no custom_kernel(data) function")
+        raise SubmissionError(Status.BAD_INPUT, f"{file_name} defines no custom_kernel(data) function")
     if not callable(kernel):
-        raise SubmissionError("bad_input", f"{file_name}: custom_kernel is a {type(kernel).__name__}, not a function; "
-                              "define def custom_kernel(data)")
+        raise SubmissionError(Status.BAD_INPUT, f"{file_name}: custom_kernel is a {type(kernel).__name__}, not a "
+                              "function; define def custom_kernel(data)")
     try:
         signature = inspect.signature(kernel)
     except (TypeError, ValueError):  # no Python signature (a builtin): the first call will tell
@@ -125,5 +127,5 @@ def check_entry_point(kernel: Any, file_name: str) -> None:
     try:
         signature.bind(None)
     except TypeError:
-        raise SubmissionError("bad_input", f"{file_name}: custom_kernel{signature} must take one argument, the data "
-                              "tuple: define def custom_kernel(data)") from None
+        raise SubmissionError(Status.BAD_INPUT, f"{file_name}: custom_kernel{signature} must take one argument, the "
+                              "data tuple: define def custom_kernel(data)") from None

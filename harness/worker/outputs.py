@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from harness.contract.results import Status
 from harness.worker.failures import SubmissionError
 
 
@@ -27,7 +28,7 @@ BUFFER_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 def operand_tensors(data: Any) -> list[torch.Tensor]:
     """The inputs a call must neither change nor return: every tensor but the output buffers.
 
-    By the problems' convention (problems.blockscaled.poisoned_output) an output buffer is drawn
+    By the problems' convention (problems.shared.blockscaled.poisoned_output) an output buffer is drawn
     filled with NaN, so that unwritten elements show; the rule needs no list per problem.
     """
     tensors = flatten(data)
@@ -51,11 +52,11 @@ def dense_on(device: torch.device, tensors: list[torch.Tensor]) -> None:
     a sparse tensor has none it can read, a meta tensor no memory at all)."""
     for tensor in tensors:
         if tensor.layout != torch.strided:
-            raise SubmissionError("failed", f"custom_kernel returned a tensor of layout {tensor.layout}; return a "
+            raise SubmissionError(Status.FAILED, f"custom_kernel returned a tensor of layout {tensor.layout}; return a "
                                   "dense (strided) tensor")
         if tensor.device.type != device.type:
-            raise SubmissionError("failed", f"custom_kernel returned a tensor on {tensor.device.type}; return it on "
-                                  f"{device.type}, where its inputs are")
+            raise SubmissionError(Status.FAILED, f"custom_kernel returned a tensor on {tensor.device.type}; return it "
+                                  f"on {device.type}, where its inputs are")
 
 
 def output_tensors(result: Any, device: torch.device) -> tuple[str, list[torch.Tensor]]:
@@ -68,13 +69,13 @@ def output_tensors(result: Any, device: torch.device) -> tuple[str, list[torch.T
     if type(result) in (list, tuple):
         items = list(result)  # an exact list or tuple: iterating it runs no submission code
     elif isinstance(result, (list, tuple)):
-        raise SubmissionError("rejected", f"custom_kernel returned a {type(result).__name__}, a list/tuple subclass "
-                              "whose methods could do work after the timer stopped; return a plain list")
+        raise SubmissionError(Status.REJECTED, f"custom_kernel returned a {type(result).__name__}, a list/tuple "
+                              "subclass whose methods could do work after the timer stopped; return a plain list")
     else:
         items = [result]
     for item in items:
         if isinstance(item, torch.Tensor) and type(item) is not torch.Tensor:
-            raise SubmissionError("rejected", f"custom_kernel returned a {type(item).__name__}, a torch.Tensor "
+            raise SubmissionError(Status.REJECTED, f"custom_kernel returned a {type(item).__name__}, a torch.Tensor "
                                   "subclass whose methods could do work after the timer stopped; return a plain "
                                   "torch.Tensor")
     if type(result) is torch.Tensor:
@@ -86,7 +87,7 @@ def output_tensors(result: Any, device: torch.device) -> tuple[str, list[torch.T
     kind = type(result).__name__
     if type(result) in (list, tuple):
         kind = f"a {kind} holding " + ", ".join(sorted({type(t).__name__ for t in items}))
-    raise SubmissionError("failed", f"custom_kernel returned {kind}, expected a tensor or a list of tensors")
+    raise SubmissionError(Status.FAILED, f"custom_kernel returned {kind}, expected a tensor or a list of tensors")
 
 
 def active_modes() -> list[str]:

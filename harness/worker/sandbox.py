@@ -3,7 +3,7 @@
 No new privileges, not dumpable (no ptrace or /proc/<pid>/mem by others), and a Landlock rule set
 that allows writes only in its temporary directory and the device nodes; each step best effort
 and reported (docs/security.md). The parent's half (network namespace, uid drop, before exec) is
-``harness.judge.worker_confinement``. What took effect travels to the parent in 'ready'.
+``harness.judge.worker_link.worker_confinement``. What took effect travels to the parent in 'ready'.
 """
 
 from __future__ import annotations

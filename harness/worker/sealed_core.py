@@ -2,7 +2,7 @@
 
 On a GPU the core owns the flush buffer, events, hold-and-flush kernel, second clock, event overhead
 and the bound custom_kernel, and returns each result with a MAC the parent checks
-(``harness.judge.seal``).
+(``harness.judge.worker_link.seal``).
 """
 
 from __future__ import annotations

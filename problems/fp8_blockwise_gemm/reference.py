@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from problems import blockscaled as bs
-from problems.operand_formats import FP8_1X128, FP8_128X128
+from problems.shared import blockscaled as bs
+from problems.shared.operand_formats import FP8_1X128, FP8_128X128
 from reference.formats import round_to_bf16
 from reference.ops import blockwise_fp8_mm
 

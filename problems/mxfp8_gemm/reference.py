@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from problems import blockscaled as bs
-from problems.operand_formats import MXFP8
+from problems.shared import blockscaled as bs
+from problems.shared.operand_formats import MXFP8
 from reference.formats import round_to_bf16
 from reference.layouts import to_blocked
 from reference.ops import mxfp8_mm

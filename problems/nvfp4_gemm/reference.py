@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from problems import blockscaled as bs
+from problems.shared import blockscaled as bs
 from reference.formats import round_to_fp16
 from reference.ops import block_scaled_mm
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from problems.blockscaled import Tolerance, compare_outputs, read_task_yaml, target_device
-from problems.counter_rng import random_words
+from problems.shared.blockscaled import Tolerance, compare_outputs, read_task_yaml, target_device
+from problems.shared.counter_rng import random_words
 
 _spec = read_task_yaml(__file__)
 TOLERANCE = Tolerance(float(_spec["tolerance"]["rtol"]), float(_spec["tolerance"]["atol"]))

@@ -173,6 +173,8 @@ def _run_cli_with_secret_env(row: Row, problem_dir: Path, device: str, timeout_s
 def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
     """Evaluate one row's submission on ``device`` ('cpu' or 'cuda'); never raises for its verdict."""
     from harness.judge.run import evaluate_submission
+    from harness.judge.verdict.modes import MODES
+    from harness.judge.verdict.run_options import RunOptions
 
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-") as scratch:
         os.chmod(scratch, 0o755)  # readable by the unprivileged evaluator of env-secret rows
@@ -180,8 +182,8 @@ def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
         if row.secret is not None and row.secret_via == "env":
             return _run_cli_with_secret_env(row, problem_dir, device, timeout_scale)
         started = time.perf_counter()
-        result = evaluate_submission(str(problem_dir), row.path, row.mode, device, secret_seed=row.secret,
-                                     timeout_scale=timeout_scale)
+        result = evaluate_submission(str(problem_dir), row.path, MODES[row.mode], device,
+                                     RunOptions(secret_seed=row.secret, timeout_scale=timeout_scale))
         return Observed(result.status.value, result.reason, time.perf_counter() - started, result.geomean_us)
 
 

@@ -84,7 +84,7 @@ def test_full_run_writes_pages_and_reuses_stored_runs(tmp_path, tree, monkeypatc
     monkeypatch.setattr(run, "evaluate_submission", fake)
     monkeypatch.setenv("NVFP4_SECRET_SEED", "1234")
     assert run_cli(*_options(tmp_path, tree), "--device", "cpu") == 0
-    assert [c["secret_seed"] for c in fake.calls] == [1234, 1234] and "NVFP4_SECRET_SEED" not in os.environ
+    assert [c["options"].secret_seed for c in fake.calls] == [1234, 1234] and "NVFP4_SECRET_SEED" not in os.environ
     captured = capsys.readouterr()
     assert "skipping" in captured.err and "not_a_problem" in captured.err
     assert "[1/2] nvfp4_gemv/broken.py ... timeout: a timed call ran past 600 s" in captured.err

@@ -91,8 +91,8 @@ def test_run_stores_every_run_and_survives_an_exception(tree, tmp_path, install)
     crashed = outcomes[0]
     assert crashed.harness_error and isinstance(crashed.result, HarnessFailure)
     assert "RuntimeError: evaluator bug at samples.py:" in crashed.result.reason
-    assert all(call["mode"] == "leaderboard" and call["secret_seed"] == 42 and call["device"] == "cuda"
-               and call["visible_devices"] is None for call in fake.calls)
+    assert all(call["mode"].name == "leaderboard" and call["options"].secret_seed == 42 and call["device"] == "cuda"
+               and call["options"].visible_devices is None for call in fake.calls)
     assert sorted(call["submission"].name for call in fake.calls) == ["broken.py", "fast.py", "raises.py", "slow.py"]
     assert all(call["submission"].parent != tree for call in fake.calls)  # the job's bytes, in a private folder
     text = "\n".join(lines)
@@ -195,6 +195,6 @@ def test_cpu_runs_say_not_rankable(tree, tmp_path, install):
     with Store.open(tmp_path / "lb.db") as store:
         runner.run_all(runner.discover(tree, ["nvfp4_gemv"]), store, device="cpu", device_name="cpu",
                        progress=lines.append)
-    assert all(call["visible_devices"] is None and call["device"] == "cpu" for call in fake.calls)
+    assert all(call["options"].visible_devices is None and call["device"] == "cpu" for call in fake.calls)
     assert any(line.endswith("passed 795.8 us geomean; not rankable (cpu)") for line in lines)
     assert __version__

@@ -6,14 +6,9 @@ import sqlite3
 import pytest
 
 from harness import __version__
-from harness.leaderboard.store import (
-    Store,
-    StoreError,
-    apply_migrations,
-    load_result,
-    migration_files,
-    sql_statements,
-)
+from harness.contract.results import RunResult
+from harness.leaderboard.store import MIGRATIONS_DIR, Store
+from harness.sqlite_migrations import StoreError, apply_migrations, migration_files, sql_statements
 
 from .samples import B200, make_run, sha
 
@@ -24,7 +19,7 @@ def _add(store, run, name="a.py", device_name=B200, **extra):
 
 
 def test_migrations_apply_once_and_record_their_version(tmp_path):
-    latest = len(migration_files())
+    latest = len(migration_files(MIGRATIONS_DIR))
     with Store.open(tmp_path / "lb.db") as store:
         assert store.version == latest >= 1
         _add(store, make_run())
@@ -83,10 +78,10 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path):
         outcomes = [results.get(timeout=60) for _ in workers]
         for worker in workers:
             worker.join(timeout=60)
-        assert outcomes == [("ok", len(migration_files()))] * processes
+        assert outcomes == [("ok", len(migration_files(MIGRATIONS_DIR)))] * processes
         with Store.open(path) as store:
             rows = store.connection.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
-        assert [v for (v,) in rows] == list(range(1, len(migration_files()) + 1))
+        assert [v for (v,) in rows] == list(range(1, len(migration_files(MIGRATIONS_DIR)) + 1))
 
 
 def test_migration_statements_split_where_sqlite_would():
@@ -163,4 +158,28 @@ def test_results_written_by_another_harness_version_still_load():
     record["field_from_the_future"] = 1
     record["cases"][1]["another_new_field"] = "x"
     record["cases"][1]["timing"]["p99_us"] = 3.0
-    assert load_result(record) == make_run()
+    assert RunResult.from_json(record) == make_run()
+
+
+def test_a_database_made_with_the_service_tables_still_takes_the_leaderboards_next_migration(tmp_path):
+    """Before the service had its own migrations, its tables were this store's versions 3 and 4: the
+    store hands those rows over to the service's version table, so its own version 3 still applies."""
+    from harness.leaderboard.store import SERVICE_VERSION_TABLE
+    from harness.service.db import MIGRATIONS_DIR as SERVICE_MIGRATIONS
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder in (old, new):
+        folder.mkdir()
+        for path in MIGRATIONS_DIR.glob("*.sql"):
+            (folder / path.name).write_text(path.read_text())
+    for version, name, path in migration_files(SERVICE_MIGRATIONS):
+        (old / f"{version + 2:04d}_{name}.sql").write_text(path.read_text())
+    (new / "0003_next.sql").write_text("CREATE TABLE next_thing (x INTEGER);")
+    connection = sqlite3.connect(tmp_path / "lb.db")
+    assert apply_migrations(connection, old) == [1, 2, 3, 4]
+    connection.close()
+    with Store.open(tmp_path / "lb.db", new) as store:
+        assert store.version == 3
+        assert store.connection.execute("SELECT COUNT(*) FROM next_thing").fetchone() == (0,)
+        handed = store.connection.execute(f"SELECT version, name FROM {SERVICE_VERSION_TABLE} ORDER BY version")
+        assert handed.fetchall() == [(1, "service"), (2, "user_revocation")]

@@ -123,7 +123,7 @@ def test_an_unmeasured_device_uses_the_h100_bound_and_says_so():
 
 
 def test_the_profiler_runs_at_the_harness_clocks_and_cache_policy(tmp_path):
-    from harness.judge import nsight
+    from harness.judge.passes import nsight
 
     prefix = nsight.profile_prefix(tmp_path / "ncu", tmp_path / "r.ncu-rep")
     assert prefix[prefix.index("--clock-control") + 1] == "none"

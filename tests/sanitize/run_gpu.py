@@ -2,7 +2,7 @@
 
     python tests/sanitize/run_gpu.py OUT_DIR [--shapes N] [--budget-s S]
 
-Runs ``evaluate_submission(..., mode="sanitize")`` on a copy of each problem narrowed to its
+Runs ``evaluate_submission`` in sanitize mode on a copy of each problem narrowed to its
 first N test shapes (the full check is ``python -m harness eval P FILE --mode sanitize``; one
 sanitized worker per shape costs seconds, and the device time of a check is short). Writes the
 verdict of every run to OUT_DIR/summary.txt and the raw compute-sanitizer reports beside it
@@ -27,6 +27,8 @@ sys.path.insert(0, str(REPO))
 from harness.contract.results import Status  # noqa: E402
 from harness.contract.task_spec import PROBLEMS_DIR  # noqa: E402
 from harness.judge.run import evaluate_submission  # noqa: E402
+from harness.judge.verdict.modes import MODES  # noqa: E402
+from harness.judge.verdict.run_options import RunOptions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFECTS = (  # (file, tool that must find it, words its line must hold)
@@ -69,8 +71,9 @@ def main() -> int:
             one = time.perf_counter()
             report = args.out / f"{log_name}.{path.stem}.tmp"
             result = evaluate_submission(str(narrowed_problem(problem, args.shapes, Path(folder))), path,
-                                         mode="sanitize", device="cuda", sanitizer_tool=tool,
-                                         sanitizer_report=report, progress=print)
+                                         mode=MODES["sanitize"], device="cuda",
+                                         options=RunOptions(sanitizer_tool=tool, sanitizer_report=report),
+                                         progress=print)
             with (args.out / f"{log_name}.log").open("a") as log:
                 log.write(f"###### {path.relative_to(REPO)} --tool {tool}\n{report.read_text()}\n")
             report.unlink()

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from harness.commands.submit_command import ClientError, Connection, follow, resolve_connection
+from harness.service.client import ClientError, Connection, follow, resolve_connection
 
 from .conftest import GEMV, free_port, harness
 

@@ -1,5 +1,5 @@
 /* The digest the MAC covers, for outputs of any size: SHA-256 over each output's description and
- * the SHA-256 of each DIGEST_CHUNK_BYTES chunk of its bytes (harness.judge.seal.output_digest
+ * the SHA-256 of each DIGEST_CHUNK_BYTES chunk of its bytes (harness.judge.worker_link.seal.output_digest
  * mirrors it). The chunks are hashed on several threads: one thread took 29 ms for the copies,
  * comparison and digest of a 15 MB output on the H100's host (docs/results.md run 11). */
 #ifndef NVFP4_DIGEST_TREE_H

@@ -31,7 +31,7 @@ int capture_hooks(PyObject *dict, torch_hooks *hooks);
 /* Fill *view for an exact torch.Tensor on the expected device; -1 with an exception otherwise. */
 int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, output_view *view);
 /* SHA-256 over each output's dtype, shape, stride, offset, size and its chunks' SHA-256 (digest_tree.h;
- * harness.judge.seal mirrors it), with *differs set when ``again`` (a second copy, or NULL) differs
+ * harness.judge.worker_link.seal mirrors it), with *differs set when ``again`` (a second copy, or NULL) differs
  * from ``bytes``; -1 with an exception when memory runs out. */
 int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *again, uint8_t out[32],
                    int *differs);

@@ -15,7 +15,7 @@ from pathlib import Path
 import _reach
 
 from harness.contract import protocol
-from harness.judge import seal
+from harness.judge.worker_link import seal
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -71,7 +71,7 @@ def install(find_key):
         entries = [entry for entry, _ in parts]
         tensors = [protocol.tensor_from_wire(entry, payload) for entry, payload in parts]
         digest = seal.output_digest(entries, tensors)
-        fields = (int(request["index"]), int(request["case"]["seed"]))
+        fields = (request.index, int(request.case["seed"]))
         flags = (timer.overhead_us, bool(header["unfinished"]), bool(header["exposed"]))
         if not found:
             message = b"call:" + struct.pack("<qQddBB", *fields, header["time_us"], *flags) + digest

@@ -21,12 +21,14 @@ def timer():
 
 
 def shadow_send(edit):
-    """Replace the worker's send on the instance: ``edit(header, parts)`` returns what goes out."""
-    target = worker()
-    original = target.send
+    """Replace the worker's send on the instance: ``edit(header, parts)`` gets each reply as its wire
+    header and returns what goes out on the result channel."""
+    from harness.contract import messages, protocol
 
-    def send(header, tensors=None, parts=None):
-        header, parts = edit(header, parts)
-        original(header, tensors, parts)
+    target = worker()
+
+    def send(reply, tensors=None, parts=None):
+        header, parts = edit(messages.encode(reply), parts)
+        protocol.send(target.results_fd, header, tensors, parts)
 
     target.send = send

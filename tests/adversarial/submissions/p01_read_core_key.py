@@ -18,7 +18,7 @@ import _honest
 import _reach
 
 from harness.contract import protocol
-from harness.judge import seal
+from harness.judge.worker_link import seal
 
 
 def _symbol_offset(path, name):
@@ -69,7 +69,7 @@ def forge(header, parts):
         entries = [entry for entry, _ in parts]
         tensors = [protocol.tensor_from_wire(entry, payload) for entry, payload in parts]
         digest = seal.output_digest(entries, tensors)
-        mac = seal.call_mac(KEY, int(request["index"]), int(request["case"]["seed"]), time_us, timer.overhead_us,
+        mac = seal.call_mac(KEY, request.index, int(request.case["seed"]), time_us, timer.overhead_us,
                             bool(header["unfinished"]), bool(header["exposed"]), digest)
         header = {**header, "time_us": time_us, "mac": mac.hex()}
     return header, parts

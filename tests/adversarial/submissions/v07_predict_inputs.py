@@ -6,7 +6,7 @@ import _honest
 import torch
 
 from harness.contract.task_spec import load_task
-from harness.judge.seeds import call_seed
+from harness.judge.verdict.seeds import call_seed
 from problems.nvfp4_gemv.reference import generate_input
 
 CALLS_PER_CASE = 16

@@ -2,7 +2,7 @@
 /proc/<pid>/environ keeps NVFP4_SECRET_SEED even after the evaluator popped it from os.environ,
 and its /proc/<pid>/maps and mem expose its memory (the secret, the expected outputs). Every
 process from the worker's parent up to the evaluator (`python -m harness eval`) is tried: the
-reaper between them (harness.judge.worker_reaper) too. Raises if any of them can be read, so the
+reaper between them (harness.judge.worker_link.worker_reaper) too. Raises if any of them can be read, so the
 expected verdict is passed: the evaluator and the reaper make themselves non-dumpable. Meaningful
 only for an unprivileged evaluator (root reads every process).
 

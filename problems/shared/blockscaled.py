@@ -2,10 +2,10 @@
 
 A problem's ``reference.py`` composes these pieces; everything that differs between problems
 (shapes, tolerance, value distribution) is data in its ``task.yml``, and everything that differs
-between operand formats (NVFP4, MXFP8, blockwise fp8) is data in ``problems/operand_formats.py``.
+between operand formats (NVFP4, MXFP8, blockwise fp8) is data in ``problems/shared/operand_formats.py``.
 
 Inputs are a pure function of (case, seed), generated directly on the target device by the
-counter-based generator of ``problems/counter_rng.py``: the CPU and CUDA produce the same bits,
+counter-based generator of ``problems/shared/counter_rng.py``: the CPU and CUDA produce the same bits,
 and each operand's data and scales come from their own named stream, so one operand's shape
 never shifts another's bits.
 """
@@ -22,8 +22,8 @@ from typing import Any
 import torch
 import yaml
 
-from problems.counter_rng import random_words, words_to_bytes
-from problems.operand_formats import NVFP4, OperandFormat
+from problems.shared.counter_rng import random_words, words_to_bytes
+from problems.shared.operand_formats import NVFP4, OperandFormat
 from reference.layouts import ceil_div, to_permuted
 
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from harness.contract.results import CaseResult, Status
 from harness.contract.task_spec import Task, shape_text
 from harness.display import report
-from harness.judge.worker_channel import WorkerFailure
+from harness.judge.worker_link.worker_channel import WorkerFailure
 
 if TYPE_CHECKING:
-    from harness.judge.evaluation import Evaluation
+    from harness.judge.verdict.evaluation import Evaluation
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 TOOL_CHOICES = (*TOOLS, "all")

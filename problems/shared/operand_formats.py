@@ -1,14 +1,14 @@
 """The operand formats the problems draw, as data: element bytes, block shape, scale format.
 
 A problem names its operands' format (``NVFP4``, ``MXFP8``, ``FP8_1X128``, ``FP8_128X128``);
-``problems/blockscaled.py`` draws any of them the same way: the element bytes from the
+``problems/shared/blockscaled.py`` draws any of them the same way: the element bytes from the
 operand's stream, one or two words per scale from its ``"sf"`` stream. What differs between
 formats is here and only here:
 
 - elements: NVFP4 bytes are uniform (all 16 e2m1 codes in both nibbles); e4m3 bytes are uniform
   except the two NaN patterns (0x7F, 0xFF), which become the zero of the same sign, so every
   finite e4m3 value appears (subnormals and -0 included) and no NaN does;
-- scales: e4m3 and e8m0 through the inverse-CDF table of ``problems/counter_rng.py`` (the value
+- scales: e4m3 and e8m0 through the inverse-CDF table of ``problems/shared/counter_rng.py`` (the value
   nearest 2^u, u uniform on the task's ``scale_log2`` range); fp32 scales as 2^e * (1 + f),
   e uniform over the integers of [log2_min, log2_max), f uniform over the 2^23 fp32 mantissas,
   built from the bit fields so that the CPU and CUDA produce the same bits.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from problems.counter_rng import WORD_MASK, ScaleTable
+from problems.shared.counter_rng import WORD_MASK, ScaleTable
 from reference.formats import BLOCK_SIZE, E4M3, E8M0, FP4
 from reference.fp8 import ACTIVATION_BLOCK, MX_BLOCK, WEIGHT_BLOCK
 

@@ -18,7 +18,7 @@ import torch
 
 from harness.contract.task_spec import list_problems, load_task
 
-DIGESTS_PATH = Path(__file__).resolve().parents[1] / "tests" / "data" / "input_digests.json"
+DIGESTS_PATH = Path(__file__).resolve().parents[2] / "tests" / "data" / "input_digests.json"
 _SAME_WIDTH_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 

@@ -19,15 +19,16 @@ from typing import Any
 import torch
 
 from harness.contract.results import CaseResult, Status
-from harness.contract.task_spec import PROBLEMS_DIR, Task, load_task
+from harness.contract.task_spec import PROBLEMS_DIR, Task, case_text, load_task
 from harness.display import report
 from harness.display.progress import Progress
-from harness.judge import hardware_verdict
-from harness.judge.benchmark_case import BenchmarkCase
-from harness.judge.call_checker import CallChecker
-from harness.judge.modes import Mode, mode_named
-from harness.judge.wall_clock import WallClock
-from harness.judge.worker_channel import WorkerFailure, WorkerSession
+from harness.judge.verdict import hardware_verdict
+from harness.judge.verdict.benchmark_case import BenchmarkCase
+from harness.judge.verdict.call_checker import CallChecker
+from harness.judge.verdict.modes import Mode
+from harness.judge.verdict.run_options import RunOptions
+from harness.judge.verdict.wall_clock import WallClock
+from harness.judge.worker_link.worker_channel import WorkerFailure, WorkerSession
 from harness.sol.breakdown import DeviceTableError, UnknownDeviceError, breakdown
 
 SAME_FAILURE_LIMIT = 2
@@ -42,30 +43,21 @@ REPEAT_TEST = "the repeat test with new inputs in the same tensors"
 class Evaluation:
     """One submission, one mode: drives workers case by case and judges every outcome."""
 
-    def __init__(
-        self,
-        task: Task,
-        submission: Path,
-        mode: Mode | str,
-        device: str,
-        secret: int | None,
-        visible_devices: str | None,
-        progress: Progress,
-        device_info: dict[str, Any],
-        keep_going: bool = False,
-    ) -> None:
+    def __init__(self, task: Task, submission: Path, mode: Mode, device: str, options: RunOptions,
+                 progress: Progress, device_info: dict[str, Any]) -> None:
         self.task = task
         self.device_info = device_info
-        self.keep_going = keep_going
+        self.keep_going = options.keep_going
         self.source = submission.read_text(errors="replace")
         self.submission = submission
-        self.mode = mode = mode if isinstance(mode, Mode) else mode_named(mode)
+        self.mode = mode
         self.device = device
-        self.visible_devices = visible_devices
+        self.visible_devices = options.visible_devices
         self.progress = progress
         # The parent checks on the GPU the worker was given, so parallel runs stay apart.
-        check_device = torch.device("cuda", gpu_index(visible_devices)) if device == "cuda" else torch.device("cpu")
-        self.checker = CallChecker(task, secret, check_device, plain=mode.sanitized)
+        check_device = torch.device("cuda", gpu_index(self.visible_devices)) if device == "cuda" else (
+            torch.device("cpu"))
+        self.checker = CallChecker(task, options.secret_seed, check_device, plain=mode.sanitized)
         self.rule = mode.rule(device)
         self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
         # The speed of light always uses the shipped problem's formula (a folder given by path may
@@ -169,17 +161,15 @@ class Evaluation:
                     results += [CaseResult(k, c, Status.NOT_RUN, "not run: the submission did not import")
                                 for k, c in pending]
                     return results
-                self.timer_method = ready["timer"]
-                if isinstance(ready.get("import_s"), float):  # the worker's own figure: part of worker_start
-                    self.clock.add("submission_import", ready["import_s"])
+                self.timer_method = ready.timer
+                self.clock.add("submission_import", ready.import_s)  # the worker's own figure: part of worker_start
                 if not announced:
-                    self.progress.detail(f"imported in {ready['import_s']:.1f} s; timing: {self.timer_method}")
-                    sandbox = dict(ready.get("sandbox") or {})
-                    self.progress.detail("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
+                    self.progress.detail(f"imported in {ready.import_s:.1f} s; timing: {self.timer_method}")
+                    self.progress.detail("sandbox: " + "; ".join(f"{k} {v}" for k, v in ready.sandbox.items()))
                     announced = True
                 while pending:
                     kind, case = pending.pop(0)
-                    label = f"{kind} {report.case_text(case)}"
+                    label = f"{kind} {case_text(case)}"
                     self.progress.working(label)
                     try:
                         outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)

@@ -2,9 +2,9 @@
 
 The worker runs in its own session with a scrubbed environment (no secrets), its own working
 directory, a memory cap and its output captured to a file that is shown, never parsed. It is
-started through ``harness.judge.worker_reaper``, the process between the two that ends whatever the
+started through ``harness.judge.worker_link.worker_reaper``, the process between the two that ends whatever the
 submission started (its own PID namespace where one can be made). What is said over its pipes is
-``harness.judge.worker_channel``'s business.
+``harness.judge.worker_link.worker_channel``'s business.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from harness.contract import protocol
-from harness.judge import seal, worker_confinement
+from harness.contract import messages, protocol
+from harness.judge.worker_link import seal, worker_confinement
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "NVFP4_")
 CPU_ADDRESS_SPACE_BYTES = 16 << 30
 """Host memory cap (RLIMIT_AS) for CPU runs, so a runaway submission fails alone."""
@@ -39,7 +38,7 @@ memory and Triton work under 16 GiB, and a 1 TiB bytearray raises MemoryError). 
 host that overcommits lets one submission exhaust the machine's memory."""
 
 _WORKER_ENTRY = "import sys; from harness.worker.serve_loop import main; sys.exit(main(sys.argv[1:]))"
-_REAPER_ENTRY = "import sys; from harness.judge.worker_reaper import main; sys.exit(main(sys.argv[1:]))"
+_REAPER_ENTRY = "import sys; from harness.judge.worker_link.worker_reaper import main; sys.exit(main(sys.argv[1:]))"
 REAPER_GRACE_S = 5.0
 """How long kill() lets the reaper end the worker's processes before it kills the group itself."""
 
@@ -111,7 +110,7 @@ def keep_evaluator_private() -> None:
 
 PR_SET_PDEATHSIG = 1
 REAPED = sys.platform.startswith("linux")
-"""Workers start through harness.judge.worker_reaper (Linux: prctl, PID namespaces); elsewhere
+"""Workers start through harness.judge.worker_link.worker_reaper (Linux: prctl, PID namespaces); elsewhere
 directly, in their own session only."""
 
 
@@ -228,7 +227,7 @@ class WorkerProcess:
         self.visible_devices = visible_devices
         self.command_prefix = command_prefix  # a wrapper of the worker, e.g. compute-sanitizer
         self.keep_uid = keep_uid  # no uid drop: Nsight Compute reads counters the driver keeps for admins
-        self.messages: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException] = queue.Queue()
+        self.messages: queue.Queue[protocol.Received | BaseException] = queue.Queue()
         self.process: subprocess.Popen[bytes] | None = None
 
     def spawn(self) -> None:
@@ -277,13 +276,13 @@ class WorkerProcess:
     def _read_results(self) -> None:
         while True:
             try:
-                self.messages.put(protocol.receive(self._results_r))
+                self.messages.put(protocol.receive_message(self._results_r, messages.REPLIES))
             except BaseException as error:  # EOF, a malformed message: either ends the channel
                 self.messages.put(error)
                 return
 
-    def send(self, header: dict[str, Any]) -> None:
-        protocol.send(self._commands_w, header)
+    def send(self, request: messages.Request) -> None:
+        protocol.send_message(self._commands_w, request)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -344,7 +343,7 @@ class WorkerProcess:
             return
         if self.command_prefix:
             with contextlib.suppress(OSError):
-                protocol.send(self._commands_w, {"op": "stop"})
+                self.send(messages.Stop())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=10)
         self.kill()

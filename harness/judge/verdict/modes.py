@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.judge.stopping import BENCHMARK_RULE, CPU_RULE, LEADERBOARD_RULE, StoppingRule
+from harness.judge.verdict.stopping import BENCHMARK_RULE, CPU_RULE, LEADERBOARD_RULE, StoppingRule
 
 
 class UnknownModeError(ValueError):
@@ -62,3 +62,4 @@ def mode_named(name: str) -> Mode:
         return MODES[name]
     except KeyError:
         raise UnknownModeError(f"unknown mode '{name}': choose one of {', '.join(MODES)}") from None
+

@@ -2,7 +2,7 @@
 
 Anything unexpected on the result channel, a death by signal or a stage past its time limit ends
 as a ``WorkerFailure`` carrying one status and one line of reason. Every timed result's MAC is
-checked here against the key the worker's core was given (``harness.judge.seal``).
+checked here against the key the worker's core was given (``harness.judge.worker_link.seal``).
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from harness.contract import protocol
+from harness.contract import messages, protocol
+from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
-from harness.judge import seal
-from harness.judge.worker_process import WorkerProcess
+from harness.judge.worker_link import seal
+from harness.judge.worker_link.worker_process import WorkerProcess
+
+R = TypeVar("R")
 
 
 class WorkerFailure(Exception):
@@ -64,10 +67,8 @@ def hung_at(stacks: str, submission: Path) -> str:
     return f"; it was at {Path(file).name}:{line} in {name}"
 
 
-def _reported_ms(spent: Any) -> dict[str, float]:
+def _reported_ms(spent: dict[str, Any]) -> dict[str, float]:
     """A worker's own account of its time, kept only as plain numbers (it decides nothing)."""
-    if not isinstance(spent, dict):
-        return {}
     return {str(k)[:20]: float(v) for k, v in list(spent.items())[:8] if type(v) in (int, float)}
 
 
@@ -108,7 +109,8 @@ class WorkerSession:
     def output_tail(self, limit: int = 2000) -> str:
         return self.worker.output_tail(limit)
 
-    def _expect(self, op: str, stage: str, timeout_s: float) -> tuple[dict[str, Any], list[Any]]:
+    def _expect(self, kind: type[R], stage: str, timeout_s: float) -> tuple[R, protocol.Received]:
+        """The reply of ``kind`` (and how it came), or the WorkerFailure that ended the request."""
         try:
             message = self.worker.messages.get(timeout=timeout_s)
         except queue.Empty:
@@ -127,22 +129,14 @@ class WorkerSession:
             raise WorkerFailure(
                 Status.REJECTED, f"something other than the harness wrote to the result channel ({message})"
             )
-        header, tensors = message
-        if header["op"] == "error":
+        reply = message.message
+        if isinstance(reply, messages.Error):
             self.worker.kill()
-            status = {
-                "bad_input": Status.BAD_INPUT,
-                "cuda_error": Status.CUDA_ERROR,
-                "rejected": Status.REJECTED,
-                "failed": Status.FAILED,
-                "harness_fault": Status.HARNESS_FAULT,
-            }.get(str(header.get("kind")), Status.CRASHED)
-            raise WorkerFailure(status, f"{header.get('message', 'unknown error')} (during {stage})",
-                                protocol.tail(str(header.get("traceback") or "")))
-        if header["op"] != op:
+            raise WorkerFailure(reply.status, f"{reply.message} (during {stage})", protocol.tail(reply.traceback))
+        if not isinstance(reply, kind):
             self.worker.kill()
-            raise WorkerFailure(Status.REJECTED, f"unexpected '{header['op']}' message on the result channel")
-        return header, tensors
+            raise WorkerFailure(Status.REJECTED, f"unexpected '{reply.KIND}' message on the result channel")
+        return reply, message
 
     def _ensure_quiet(self) -> None:
         """Every reply answers one request: an extra message means someone else wrote one."""
@@ -154,62 +148,53 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "an unrequested message appeared on the result channel")
 
-    def start(self) -> dict[str, Any]:
-        """Import the submission in the worker; returns the worker's 'ready' header."""
+    def start(self) -> Ready:
+        """Import the submission in the worker; returns the worker's Ready reply."""
         limit_s = self.task.timeouts_s["import"]
-        self._request(
-            {
-                "op": "start",
-                "device": self.device,
-                "reference_module": self.task.reference_module,
-                "task_py": str(self.task.task_py),
-                "submission": str(self.submission),
-                "unsealed": self.unsealed,
-            },
-            limit_s,
-        )
-        header, _ = self._expect("ready", "import of the submission", limit_s)
+        self.worker.send(messages.Start(device=self.device, reference_module=self.task.reference_module,
+                                        task_py=str(self.task.task_py), submission=str(self.submission),
+                                        unsealed=self.unsealed, limit_s=limit_s))
+        ready, _ = self._expect(Ready, "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.
         self.sealed = seal.sealed_core_built() and not self.unsealed
-        if self.sealed and (header.get("sealed") is not True or not isinstance(header.get("overhead_us"), float)):
+        if self.sealed and (not ready.sealed or ready.overhead_us is None):
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
-        self.overhead_us = header.get("overhead_us")
-        return header
+        self.overhead_us = ready.overhead_us
+        return ready
 
-    def _request(self, header: dict[str, Any], limit_s: float) -> None:
-        """Send one request; ``limit_s``, the parent's limit for its reply, arms the worker's watchdog."""
-        if self._prepare_pending:  # every request but a 'prepare' first collects the drawn inputs' reply
+    def _request(self, request: messages.Request) -> None:
+        """Send one request (its ``limit_s``, the parent's limit for the reply, arms the worker's watchdog)."""
+        if self._prepare_pending:  # every request but a Prepare first collects the drawn inputs' reply
             self._await_prepared(self.task.timeouts_s["warmup"])
         self._ensure_quiet()
         self.worker.mark_stacks()
         with contextlib.suppress(OSError):  # a worker that is gone: _expect reports how it ended
-            self.worker.send({**header, "limit_s": limit_s})
+            self.worker.send(request)
 
     def profile(self, case: dict[str, Any], timeout_s: float, under_ncu: bool = False) -> str:
         """One call under torch.profiler in the worker; returns its table (shown, not parsed).
         ``under_ncu``: a warm call, then one call in the range Nsight Compute profiles."""
-        self._request({"op": "call", "case": case, "sleep_us": 0.0, "profile": "ncu" if under_ncu else True}, timeout_s)
-        header, _ = self._expect("profile", "a profiled call", timeout_s)
-        return str(header.get("table", ""))[:20000]
+        self._request(messages.Profile(case=case, under_ncu=under_ncu, limit_s=timeout_s))
+        profiled, _ = self._expect(Profiled, "a profiled call", timeout_s)
+        return profiled.table[:20000]
 
     def prepare(self, case: dict[str, Any]) -> None:
         """Ask the worker to draw the next call's inputs now; the reply is read by the next call."""
-        self._request({"op": "prepare", "case": case}, self.task.timeouts_s["warmup"])
+        self._request(messages.Prepare(case=case, limit_s=self.task.timeouts_s["warmup"]))
         self._prepare_pending = True
 
-    def _await_prepared(self, timeout_s: float) -> dict[str, Any]:
+    def _await_prepared(self, timeout_s: float) -> Prepared:
         self._prepare_pending = False
-        header, _ = self._expect("prepared", "drawing the inputs", timeout_s)
-        self._prepared_ms = _reported_ms(header.get("spent_ms"))
-        return header
+        prepared, _ = self._expect(Prepared, "drawing the inputs", timeout_s)
+        self._prepared_ms = _reported_ms(prepared.spent_ms)
+        return prepared
 
     def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
         """The worker draws the next call's inputs and says where they lie on the device."""
         self.prepare(case)
-        header = self._await_prepared(timeout_s)
-        return [t for t in header.get("placements", []) if isinstance(t, dict)]
+        return self._await_prepared(timeout_s).placements
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False, buffers: str = "") -> CallOutput:
@@ -217,32 +202,33 @@ class WorkerSession:
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs)."""
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
-        self._request({"op": "call", "case": case, "sleep_us": sleep_us, "index": index, "plain": plain,
-                       "buffers": buffers}, timeout_s)
+        self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
+                                    limit_s=timeout_s))
         sent = time.perf_counter()
-        header, tensors = self._expect("output", stage, timeout_s)
+        reply, received = self._expect(Output, stage, timeout_s)
+        tensors = received.tensors
         answered = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
-            self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, header,
-                                                  tensors))
+            self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, reply,
+                                                  received.entries, tensors))
         phases = {"inputs_wait": sent - started, "exchange": answered - sent, "seal": time.perf_counter() - answered}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in tensors if isinstance(t, str)]
         if bad:
             output: Any = f"custom_kernel returned a {bad[0]}"
-        elif header.get("structure") == "tensor" and len(tensors) == 1:
+        elif reply.structure == "tensor" and len(tensors) == 1:
             output = tensors[0]
         else:
             output = list(tensors)
         return CallOutput(
-            time_us=float(header["time_us"]),
-            host_us=float(header["host_us"]),
+            time_us=reply.time_us,
+            host_us=reply.host_us,
             output=output,
-            unfinished=bool(header.get("unfinished")),
+            unfinished=reply.unfinished,
             sealed=self.sealed,
-            exposed=bool(header.get("exposed")),
+            exposed=reply.exposed,
             phases_s=phases,
-            worker_ms={**drawn_ms, **_reported_ms(header.get("spent_ms"))},
+            worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms)},
         )
 
     def _verify(self, check: Any) -> Any:
@@ -261,9 +247,9 @@ class WorkerSession:
         if not self.sealed:
             return None
         nonce = os.urandom(seal.NONCE_BYTES)
-        self._request({"op": "recheck", "nonce": nonce.hex()}, timeout_s)
-        header, _ = self._expect("recheck", "the event-overhead recheck", timeout_s)
-        values = self._verify(lambda: seal.verify_recheck(self.worker.key, nonce, header))
+        self._request(messages.Recheck(nonce=nonce, limit_s=timeout_s))
+        rechecked, _ = self._expect(Rechecked, "the event-overhead recheck", timeout_s)
+        values = self._verify(lambda: seal.verify_recheck(self.worker.key, nonce, rechecked))
         if values[0] != self.overhead_us:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the timing core's overhead changed without the harness asking")

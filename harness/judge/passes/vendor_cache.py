@@ -2,7 +2,7 @@
 
 Kernel authors publish "% of cuBLAS"; the harness shows it beside "% of SOL" when the problem
 declares a vendor file (task.yml ``vendor``) and ``python -m harness calibrate --vendor`` timed it
-on this GPU (harness.judge.vendor_yardstick). Where the vendor cannot run the product (NVFP4 on
+on this GPU (harness.judge.passes.vendor_yardstick). Where the vendor cannot run the product (NVFP4 on
 Hopper), the entry keeps the one-line reason, and the report shows it instead of a number.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.contract.task_spec import Task, shape_text
 
-CACHE_PATH = Path(__file__).resolve().parents[2] / "results" / "vendor.json"
+CACHE_PATH = Path(__file__).resolve().parents[3] / "results" / "vendor.json"
 CACHE_ENV = "NVFP4_VENDOR_CACHE"
 """Overrides CACHE_PATH (tests, or an organizer keeping the cache beside the database)."""
 MEASURE_HINT = "not measured on this GPU: python -m harness calibrate --vendor"

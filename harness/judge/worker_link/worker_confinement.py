@@ -1,7 +1,7 @@
 """The parent's half of the worker's confinement, applied before the worker's exec.
 
 Still as the evaluator's user: a fresh network namespace when the kernel permits it (in the forked
-child that becomes ``harness.judge.worker_reaper``), then in the reaper, a new PID namespace where
+child that becomes ``harness.judge.worker_link.worker_reaper``), then in the reaper, a new PID namespace where
 it may create one and, when that user is root, a switch to an unprivileged uid in the worker's own
 process. The worker's own half (no_new_privs, not dumpable, Landlock) is
 ``harness.worker.sandbox``. docs/security.md says what each step stops.
@@ -20,7 +20,7 @@ STEPS = ("netns", "pidns", "uid", "no_new_privs", "not_dumpable", "landlock")
 DEFAULT_STEPS = frozenset(STEPS) - {"pidns"}
 """Every step but the pid namespace: on the lent H100 (2026-11-24, scripts/sandbox_probe.py) CUDA
 fails inside one ("cudaGetDeviceCount ... Error 304"), alone or with the other steps, so it is on
-only where NVFP4_SANDBOX names it. The reaper (harness.judge.worker_reaper) still collects and
+only where NVFP4_SANDBOX names it. The reaper (harness.judge.worker_link.worker_reaper) still collects and
 kills every orphan of the worker as a child subreaper."""
 STEPS_ENV = "NVFP4_SANDBOX"
 """Comma-separated subset of STEPS to apply (default: DEFAULT_STEPS); read by the parent, which

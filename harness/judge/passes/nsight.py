@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 from harness.contract.results import ROOF_NEAR_PCT, CaseResult, KernelProfile, Status
 from harness.contract.task_spec import shape_text
-from harness.judge.worker_channel import WorkerFailure
+from harness.judge.worker_link.worker_channel import WorkerFailure
 
 if TYPE_CHECKING:
-    from harness.judge.evaluation import Evaluation
+    from harness.judge.verdict.evaluation import Evaluation
 
 CUDA_BIN = Path("/usr/local/cuda/bin")
 METRICS = {

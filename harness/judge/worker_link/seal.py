@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from harness.contract.messages import Output, Rechecked
+
 KEY_BYTES = 32
 NONCE_BYTES = 16
 
@@ -100,29 +102,23 @@ def recheck_mac(key: bytes, nonce: bytes, overhead_us: float, fresh_us: float, s
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
-def _mac_of(header: dict[str, Any]) -> bytes:
-    try:
-        return bytes.fromhex(str(header["mac"]))
-    except (KeyError, ValueError):
-        raise SealBroken("the result carries no MAC") from None
-
-
-def verify_call(key: bytes, index: int, seed: int, overhead_us: float, header: dict[str, Any],
+def verify_call(key: bytes, index: int, seed: int, overhead_us: float, output: Output, entries: list[dict[str, Any]],
                 tensors: list[Any]) -> None:
-    """Raise SealBroken unless the result is the compiled core's, for this call, unchanged."""
-    mac = _mac_of(header)
-    digest = output_digest(header.get("tensors", []), tensors)
-    expected = call_mac(key, index, seed, float(header["time_us"]), overhead_us, bool(header.get("unfinished")),
-                        bool(header.get("exposed")), digest)
-    if not hmac.compare_digest(mac, expected):
+    """Raise SealBroken unless the result is the compiled core's, for this call, unchanged (``entries``:
+    the header's descriptions of the tensors, as received)."""
+    if not output.mac:
+        raise SealBroken("the result carries no MAC")
+    digest = output_digest(entries, tensors)
+    expected = call_mac(key, index, seed, output.time_us, overhead_us, output.unfinished, output.exposed, digest)
+    if not hmac.compare_digest(output.mac, expected):
         raise SealBroken(f"the result of call {index} does not carry the timing core's MAC (forged, altered or "
                          "replayed)")
 
 
-def verify_recheck(key: bytes, nonce: bytes, header: dict[str, Any]) -> tuple[float, float, float]:
+def verify_recheck(key: bytes, nonce: bytes, rechecked: Rechecked) -> tuple[float, float, float]:
     """(overhead in use, fresh measurement, spread of its rounds), once the MAC checks out."""
-    values = float(header["overhead_us"]), float(header["fresh_us"]), float(header["spread_us"])
-    if not hmac.compare_digest(_mac_of(header), recheck_mac(key, nonce, *values)):
+    values = rechecked.overhead_us, rechecked.fresh_us, rechecked.spread_us
+    if not hmac.compare_digest(rechecked.mac, recheck_mac(key, nonce, *values)):
         raise SealBroken("the overhead recheck does not carry the timing core's MAC")
     return values
 

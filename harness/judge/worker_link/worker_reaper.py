@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.contract import process_guard
-from harness.judge import worker_confinement
+from harness.judge.worker_link import worker_confinement
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

@@ -16,8 +16,8 @@ import torch
 
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
-from harness.judge import seeds
-from harness.judge.worker_channel import CallOutput, WorkerFailure, WorkerSession
+from harness.judge.verdict import seeds
+from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure, WorkerSession
 
 
 class CallChecker:
@@ -48,7 +48,7 @@ class CallChecker:
                 {k: round(v / calls, 3) for k, v in self.worker_ms.items()})
 
     def call_seed(self, case: dict[str, Any], index: int) -> int:
-        """The seed of call ``index`` of ``case`` (public for call 0 unless ranked; harness.judge.seeds)."""
+        """The seed of call ``index`` of ``case`` (public for call 0 unless ranked; harness.judge.verdict.seeds)."""
         return seeds.call_seed(case["seed"], index, self.secret)
 
     def check(self, inputs: Any, result: CallOutput) -> tuple[bool, str]:

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.contract.results import CaseResult, Status
-from harness.judge import seal
-from harness.judge.call_checker import CallChecker
-from harness.judge.queued_sleep import MIN_QUEUED_SLEEP_US, QueuedSleep
-from harness.judge.stopping import StoppingRule, summarize
-from harness.judge.wall_clock import WallClock
-from harness.judge.worker_channel import WorkerSession
+from harness.judge.verdict.call_checker import CallChecker
+from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US, QueuedSleep
+from harness.judge.verdict.stopping import StoppingRule, summarize
+from harness.judge.verdict.wall_clock import WallClock
+from harness.judge.worker_link import seal
+from harness.judge.worker_link.worker_channel import WorkerSession
 
 WARMUP_CALLS = 3
 

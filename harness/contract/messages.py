@@ -1,0 +1,252 @@
+"""Every message between the parent and its worker, one typed record each: the only place a kind is spelled.
+
+The parent sends requests and the worker answers each with one reply: start -> ready, prepare ->
+prepared, call -> output, profile -> profiled, recheck -> rechecked, or error when the call ended in
+a failure (its kind a ``Status``, never a free string); stop needs no answer. ``encode`` makes the
+JSON header that ``harness.contract.protocol`` frames; ``decode`` accepts only a header that is
+exactly one of the kinds expected from that side (the worker can send no request, the parent no
+reply): an unknown kind, a missing or unknown field or a field of the wrong type is a
+``ProtocolError`` of one line. What the parent reads of a worker's reply is what ``decode`` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
+
+from harness.contract.results import Status
+
+KIND_KEY = "op"
+"""The header key under which a message names its kind (the wire's own word, kept as it was)."""
+
+
+class ProtocolError(Exception):
+    """The channel carried something the harness did not send or expect."""
+
+
+@dataclass(frozen=True)
+class Start:
+    """Import the submission (``unsealed``: the parent wants no compiled core, e.g. under Nsight Compute)."""
+
+    KIND: ClassVar[str] = "start"
+    device: str
+    reference_module: str
+    task_py: str
+    submission: str
+    unsealed: bool = False
+    limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The submission imported; the timer the worker runs, and what its sandbox took effect as."""
+
+    KIND: ClassVar[str] = "ready"
+    import_s: float
+    timer: str
+    persisting_l2_reset: bool
+    sealed: bool
+    overhead_us: float | None
+    sandbox: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """Draw the next call's inputs now, untimed, while the parent checks the last answer."""
+
+    KIND: ClassVar[str] = "prepare"
+    case: dict[str, Any]
+    limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Where each drawn input lies in device memory, and the worker's own account of the draw."""
+
+    KIND: ClassVar[str] = "prepared"
+    placements: list[dict[str, Any]]
+    spent_ms: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of ``custom_kernel`` (``plain``: sanitize mode, no timer, no flush, no seal; ``buffers``:
+    "keep" this call's input tensors, or "refill" the kept ones with this call's inputs)."""
+
+    KIND: ClassVar[str] = "call"
+    case: dict[str, Any]
+    sleep_us: float
+    index: int
+    plain: bool = False
+    buffers: str = ""
+    limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+
+
+@dataclass(frozen=True)
+class Output:
+    """A call's result; its tensors follow the header. ``mac``: the compiled core's seal, if any."""
+
+    KIND: ClassVar[str] = "output"
+    time_us: float
+    host_us: float
+    structure: str  # "tensor" or "list": how custom_kernel returned its outputs
+    unfinished: bool
+    exposed: bool = False
+    mac: bytes = b""
+    spent_ms: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One call under torch.profiler (``under_ncu``: a warm call, then one in Nsight Compute's range)."""
+
+    KIND: ClassVar[str] = "profile"
+    case: dict[str, Any]
+    under_ncu: bool = False
+    limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """torch.profiler's table of the profiled call (shown, never parsed)."""
+
+    KIND: ClassVar[str] = "profiled"
+    table: str
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """Measure the event overhead again; the core signs its answer over this nonce."""
+
+    KIND: ClassVar[str] = "recheck"
+    nonce: bytes
+    limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+
+
+@dataclass(frozen=True)
+class Rechecked:
+    """The overhead in use, a fresh measurement, the spread of its rounds, and the core's MAC."""
+
+    KIND: ClassVar[str] = "rechecked"
+    overhead_us: float
+    fresh_us: float
+    spread_us: float
+    mac: bytes
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the worker's loop (a worker under a wrapper exits by itself, so the wrapper can report)."""
+
+    KIND: ClassVar[str] = "stop"
+
+
+WORKER_FAILURES = frozenset({Status.FAILED, Status.REJECTED, Status.CRASHED, Status.CUDA_ERROR, Status.BAD_INPUT,
+                             Status.HARNESS_FAULT})
+"""The statuses a worker may end a request with; the rest (passed, timeout, unsupported, ...) are the
+parent's to decide."""
+
+
+@dataclass(frozen=True)
+class Error:
+    """The request ended in a failure the worker classified: its status, one line, its traceback."""
+
+    KIND: ClassVar[str] = "error"
+    status: Status
+    message: str
+    traceback: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in WORKER_FAILURES:
+            raise ValueError(f"status '{self.status.value}' is not a failure a worker may report")
+
+
+Request = Start | Prepare | Call | Profile | Recheck | Stop
+Reply = Ready | Prepared | Output | Profiled | Rechecked | Error
+Message = Request | Reply
+
+
+def _number(value: Any) -> float:
+    if type(value) not in (int, float):
+        raise TypeError
+    return float(value)
+
+
+def _exact(kind: type) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if type(value) is not kind:
+            raise TypeError
+        return value
+    return check
+
+
+def _records(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise TypeError
+    return value
+
+
+_FROM_WIRE: dict[str, Callable[[Any], Any]] = {
+    "str": _exact(str),
+    "bool": _exact(bool),
+    "int": _exact(int),
+    "float": _number,
+    "float | None": lambda value: None if value is None else _number(value),
+    "bytes": lambda value: bytes.fromhex(_exact(str)(value)),
+    "Status": lambda value: Status(_exact(str)(value)),
+    "dict[str, Any]": _exact(dict),
+    "list[dict[str, Any]]": _records,
+}
+"""How each field type is read from JSON: exactly that type, else TypeError or ValueError."""
+_TO_WIRE: dict[str, Callable[[Any], Any]] = {"bytes": bytes.hex, "Status": lambda status: status.value}
+
+
+def _kinds(*records: type) -> Mapping[str, type]:
+    """The records by kind; every field's type must be one the wire can carry (checked at import)."""
+    for record in records:
+        unknown = [f.type for f in fields(record) if f.type not in _FROM_WIRE]
+        if unknown:
+            raise TypeError(f"{record.__name__}: no wire form for {unknown}")
+    return {record.KIND: record for record in records}
+
+
+REQUESTS = _kinds(Start, Prepare, Call, Profile, Recheck, Stop)
+"""What the parent may send and the worker accepts."""
+REPLIES = _kinds(Ready, Prepared, Output, Profiled, Rechecked, Error)
+"""What the worker may send and the parent accepts."""
+
+
+def encode(message: Message) -> dict[str, Any]:
+    """The JSON header of a record: its kind, then its fields in their wire form."""
+    header: dict[str, Any] = {KIND_KEY: message.KIND}
+    for item in fields(message):
+        value = getattr(message, item.name)
+        header[item.name] = _TO_WIRE[item.type](value) if item.type in _TO_WIRE else value
+    return header
+
+
+def decode(header: Mapping[str, Any], expected: Mapping[str, type]) -> Any:
+    """The record a header carries, if it is one of the ``expected`` kinds, whole and well typed."""
+    kind = header.get(KIND_KEY)
+    record = expected.get(kind) if isinstance(kind, str) else None
+    if record is None:
+        raise ProtocolError(f"a message of kind {kind!r} where only {', '.join(expected)} may come")
+    given = {key: value for key, value in header.items() if key != KIND_KEY}
+    declared = {f.name: f for f in fields(record)}
+    unknown = sorted(set(given) - set(declared))
+    missing = [f.name for f in declared.values() if f.name not in given and f.default is MISSING
+               and f.default_factory is MISSING]
+    if unknown or missing:
+        what = f"unknown field(s) {', '.join(unknown)}" if unknown else f"no {', '.join(missing)}"
+        raise ProtocolError(f"a message '{kind}' with {what}")
+    values = {}
+    for name, value in given.items():
+        try:
+            values[name] = _FROM_WIRE[declared[name].type](value)
+        except (TypeError, ValueError):
+            raise ProtocolError(f"a message '{kind}' whose {name} is not of type {declared[name].type}") from None
+    try:
+        return record(**values)
+    except ValueError as error:  # a value the record itself refuses (a failure no worker may report)
+        raise ProtocolError(f"a message '{kind}' whose {error}") from None

@@ -18,6 +18,7 @@
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it)
 #   flush       graph replay of the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
 #   flush_ncu   Nsight Compute's time of the flush step's kernels (clean L2), beside its three replays
+#   hang_probe  issue 34's hangs as a contestant runs them (scripts/hang_probe.sh; HANG_ROUTES=0: no per-route runs)
 #   hang_diag   a hung worker seen from outside: its threads' signal masks, a SIGUSR1 and what its stack
 #               file then holds (scripts/hang_diag.sh; HANG_DEVICE=cpu for the host's CPU)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
@@ -130,6 +131,7 @@ for step in $steps; do
     ncu) run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;
+    hang_probe) run_step hang_probe env OUT="$WORK/hang_probe" bash scripts/hang_probe.sh ;;
     hang_diag) run_step hang_diag env OUT="$WORK/hang_diag" bash scripts/hang_diag.sh "${HANG_DEVICE:-cuda}" ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
@@ -139,6 +141,7 @@ for step in $steps; do
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
+      [ -d "$WORK/window" ] && medians=$WORK/window  # the window step's ranked baselines
       medians=${FIDELITY_MEDIANS:-$medians}  # the ranked runs of an earlier call, carried here
       run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ${FIDELITY_FILES:-} ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;

@@ -1,4 +1,4 @@
-"""Reviews in the leaderboard's own database (migration 0005_reviews.sql): saved per batch, read back."""
+"""Reviews in the leaderboard's own database (migration 0003_reviews.sql): saved per batch, read back."""
 
 from __future__ import annotations
 

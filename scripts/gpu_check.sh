@@ -108,16 +108,16 @@ fp8_files() {
   done
 }
 supervisor() {
-  local dir="$WORK/supervisor" gemv=submissions/nvfp4_gemv/triton_gemv.py only
+  local dir="$WORK/supervisor" gemv=submissions/nvfp4_gemv/triton_gemv.py
   local without=netns,uid,no_new_privs,not_dumpable,landlock  # the default steps but 'syscalls'
   mkdir -p "$dir"; python3 -c "import secrets; print(secrets.randbits(62))" > "$dir/secret"; chmod 600 "$dir/secret"
-  python3 -m harness eval nvfp4_gemv "$gemv" --mode leaderboard --secret-seed-file "$dir/secret" \
+  python3 -m harness eval nvfp4_gemv "$gemv" --mode leaderboard --secret-seed-file "$dir/secret" --verbose \
     --json "$dir/ranked.json" > "$dir/ranked.log" 2>&1
   echo "ranked with the supervisor: exit $?"; grep -E '^(sandbox|Geometric|Result|Wall time)' "$dir/ranked.log"
   for run in 1 2; do  # alternated, so that a drift of the GPU's clocks does not look like the supervisor's cost
     for steps in default "$without"; do
       if [ "$steps" = default ]; then unset NVFP4_SANDBOX; else export NVFP4_SANDBOX=$steps; fi
-      python3 -m harness eval nvfp4_gemv "$gemv" --mode benchmark --json "$dir/bench_${run}_${steps%%,*}.json" \
+      python3 -m harness eval nvfp4_gemv "$gemv" --mode benchmark --verbose --json "$dir/bench_${run}_${steps%%,*}.json" \
         > "$dir/bench_${run}_${steps%%,*}.log" 2>&1
       echo "benchmark run $run, steps $steps: exit $?"; python3 scripts/run_summary.py "$dir/bench_${run}_${steps%%,*}.json"
       grep -E '^(sandbox|Wall time)' "$dir/bench_${run}_${steps%%,*}.log" | cut -c1-400

@@ -38,6 +38,9 @@
 #   sanitize    the planted defects and the baselines under compute-sanitizer
 #   service     baselines through a local submission service vs harness eval (SERVICE_FILES)
 #   leaderboard the ranked leaderboard over submissions/
+#   supervisor  issue 40's syscall supervisor: the Triton GEMV ranked (its sandbox line, the notification
+#               count), its benchmark medians with and without the supervisor, every syscall-class row
+#               (x00-x12, p01c, s20) on the GPU; run after build, as root (workers drop to uid 65534)
 # Carried wheels: .whl (CuTe DSL 4.3.5) and .whl-service (fastapi, uvicorn) when present.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -104,6 +107,25 @@ fp8_files() {
     echo "$file (test mode): exit $?"
   done
 }
+supervisor() {
+  local dir="$WORK/supervisor" gemv=submissions/nvfp4_gemv/triton_gemv.py
+  local without=netns,uid,no_new_privs,not_dumpable,landlock  # the default steps but 'syscalls'
+  mkdir -p "$dir"; python3 -c "import secrets; print(secrets.randbits(62))" > "$dir/secret"; chmod 600 "$dir/secret"
+  python3 -m harness eval nvfp4_gemv "$gemv" --mode leaderboard --secret-seed-file "$dir/secret" --verbose \
+    --json "$dir/ranked.json" > "$dir/ranked.log" 2>&1
+  echo "ranked with the supervisor: exit $?"; grep -E '^(sandbox|Geometric|Result|Wall time)' "$dir/ranked.log"
+  for run in 1 2; do  # alternated, so that a drift of the GPU's clocks does not look like the supervisor's cost
+    for steps in default "$without"; do
+      if [ "$steps" = default ]; then unset NVFP4_SANDBOX; else export NVFP4_SANDBOX=$steps; fi
+      python3 -m harness eval nvfp4_gemv "$gemv" --mode benchmark --verbose --json "$dir/bench_${run}_${steps%%,*}.json" \
+        > "$dir/bench_${run}_${steps%%,*}.log" 2>&1
+      echo "benchmark run $run, steps $steps: exit $?"; python3 scripts/run_summary.py "$dir/bench_${run}_${steps%%,*}.json"
+      grep -E '^(sandbox|Wall time)' "$dir/bench_${run}_${steps%%,*}.log" | cut -c1-400
+    done
+  done
+  unset NVFP4_SANDBOX
+  python3 tests/adversarial/run_gpu.py "$dir/rows.json" --only x0,x1,p01c,s20  # x00-x12, and the mprotect rows
+}
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
@@ -152,6 +174,7 @@ for step in $steps; do
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;
+    supervisor) run_step supervisor supervisor ;;
     *) log "unknown step $step" ;;
   esac
 done

@@ -97,6 +97,10 @@ def _wall_lines(result: RunResult) -> list[str]:
             continue
         own = result.wall_s.get("submission_import") if name == "worker_start" else None
         parts.append(f"{words} {seconds:.1f}" + (f" (its import {own:.1f})" if own is not None else ""))
+    notifications = result.wall_s.get("supervisor_notifications")
+    if notifications:
+        parts.append(f"syscall supervisor {result.wall_s.get('supervisor', 0.0):.2f} over {notifications:.0f} "
+                     "notifications")
     lines = ["", f"Wall time {total:.1f} s: " + ", ".join(parts)]
     for case in (c for c in result.cases if c.kind == "benchmark" and c.overhead_split_ms):
         split = ", ".join(f"{CALL_WORDS.get(k, k)} {v:.2f}" for k, v in case.overhead_split_ms.items())

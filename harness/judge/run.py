@@ -30,7 +30,7 @@ from harness.judge.verdict.evaluation import CPU_TEST_CALLS, Evaluation, gpu_ind
 from harness.judge.verdict.modes import DEFAULT_MODE, Mode
 from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
 from harness.judge.verdict.score import geometric_mean
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import seal, supervision
 
 CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
@@ -128,6 +128,9 @@ def evaluate_submission(
     if device == "cuda" and mode.ranked and not seal.sealed_core_built():
         result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {seal.SEALED_MISSING}"
         return result
+    if device == "cuda" and mode.ranked and supervision.ranked_refusal():
+        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {supervision.ranked_refusal()}"
+        return result
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"
@@ -149,6 +152,8 @@ def evaluate_submission(
                 notes += _nsight_pass(evaluation, result, device, options.ncu_report_dir)
     finally:
         evaluation.close()
+    if evaluation.quiet_refusals:
+        notes.append(supervision.refusal_note(evaluation.quiet_refusals))
     result.stdout_tail = evaluation.stdout_tail
     result.status = worst([c.status for c in result.cases]) if result.cases else Status.NOT_RUN
     failed = [c for c in result.cases if c.status not in (Status.PASSED, Status.NOT_RUN)]

@@ -26,7 +26,7 @@ import torch
 from harness.contract import messages, protocol
 from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
-from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, timers
+from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, syscall_filter, timers
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
 from harness.worker.outputs import (
@@ -49,6 +49,8 @@ class Worker:
         self.key_fd = key_fd
         self.submission_file: str | None = None  # whose deepest line a failure's reason names
         self.stacks_fd: int | None = None  # a file of the parent's for every thread's stack at a time limit
+        self.supervisor_fd: int | None = None  # the socket to the syscall supervisor, until the filter is on
+        self.channels = [commands_fd, results_fd]  # the fds the filter keeps dup2 and close off
 
     def send(self, reply: messages.Reply, tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
@@ -69,6 +71,9 @@ class Worker:
         self.timer = self._make_timer(unsealed=request.unsealed)
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol,
                                                    messages))
+        if self.supervisor_fd is not None:  # the last step before the submission's code exists
+            self.sandbox["syscalls"] = syscall_filter.install(self.supervisor_fd, self.channels)
+            self.supervisor_fd = None
         submission_path = Path(request.submission)
         self.submission_file = str(submission_path)
         sys.path.insert(0, str(submission_path.parent))
@@ -307,6 +312,8 @@ def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
     worker.stacks_fd = int(argv[4])
     arm_stack_dump(worker.stacks_fd)
+    worker.channels.append(worker.stacks_fd)
+    worker.supervisor_fd = int(argv[5]) if len(argv) > 5 and argv[5] != "-" else None
     # Confined before any submission code exists; the report travels in the Ready reply.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:

@@ -55,6 +55,7 @@ class Row:
     timeouts_s: dict[str, float] | None = None
     twin: str | None = None  # an honest file timed alike: this row may not come out more than 3% faster
     known_hole: bool = False  # the attack is expected to work (docs/security.md); reported, not a failure
+    supervised: bool = False  # its verdict is the syscall supervisor's: skipped where it cannot run (not root)
 
     @property
     def path(self) -> Path:
@@ -175,7 +176,11 @@ def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
     from harness.judge.run import evaluate_submission
     from harness.judge.verdict.modes import MODES
     from harness.judge.verdict.run_options import RunOptions
+    from harness.judge.worker_link import supervision
 
+    why_not = supervision.unavailable() if row.supervised else None
+    if why_not:
+        return Observed(SKIPPED, f"needs the syscall supervisor, which cannot run here: {why_not}", 0.0)
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-") as scratch:
         os.chmod(scratch, 0o755)  # readable by the unprivileged evaluator of env-secret rows
         problem_dir = reduced_problem(row.problem, Path(scratch), row.timeouts_s)

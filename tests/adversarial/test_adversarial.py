@@ -12,6 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 from adversarial_suite import REPO, SUBMISSIONS, load_rows, markdown_table, run_row
 
+from harness.judge.worker_link import supervision
+
 ROWS = load_rows()
 CPU_ROWS = [row for row in ROWS if row.platform == "cpu"]
 
@@ -50,3 +52,10 @@ def test_every_submission_has_exactly_one_row():
 def test_security_doc_shows_the_current_table():
     doc = (REPO / "docs" / "security.md").read_text()
     assert markdown_table(ROWS) in doc, "regenerate it: python tests/adversarial/adversarial_suite.py"
+
+
+def test_a_supervised_row_is_skipped_where_the_supervisor_cannot_run(monkeypatch):
+    monkeypatch.setattr(supervision, "unavailable", lambda: "the evaluator is not root")
+    row = next(row for row in ROWS if row.supervised)
+    got = run_row(row, "cpu")
+    assert got.skipped and got.reason.endswith("the evaluator is not root")

@@ -67,6 +67,7 @@ class Evaluation:
         self.stdout_tail = ""
         self.timer_method = ""
         self.clock = WallClock()
+        self.quiet_refusals: dict[str, tuple[int, str]] = {}  # syscalls refused without rejecting the run
 
     @property
     def reference(self) -> ModuleType:
@@ -94,6 +95,12 @@ class Evaluation:
             self.stdout_tail = session.output_tail()
             with self.clock.phase("close"):
                 session.close()
+            notifications, seconds = session.worker.supervision.counts()
+            if notifications:  # what the syscall supervisor cost (the report's wall-time line)
+                self.clock.add("supervisor", seconds)
+                self.clock.add("supervisor_notifications", notifications)
+            for name, (count, detail) in session.worker.supervision.quiet_refusals().items():
+                self.quiet_refusals[name] = (self.quiet_refusals.get(name, (0, detail))[0] + count, detail)
 
     def sol_us(self, case: dict[str, Any], convention: str | None = None) -> float | None:
         """Speed of light in us (the contest convention unless named; 'datasheet' is the physical ceiling)."""
@@ -165,7 +172,8 @@ class Evaluation:
                 self.clock.add("submission_import", ready.import_s)  # the worker's own figure: part of worker_start
                 if not announced:
                     self.progress.detail(f"imported in {ready.import_s:.1f} s; timing: {self.timer_method}")
-                    self.progress.detail("sandbox: " + "; ".join(f"{k} {v}" for k, v in ready.sandbox.items()))
+                    sandbox = {**ready.sandbox, "syscalls": session.syscalls_line()}
+                    self.progress.detail("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
                     announced = True
                 while pending:
                     kind, case = pending.pop(0)

@@ -16,7 +16,9 @@ PHASES = ("start", "setup", "worker_start", "tests", "warmup", "timed", "recheck
 """The top-level phases in the order they happen; ``start`` is the process's own start and imports
 before the evaluation began (known for a command-line run, absent in a long-lived service);
 ``other`` is what the evaluation spent outside every named phase. ``submission_import``, the worker's
-own figure, is a part of ``worker_start``, not a phase of its own."""
+own figure, is a part of ``worker_start``, not a phase of its own; so are ``supervisor`` (seconds the
+syscall supervisor spent answering the worker's notified syscalls, while the worker waited) and
+``supervisor_notifications`` (how many: a count, not seconds)."""
 
 
 class WallClock:

@@ -87,6 +87,7 @@ class WorkerSession:
         self._next_index = 0
         self._prepare_pending = False
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
+        self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
 
     def __enter__(self) -> WorkerSession:
         self.spawn()
@@ -109,11 +110,34 @@ class WorkerSession:
     def output_tail(self, limit: int = 2000) -> str:
         return self.worker.output_tail(limit)
 
+    def syscalls_line(self) -> str:
+        """The sandbox line's 'syscalls' entry, from the supervisor's own record (not the worker's)."""
+        return self.worker.supervision.sandbox_line()
+
+    def _supervised(self) -> None:
+        """Whatever the worker sent, a refusal of the syscall supervisor written before it decides."""
+        supervision = self.worker.supervision
+        for status, why in ((Status.REJECTED, supervision.violation()), (Status.HARNESS_FAULT, supervision.fault())):
+            if why:
+                self.worker.kill()
+                raise WorkerFailure(status, why)
+
+    def _count_mac(self) -> None:
+        """One more verified MAC: the core must have opened its key page exactly once per MAC, or
+        code other than the core's opened it (the gate's syscall, reached by a jump)."""
+        self._macs += 1
+        supervision = self.worker.supervision
+        if supervision.expected and supervision.guards_key() and supervision.unlocks() != self._macs:
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, f"the core's key page was opened {supervision.unlocks()} times "
+                                f"for {self._macs} signed results (rule 'core': only the core's own MACs open it)")
+
     def _expect(self, kind: type[R], stage: str, timeout_s: float) -> tuple[R, protocol.Received]:
         """The reply of ``kind`` (and how it came), or the WorkerFailure that ended the request."""
         try:
             message = self.worker.messages.get(timeout=timeout_s)
         except queue.Empty:
+            self._supervised()
             stacks = self.worker.stacks()
             self.worker.kill()
             raise WorkerFailure(
@@ -122,6 +146,7 @@ class WorkerSession:
                 f"was killed{hung_at(stacks, self.submission)}",
                 stacks,
             ) from None
+        self._supervised()
         if isinstance(message, EOFError):
             raise WorkerFailure(Status.CRASHED, f"the worker {self.worker.exit_text()} during {stage}")
         if isinstance(message, BaseException):
@@ -162,6 +187,11 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
         self.overhead_us = ready.overhead_us
+        why = self.worker.supervision.not_armed()
+        if why:
+            self.worker.kill()
+            raise WorkerFailure(Status.HARNESS_FAULT, why)
+        self._supervised()
         return ready
 
     def _request(self, request: messages.Request) -> None:
@@ -211,6 +241,7 @@ class WorkerSession:
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
             self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, reply,
                                                   received.entries, tensors))
+            self._count_mac()
         phases = {"inputs_wait": sent - started, "exchange": answered - sent, "seal": time.perf_counter() - answered}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in tensors if isinstance(t, str)]
@@ -250,6 +281,7 @@ class WorkerSession:
         self._request(messages.Recheck(nonce=nonce, limit_s=timeout_s))
         rechecked, _ = self._expect(Rechecked, "the event-overhead recheck", timeout_s)
         values = self._verify(lambda: seal.verify_recheck(self.worker.key, nonce, rechecked))
+        self._count_mac()
         if values[0] != self.overhead_us:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the timing core's overhead changed without the harness asking")

@@ -26,6 +26,7 @@ import torch
 
 from harness.contract import messages, protocol
 from harness.judge.worker_link import seal, worker_confinement
+from harness.judge.worker_link.supervision import Supervision
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SECRET_MARKERS = ("SECRET", "TOKEN", "PASSWORD", "NVFP4_")
@@ -86,6 +87,7 @@ def describe_exit(code: int | None) -> str:
             "SIGKILL": " (killed: out of host memory, or by the harness)",
             "SIGABRT": " (aborted)",
             "SIGBUS": " (bus error)",
+            "SIGSYS": " (a syscall of another ABI, which the syscall filter kills)",
         }.get(name, "")
         return f"was killed by {name}{hint}"
     return f"exited with code {code} (os._exit or a fatal error in the submission)"
@@ -229,6 +231,7 @@ class WorkerProcess:
         self.keep_uid = keep_uid  # no uid drop: Nsight Compute reads counters the driver keeps for admins
         self.messages: queue.Queue[protocol.Received | BaseException] = queue.Queue()
         self.process: subprocess.Popen[bytes] | None = None
+        self.supervision = Supervision(False)  # the syscall supervisor's record, once spawned with one
 
     def spawn(self) -> None:
         """Start the worker; its messages are read on a thread into ``messages``."""
@@ -245,6 +248,9 @@ class WorkerProcess:
         _widen_pipe(results_w)
         # The key reaches the worker's compiled core through a pipe it closes before the import.
         self.key, key_r = seal.new_key_pipe()
+        # The syscall supervisor, a thread of the reaper, takes the worker's seccomp listener.
+        self.supervision = Supervision(REAPED and "syscalls" in steps and not self.command_prefix)
+        guard = self.supervision
         # Its stacks at a timeout go to a file of the parent's, unlinked and outside the worker's
         # folder: the worker holds only the descriptor, so it cannot point the parent at another file.
         self._stacks = tempfile.TemporaryFile(prefix="nvfp4-stacks-")  # noqa: SIM115 (closed by close())
@@ -252,15 +258,17 @@ class WorkerProcess:
         env = worker_environment(self.device, self.visible_devices)
         env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
+        worker_fds = [commands_r, results_w, key_r, stacks_w] + ([guard.worker_end] if guard.expected else [])
         command = [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
-                   str(key_r), ",".join(steps), str(stacks_w)]
+                   str(key_r), ",".join(steps), str(stacks_w), str(guard.worker_end) if guard.expected else "-"]
         if REAPED:
             command = [sys.executable, "-c", _REAPER_ENTRY, "-" if drop_to_uid is None else str(drop_to_uid),
-                       "pidns" if "pidns" in steps else "-", f"{commands_r},{results_w},{key_r},{stacks_w}", *command]
+                       "pidns" if "pidns" in steps else "-", ",".join(map(str, worker_fds)),
+                       f"{guard.supervisor_end},{guard.report_w}" if guard.expected else "-", *command]
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 command,
-                pass_fds=(commands_r, results_w, key_r, stacks_w),
+                pass_fds=(commands_r, results_w, key_r, stacks_w, *guard.passed_fds()),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -271,6 +279,7 @@ class WorkerProcess:
             )
         for fd in (commands_r, results_w, key_r):
             os.close(fd)
+        guard.spawned()
         threading.Thread(target=self._read_results, daemon=True).start()
 
     def _read_results(self) -> None:
@@ -347,6 +356,7 @@ class WorkerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=10)
         self.kill()
+        self.supervision.close()
         os.close(self._commands_w)
         os.close(self._results_r)
         self._stacks.close()

@@ -13,7 +13,9 @@ kills what is left, waits until it has no child, and ends as the worker ended (t
 code, or killed by the same signal), so the evaluator reads the worker's fate from it.
 
 It runs no submission code and reads none of the worker's pipes; it only holds the worker's
-descriptors until the fork. Limits (docs/security.md): a worker that runs as this process's own
+descriptors until the fork. With the sandbox step ``syscalls`` it also runs the worker's syscall
+supervisor in a thread (``harness.judge.worker_link.syscall_supervisor``), out of the worker's reach for the
+same reasons. Limits (docs/security.md): a worker that runs as this process's own
 user (an evaluator that is not root) can SIGKILL it; the worker then dies with it
 (PR_SET_PDEATHSIG), but in the same PID namespace its orphans are left to init.
 """
@@ -28,12 +30,13 @@ import select
 import signal
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.contract import process_guard
-from harness.judge.worker_link import worker_confinement
+from harness.judge.worker_link import syscall_supervisor, worker_confinement
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -41,6 +44,7 @@ PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWPID = 0x20000000
 _WAITED = {signal.SIGTERM, signal.SIGCHLD, signal.SIGUSR1}  # SIGUSR1: the parent asks for stacks
 _DEFAULT_AGAIN = (signal.SIGPIPE, signal.SIGXFSZ)  # Python ignores these; the worker starts clean
+SUPERVISOR_LAST_WORDS_S = 2.0
 
 
 def _libc() -> ctypes.CDLL:
@@ -48,11 +52,19 @@ def _libc() -> ctypes.CDLL:
 
 
 def main(argv: list[str]) -> int:
-    """argv: drop-to uid or '-', 'pidns' or '-', the worker's descriptors (comma-separated), command."""
+    """argv: drop-to uid or '-', 'pidns' or '-', the worker's descriptors (comma-separated), the
+    supervisor's socket and report pipe ('SOCKET,REPORT', or '-' for none), command."""
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)  # taken with sigwaitinfo, never asynchronously
     drop_to_uid = None if argv[0] == "-" else int(argv[0])
     descriptors = [int(fd) for fd in argv[2].split(",") if fd]
-    command = argv[3:]
+    supervisor = [int(fd) for fd in argv[3].split(",") if fd and fd != "-"]
+    command = argv[4:]
+    for fd in supervisor:  # this process's alone: closed at the worker's exec
+        os.set_inheritable(fd, False)
+    guard = threading.Thread(target=syscall_supervisor.serve, args=supervisor, daemon=True)
+    if supervisor:  # before unshare(CLONE_NEWPID), after which this process can start no thread
+        syscall_supervisor.prepare(supervisor[0])
+        guard.start()
     libc = _libc()
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # as the evaluator: a worker of its uid reads none of its /proc
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -61,7 +73,7 @@ def main(argv: list[str]) -> int:
                                      "a subreaper ends them with the run (same PID namespace)")
     status_r, status_w = os.pipe()  # the namespace's init sends the worker's wait status through it
     if isolated:  # the first child is PID 1 of the new namespace
-        child, alive = _spawn(lambda: _init(drop_to_uid, command, descriptors, status_w))
+        child, alive = _spawn(lambda: _init(drop_to_uid, command, descriptors + supervisor, status_w))
     else:
         child, alive = _spawn(lambda: _exec_worker(command), drop_to_uid)
     os.close(status_w)
@@ -71,6 +83,8 @@ def main(argv: list[str]) -> int:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
     _end_everything()
+    if supervisor:  # its last count, once no task of the worker's uses the filter
+        guard.join(SUPERVISOR_LAST_WORDS_S)
     os.close(alive)
     if isolated and status is not None:
         reported = os.read(status_r, 4)

@@ -2,8 +2,9 @@
  * only around its own code, and the sealing of what init fixed (harness._sealed).
  *
  * core_mprotect is the only place the core changes a page's protection after init: a raw system
- * call instruction inside the core's own text, so that a supervisor which allows mprotect on the
- * core's pages only from the core's instruction addresses can allow exactly this function. */
+ * call instruction inside the core's own text (syscall_gate.c), so that a supervisor which allows
+ * mprotect on the core's pages only from the core's instruction addresses can allow exactly this
+ * function. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 
 #include "core_state.h"
 #include "sha256.h"
+#include "syscall_gate.h"
 
 #ifndef SYS_mseal
 #define SYS_mseal 462 /* Linux 6.10, the same number on x86_64 and arm64 */
@@ -24,26 +26,10 @@
 
 core_state core __attribute__((aligned(CORE_PAGE_BYTES)));
 
-__attribute__((noinline)) int core_mprotect(void *start, size_t bytes, int prot) {
-    long result;
-#if defined(__x86_64__)
-    __asm__ volatile("syscall" : "=a"(result) : "0"((long)SYS_mprotect), "D"(start), "S"(bytes), "d"((long)prot)
-                     : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = SYS_mprotect;
-    register long x0 __asm__("x0") = (long)start;
-    register long x1 __asm__("x1") = (long)bytes;
-    register long x2 __asm__("x2") = prot;
-    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
-    result = x0;
-#else
-    result = mprotect(start, bytes, prot) ? -errno : 0;
-#endif
-    if (result < 0) {
-        errno = (int)-result;
-        return -1;
-    }
-    return 0;
+/* Through the syscall supervisor's gate (syscall_gate.c): its one syscall instruction is the address
+ * the supervisor allows, and the pages given here are the ones it guards. */
+int core_mprotect(void *start, size_t bytes, int prot) {
+    return gate_mprotect(start, bytes, prot);
 }
 
 /* One anonymous page at a random address (MAP_FIXED_NOREPLACE at a random hint below 2^44; a

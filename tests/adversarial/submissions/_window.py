@@ -2,7 +2,7 @@
 
 Not a submission (its name starts with an underscore). Each function reads what any submission can:
 /proc/self/maps, the core's mappings, and the process's small inaccessible anonymous pages, which
-mprotect opens as p01c does (no supervisor refuses it here).
+mprotect opens as p01c does (where the syscall supervisor is off: it refuses that on the core's pages).
 """
 
 import ctypes

@@ -1,0 +1,287 @@
+"""The syscall supervisor: answers the worker's notified syscalls from outside it, and tells the parent.
+
+It runs as a thread of ``harness.judge.worker_reaper`` (the evaluator's uid, root on the GPU
+hosts: the worker, uid 65534, can neither signal, trace nor outlive it). The worker hands it the
+listener of its seccomp filter before the submission is imported (``harness.worker.syscall_filter``);
+from then on every syscall the filter notifies waits here until ``harness.judge.syscall_policy``
+has decided it. Each refusal, each opening of the core's key page and a running count go to the
+parent as JSON lines (``harness.judge.worker_link.supervision``), written before the syscall is answered, so
+the parent has read a refusal before any reply of the worker that followed it. If this thread
+ends, the listener closes and every notified syscall fails with ENOSYS: the rules fail closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+from harness.contract import syscall_rules as rules
+from harness.judge.worker_link import proc_paths
+from harness.judge.worker_link.syscall_policy import KEY_ACCESS, PAGE, STATE_ACCESS, Range, Verdict, Worker, decide
+
+REPORT_EVERY = 256  # notifications between two running counts
+KCMP_VM, KCMP_FILES = 1, 2
+USER_NOTIF_FLAG_CONTINUE = 1
+
+
+class _Data(ctypes.Structure):
+    _fields_ = [("nr", ctypes.c_int), ("arch", ctypes.c_uint32), ("ip", ctypes.c_uint64),
+                ("args", ctypes.c_uint64 * 6)]
+
+
+class _Notif(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint64), ("pid", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("data", _Data),
+                ("spare", ctypes.c_uint8 * 64)]  # room for a larger struct of a newer kernel
+
+
+class _Resp(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint64), ("val", ctypes.c_int64), ("error", ctypes.c_int32), ("flags", ctypes.c_uint32)]
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _ioctl(direction: int, number: int, size: int) -> int:
+    return (direction << 30) | (size << 16) | (ord("!") << 8) | number
+
+
+NOTIF_RECV = _ioctl(3, 0, 80)  # SECCOMP_IOWR(0, struct seccomp_notif)
+NOTIF_SEND = _ioctl(3, 1, ctypes.sizeof(_Resp))
+NOTIF_ID_VALID = _ioctl(1, 2, 8)
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.process_vm_readv.restype = ctypes.c_ssize_t
+
+
+def _executable(pid: int) -> list[Range]:
+    """[start, end) of every executable mapping of ``pid`` (its /proc/<pid>/maps)."""
+    found = []
+    with open(f"/proc/{pid}/maps") as handle:
+        for line in handle:
+            span, perms = line.split(maxsplit=2)[:2]
+            if "x" in perms:
+                start, end = (int(part, 16) for part in span.split("-"))
+                found.append((start, end))
+    return found
+
+
+def _read_string(tid: int, address: int, limit: int = 4096) -> str | None:
+    """A NUL-terminated string from ``tid``'s memory, read page by page; None if unreadable or too long."""
+    data = b""
+    while len(data) < limit:
+        room = min(PAGE - (address + len(data)) % PAGE, limit - len(data))
+        buffer = ctypes.create_string_buffer(room)
+        local, remote = _Iovec(ctypes.addressof(buffer), room), _Iovec(address + len(data), room)
+        if _libc.process_vm_readv(tid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) != room:
+            return None
+        chunk = buffer.raw
+        if b"\0" in chunk:
+            return (data + chunk[:chunk.index(b"\0")]).decode("utf-8", "surrogateescape")
+        data += chunk
+    return None
+
+
+class Guarded:
+    """The live worker behind ``syscall_policy.Worker``: its maps, fd table and memory, read as root."""
+
+    def __init__(self, pid: int, arm: dict[str, Any]) -> None:
+        self.pid = pid
+        self.kcmp = rules.this_arch().numbers["kcmp"]  # type: ignore[union-attr]
+        self.has_kcmp = _libc.syscall(self.kcmp, pid, pid, KCMP_VM, 0, 0) == 0  # CONFIG_KCMP, and root
+        self._code: list[Range] | None = None
+        gate = [int(x) for x in arm.get("gate") or []]
+        channels = [int(fd) for fd in arm.get("channels", [])]
+        self.channel_files = {self._identity(f"/proc/{pid}/fd/{fd}") for fd in channels} - {None}
+        with open(f"/proc/{pid}/mountinfo") as handle:
+            roots = proc_paths.proc_roots(handle.read())
+        pages = {(gate[i], gate[i + 1]): KEY_ACCESS for i in range(5, len(gate) - 1, 2)}
+        if len(gate) >= 5 and gate[3]:
+            pages[gate[3], gate[4]] = STATE_ACCESS
+        self.worker = Worker(
+            pid=pid, gate_ip=gate[0] if gate else 0, core=([(gate[1], gate[2])] if gate else []) + list(pages),
+            gate_pages=pages, frozen=_executable(pid), channels=frozenset(channels), roots=roots,
+            same_mm=lambda tid: self._shares(tid, KCMP_VM), same_files=lambda tid: self._shares(tid, KCMP_FILES),
+            executable=self.executable, read_path=_read_string, lookup=self.lookup, is_channel=self.is_channel)
+
+    @staticmethod
+    def _identity(path: str) -> tuple[int, int] | None:
+        try:
+            found = os.stat(path)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _shares(self, tid: int, what: int) -> bool:
+        """Whether ``tid`` shares the worker's memory (KCMP_VM) or fd table (KCMP_FILES): its threads
+        do, and so does a child made with CLONE_VM (vfork) or CLONE_FILES. A kernel without kcmp:
+        the worker's threads only (docs/security.md). A task that vanished: yes (its answer is lost)."""
+        if self._thread(tid):
+            return True
+        if not self.has_kcmp:
+            return False
+        return _libc.syscall(self.kcmp, self.pid, tid, what, 0, 0) in (0, -1)  # 0: the same; 1-3: not
+
+    def _thread(self, tid: int) -> bool:
+        return tid == self.pid or os.path.exists(f"/proc/{self.pid}/task/{tid}")
+
+    def executable(self) -> list[Range]:
+        if self._code is None:
+            self._code = _executable(self.pid)
+        return self._code
+
+    def forget_code(self) -> None:
+        self._code = None
+
+    def lookup(self, tid: int, dirfd: int, path: str) -> list[str]:
+        base = proc_paths.base_of(tid, dirfd, path)
+        if base is None:
+            return []
+        return proc_paths.walk(tid, self.pid if self._thread(tid) else _tgid(tid), base, path, self.worker.roots)
+
+    def is_channel(self, path: str) -> bool:
+        return self._identity(path) in self.channel_files
+
+
+def _tgid(tid: int) -> int:
+    try:
+        with open(f"/proc/{tid}/status") as handle:
+            for line in handle:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return tid
+
+
+class Reporter:
+    """The running record the parent reads: one JSON line per change worth telling."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.state: dict[str, Any] = {"state": "starting", "notifications": 0, "handled_ms": 0.0, "unlocks": 0,
+                                      "refused": {}, "details": {}}
+
+    def write(self, **changes: Any) -> None:
+        self.state.update(changes)
+        line = rules.report_line("state", **self.state)
+        with contextlib.suppress(OSError):  # the parent is gone: nothing left to tell
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self.fd, view):]
+
+    def handled(self, verdict: Verdict, seconds: float) -> None:
+        state = self.state
+        state["notifications"] += 1
+        state["handled_ms"] += seconds * 1e3
+        tell = verdict.unlock or state["notifications"] % REPORT_EVERY == 0
+        if verdict.unlock:
+            state["unlocks"] += 1
+        if verdict.rule:
+            state["refused"][verdict.rule] = state["refused"].get(verdict.rule, 0) + 1
+            if verdict.rule not in state["details"]:
+                state["details"][verdict.rule] = verdict.detail[:300]
+                tell = True
+        if tell:
+            self.write()
+
+
+def receive(link: socket.socket) -> tuple[int | None, dict[str, Any], int]:
+    """The worker's hand-over: (listener fd or None, its message, the sender's pid)."""
+    credentials = struct.calcsize("3i")
+    data, ancillary, _, _ = link.recvmsg(rules.ARM_BYTES, socket.CMSG_SPACE(4) + socket.CMSG_SPACE(credentials))
+    listener, pid = None, 0
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(payload) >= 4:
+            listener = struct.unpack_from("i", payload)[0]
+        elif level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= credentials:
+            pid = struct.unpack_from("3i", payload)[0]
+    if not data:
+        return listener, {"event": "off", "why": "the worker ended before it armed the filter"}, pid
+    return listener, json.loads(data), pid
+
+
+def answer(listener: int, notification: _Notif, verdict: Verdict) -> None:
+    reply = _Resp(notification.id, 0, -verdict.error if verdict.error else 0,
+                  0 if verdict.error else USER_NOTIF_FLAG_CONTINUE)
+    _libc.ioctl(listener, ctypes.c_ulong(NOTIF_SEND), ctypes.byref(reply))  # ENOENT: the caller is gone
+
+
+def still_waiting(listener: int, notification: _Notif) -> bool:
+    """Whether the notified syscall still waits (its thread was not killed, its tid not reused)."""
+    ident = ctypes.c_uint64(notification.id)
+    return _libc.ioctl(listener, ctypes.c_ulong(NOTIF_ID_VALID), ctypes.byref(ident)) == 0
+
+
+def supervise(listener: int, guarded: Guarded, reporter: Reporter) -> str:
+    """Answer notifications until no task uses the filter any more; returns why it stopped."""
+    names = {number: name for name, number in rules.this_arch().numbers.items()}  # type: ignore[union-attr]
+    notification = _Notif()
+    poller = select.poll()
+    poller.register(listener, select.POLLIN)
+    while True:
+        events = dict(poller.poll())
+        if not events.get(listener, 0) & select.POLLIN:
+            return "the worker's tasks are gone"
+        ctypes.memset(ctypes.byref(notification), 0, ctypes.sizeof(notification))
+        if _libc.ioctl(listener, ctypes.c_ulong(NOTIF_RECV), ctypes.byref(notification)) != 0:
+            continue  # interrupted, or the caller died before it was received
+        started = time.perf_counter()
+        data = notification.data
+        args = list(data.args)
+        name = names.get(data.nr, "")
+        verdict = decide(name, args, data.ip, notification.pid, guarded.worker)
+        if not still_waiting(listener, notification):
+            continue
+        reporter.handled(verdict, time.perf_counter() - started)  # told before it is answered
+        answer(listener, notification, verdict)
+        if verdict.changed_code:
+            guarded.forget_code()
+        if name in ("open", "openat") and not verdict.error:
+            _recheck(name, args, notification.pid, guarded, reporter)
+
+
+def _recheck(name: str, args: list[int], tid: int, guarded: Guarded, reporter: Reporter) -> None:
+    """After an open was let through: its path read again. A path that now names what the rules
+    refuse was rewritten while it was checked (a race for the kernel's own read): rejected."""
+    again = decide(name, args, 0, tid, guarded.worker)
+    if again.rule:
+        reporter.handled(Verdict(again.error, again.rule, again.detail + ": the path changed while it was checked"), 0)
+
+
+def prepare(link_fd: int) -> None:
+    """Before the worker exists: its hand-over will carry its pid (SCM_CREDENTIALS, set by the kernel)."""
+    link = socket.socket(fileno=link_fd)
+    link.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    link.detach()  # the fd stays open, for serve
+
+
+def serve(link_fd: int, report_fd: int) -> None:
+    """The supervisor thread: take the listener, arm, answer until the worker is gone."""
+    reporter = Reporter(report_fd)
+    listener = None
+    try:
+        with socket.socket(fileno=link_fd) as link:
+            listener, message, pid = receive(link)
+        if listener is None or message.get("event") == "off":
+            reporter.write(state="off", why=str(message.get("why", "the worker sent no listener"))[:300])
+            return
+        guarded = Guarded(pid, message)
+        reporter.write(state="armed", rules=list(rules.RULE_NAMES), gate_pages=len(guarded.worker.gate_pages),
+                       frozen_ranges=len(guarded.worker.frozen), kcmp=guarded.has_kcmp)
+        why = supervise(listener, guarded, reporter)
+        reporter.write(state="ended", why=why)
+    except Exception as error:  # a fault here: the listener closes below and the rules fail closed
+        reporter.write(state="failed", why=f"{type(error).__name__}: {error}"[:300])
+    finally:
+        if listener is not None:
+            os.close(listener)
+        os.close(report_fd)
+

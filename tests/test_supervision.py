@@ -1,0 +1,86 @@
+"""The parent's end of the syscall supervisor: reading its record, and what a run makes of it."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.contract import syscall_rules as rules
+from harness.judge.run import evaluate_submission
+from harness.judge.verdict.modes import MODES
+from harness.judge.verdict.run_options import RunOptions
+from harness.judge.worker_link import supervision, worker_confinement
+
+HONEST = Path(__file__).resolve().parent / "adversarial" / "submissions" / "x00_honest_torch.py"
+
+
+def fed(*states, wanted=True) -> supervision.Supervision:
+    """A Supervision whose report pipe already holds these records (no supervisor behind it)."""
+    made = supervision.Supervision(False)
+    made.why_off = None if wanted else made.why_off
+    made.report_r, write = os.pipe()
+    os.set_blocking(made.report_r, False)
+    for state in states:
+        os.write(write, rules.report_line("state", **state))
+    os.close(write)
+    return made
+
+
+def test_the_first_rejecting_refusal_names_the_run_s_rejection():
+    record = {"state": "armed", "refused": {"wx": 2, "proc_mem": 1, "ptrace": 1},
+              "details": {"wx": "mmap R|W|X", "proc_mem": "open of '/proc/self/mem'", "ptrace": "ptrace"}}
+    watched = fed({"state": "armed"}, record)
+    assert watched.violation() == ("the syscall supervisor refused open of '/proc/self/mem' (rule 'proc_mem': "
+                                   "no open of /proc/<pid>/mem, pagemap or map_files)")
+    assert watched.quiet_refusals() == {"wx": (2, "mmap R|W|X")}
+    assert "rule 'wx'" in supervision.refusal_note(watched.quiet_refusals())
+    assert fed({"state": "armed", "refused": {"wx": 1}, "details": {"wx": "x"}}).violation() is None
+
+
+def test_the_sandbox_line_lists_every_rule_or_says_why_it_is_off():
+    armed = fed({"state": "armed", "rules": list(rules.RULE_NAMES), "notifications": 7, "handled_ms": 3.0})
+    assert armed.not_armed() is None
+    line = armed.sandbox_line()
+    assert all(f"{name} on" in line for name in rules.RULE_NAMES)
+    assert armed.counts() == (7, 0.003)
+    off = fed({"state": "off", "why": "seccomp(SECCOMP_SET_MODE_FILTER) refused: Invalid argument"})
+    assert "Invalid argument" in off.not_armed() and off.sandbox_line().startswith("off (seccomp")
+    assert supervision.Supervision(False).sandbox_line().startswith("off (not chosen")
+
+
+def test_a_supervisor_that_never_speaks_is_not_armed(monkeypatch):
+    monkeypatch.setattr(supervision, "ARM_WAIT_S", 0.2)
+    assert fed().not_armed() == "the syscall supervisor did not arm: no word from it"
+    assert fed({"state": "failed", "why": "KeyError"}).fault().startswith("the syscall supervisor failed (KeyError)")
+
+
+def test_a_record_cut_in_two_is_read_whole():
+    watched = fed(wanted=True)
+    line = rules.report_line("state", state="armed", unlocks=3)
+    watched._pending = line[:10]
+    read, write = os.pipe()
+    watched.report_r = read
+    os.set_blocking(read, False)
+    os.write(write, line[10:])
+    assert watched.unlocks() == 3
+    os.close(write)
+    assert json.loads(line)["unlocks"] == 3
+
+
+def test_ranked_mode_is_refused_without_the_supervisor(monkeypatch):
+    steps = worker_confinement.DEFAULT_STEPS - {"syscalls"}
+    monkeypatch.setenv(worker_confinement.STEPS_ENV, ",".join(steps))
+    result = evaluate_submission("nvfp4_gemv", HONEST, MODES["leaderboard"], "cuda", RunOptions(secret_seed=7))
+    assert result.status.value == "bad_input"
+    assert result.reason.startswith("ranked mode refused: the sandbox step 'syscalls' is off")
+
+
+@pytest.mark.skipif(supervision.unavailable() is not None, reason=f"{supervision.unavailable()}")
+def test_an_honest_run_reports_every_rule_and_the_supervisor_s_cost():
+    notes = []
+    result = evaluate_submission("nvfp4_gemv", HONEST, MODES["test"], "cpu", progress=notes.append)
+    assert result.status.value == "passed", result.reason
+    sandbox = next(note for note in notes if note.startswith("sandbox:"))
+    assert all(f"{name} on" in sandbox for name in rules.RULE_NAMES)
+    assert result.wall_s["supervisor_notifications"] > 0 and result.wall_s["supervisor"] > 0

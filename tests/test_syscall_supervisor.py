@@ -1,0 +1,96 @@
+"""The syscall supervisor against a real filtered process: what it lets through, refuses and reports."""
+
+import ctypes
+import json
+import os
+import threading
+
+import pytest
+import torch
+from test_syscall_filter import CHANNELS, _filtered_child
+
+from harness.contract import syscall_rules as rules
+
+needs_seccomp = pytest.mark.skipif(rules.unavailable() is not None or os.geteuid() != 0,
+                                   reason=f"needs seccomp user notification and root: {rules.unavailable()}")
+
+
+def supervised(run, before=lambda: None) -> dict:
+    """Run ``run()`` in a child under the filter (``before()`` first, unfiltered), this process
+    supervising; the supervisor's last record."""
+    from harness.judge.worker_link import syscall_supervisor
+
+    child, link = _filtered_child(run, before)
+    report_r, report_w = os.pipe()
+    guard = threading.Thread(target=syscall_supervisor.serve, args=(link.detach(), report_w), daemon=True)
+    guard.start()
+    _, status = os.waitpid(child, 0)
+    guard.join(10)
+    with os.fdopen(report_r, "rb") as report:
+        state = json.loads(report.read().splitlines()[-1])
+    state["exit"] = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return state
+
+
+@needs_seccomp
+def test_the_core_opens_its_key_through_the_gate_and_nobody_else_does():
+    from harness.worker import _sealed, sealed_core
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def start_the_core():  # before the filter, as in the worker: the key's page, closed through the gate
+        key_r, key_w = os.pipe()
+        os.write(key_w, os.urandom(32))
+        os.close(key_w)
+        sealed_core.SealedTimer(key_r, torch.device("cpu"))
+
+    def run():
+        _, _, _, key_page = described()
+        opened_elsewhere = libc.mprotect(ctypes.c_void_p(key_page), 4096, 1) == 0
+        mac = _sealed.recheck(os.urandom(16))[3]  # the core's own MAC: one opening, through the gate
+        return 0 if not opened_elsewhere and len(mac) == 32 else 1
+
+    def described():
+        out = (ctypes.c_ulonglong * 64)()
+        ctypes.CDLL(_sealed.__file__).nvfp4_gate_describe(out, 64)
+        return out[0], out[1], out[2], out[5]  # out[3]: the call-state page; out[5]: the key's
+
+    state = supervised(run, start_the_core)
+    assert state["exit"] == 0
+    assert state["unlocks"] == 1 and state["refused"] == {"core": 1} and state["gate_pages"] == 2  # key, call state
+
+
+@needs_seccomp
+def test_code_loaded_before_the_filter_stays_and_a_child_keeps_its_own_fds():
+    libc = ctypes.CDLL(None, use_errno=True)
+    text = ctypes.cast(libc.getpid, ctypes.c_void_p).value & ~4095
+
+    def run():
+        unmapped = libc.munmap(ctypes.c_void_p(text), 4096) == 0  # a dlclose of libc would be refused, quietly
+        child = os.fork()
+        if child == 0:  # its own fd table: the worker's channel numbers are free to reuse there
+            os._exit(0 if os.dup2(0, CHANNELS[0]) == CHANNELS[0] else 1)
+        _, status = os.waitpid(child, 0)
+        return 0 if not unmapped and status == 0 else 1
+
+    state = supervised(run)
+    assert state["exit"] == 0 and state["refused"] == {"unmap_code": 1}
+    assert state["state"] == "ended" and state["notifications"] >= 2 and state["handled_ms"] > 0
+
+
+def test_a_path_rewritten_after_it_was_let_through_rejects_the_run():
+    """The race for the kernel's own reading of a path: seen when the new path stays."""
+    from harness.judge.worker_link import syscall_supervisor
+    from harness.judge.worker_link.syscall_policy import Worker
+
+    class Rewritten:
+        worker = Worker(pid=1, read_path=lambda tid, address: "/proc/self/mem",
+                        lookup=lambda tid, dirfd, path: ["/proc/1/mem"])
+
+    read, write = os.pipe()
+    reporter = syscall_supervisor.Reporter(write)
+    syscall_supervisor._recheck("open", [0x10, 0, 0, 0, 0, 0], 1, Rewritten(), reporter)
+    os.close(write)
+    with os.fdopen(read) as report:
+        state = json.loads(report.read().splitlines()[-1])
+    assert state["refused"] == {"proc_mem": 1} and "changed while it was checked" in state["details"]["proc_mem"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.contract.results import ExitCode, Status
 from harness.judge.run import evaluate_submission
+from harness.judge.verdict.modes import MODES
 from harness.judge.worker_link import worker_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
@@ -47,7 +48,7 @@ def test_the_watchdog_names_the_line_when_sigusr1_never_arrives(monkeypatch, tmp
     monkeypatch.setattr(worker_process.os, "kill", lambda pid, number: None if number == signal.SIGUSR1
                         else real_kill(pid, number))
     problem = reduced_problem("nvfp4_gemv", tmp_path, {"test": 3.0})  # a short test limit, the import's generous
-    result = evaluate_submission(str(problem), HANG, "test", "cpu")
+    result = evaluate_submission(str(problem), HANG, MODES["test"], "cpu")
     first = result.cases[0]
     assert first.status == Status.TIMEOUT
     assert f"it was at fault_hang_in_call.py:{HANGING_LINE} in custom_kernel" in first.reason

@@ -65,3 +65,19 @@ def test_without_any_dump_the_report_says_how_the_workers_threads_stood():
         sleeper.kill()
         sleeper.wait()
     assert text.startswith("the worker's threads: thread ") and "SIGUSR1" in text and "waits in" in text
+
+
+def test_a_hang_in_the_harness_wait_says_the_kernel_never_finished(tmp_path):
+    """A kernel that spins after custom_kernel returned hangs the core's own wait (no frame of the
+    submission's file): the reason says so instead of naming only the harness's line."""
+    from harness.judge.worker_link.worker_channel import hung_at
+
+    submission = tmp_path / "submission.py"
+    submission.write_text("")
+    waiting = ('Thread 0x1 (most recent call first):\n'
+               '  File "/x/harness/worker/sealed_core.py", line 83 in time_call\n'
+               '  File "/x/harness/worker/serve_loop.py", line 167 in _sealed_call\n')
+    assert hung_at(waiting, submission) == ("; it was at sealed_core.py:83 in time_call (the harness waiting for "
+                                            "the GPU: a kernel custom_kernel launched never finished)")
+    inside = f'  File "{submission}", line 7 in custom_kernel\n' + waiting
+    assert hung_at(inside, submission) == "; it was at submission.py:7 in custom_kernel"

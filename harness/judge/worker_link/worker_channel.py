@@ -64,7 +64,10 @@ def hung_at(stacks: str, submission: Path) -> str:
     if not frames:
         return ""
     file, line, name = (own or frames)[0]
-    return f"; it was at {Path(file).name}:{line} in {name}"
+    where = f"; it was at {Path(file).name}:{line} in {name}"
+    if not own and name == "time_call":  # custom_kernel returned: the core waits for the GPU work it left
+        return where + " (the harness waiting for the GPU: a kernel custom_kernel launched never finished)"
+    return where
 
 
 def _reported_ms(spent: dict[str, Any]) -> dict[str, float]:

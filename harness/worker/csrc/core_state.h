@@ -22,7 +22,7 @@ typedef struct {
     size_t key_offset;
     double overhead_us, overhead_spread_us;
     double clock_slack_us[2];              /* second clock's allowance: [0] queued call, [1] exposed call */
-    CUevent start_event, end_event;
+    CUevent start_event, end_event, stamp_event; /* stamp_event: behind the end stamp */
     CUdeviceptr flush_buffer, counter, stamps; /* stamps: STAMP_SLOTS random words, two used per call */
     uint64_t *stamp_host;                  /* pinned: the two stamps of the last window */
     uint32_t holds;                        /* hold kernels launched (their grid barrier's generation) */

@@ -94,6 +94,7 @@ static int stamp_end(void) {
     CUdeviceptr slot = ST->stamps + 8ull * ST->end_slot;
     void *params[] = {&slot, &ST->end_mask};
     CUI(cu.LaunchKernel(core.stamp_kernel, 1, 1, 1, 1, 1, 1, 0, core.stream, params, NULL), "stamp kernel launch");
+    CUI(cu.EventRecord(ST->stamp_event, core.stream), "stamp event");
     CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[0], ST->stamps + 8ull * ST->start_slot, 8, core.stream), "stamp copy");
     CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[1], slot, 8, core.stream), "stamp copy");
     return 0;
@@ -116,35 +117,40 @@ int close_window(int *exposed) {
     return 0;
 }
 
-/* Both clocks over the last window, in us (the stamps' copies must have completed). */
-static int window_clocks(double *event_us, double *clock_us) {
-    float ms = 0.0f;
+/* Both clocks over the last window, in us (the stamps' copies must have completed), and how much
+ * more the second clock read than the events, less the wait of the end stamp's kernel behind the end
+ * event (work of another stream still on the GPU delays that kernel and its stamp, never the events:
+ * that wait is no re-armed start event, which shortens the events alone). */
+static int window_clocks(double *event_us, double *clock_us, double *gap_us) {
+    float ms = 0.0f, stamp_ms = 0.0f;
     CUI(cu.EventElapsedTime(&ms, ST->start_event, ST->end_event), "cuEventElapsedTime");
+    CUI(cu.EventElapsedTime(&stamp_ms, ST->end_event, ST->stamp_event), "cuEventElapsedTime");
     *event_us = ms * 1e3;
     uint64_t start = ST->stamp_host[0] ^ ST->start_mask, end = ST->stamp_host[1] ^ ST->end_mask;
     *clock_us = ((double)end - (double)start) / 1e3;
+    *gap_us = *clock_us - *event_us - stamp_ms * 1e3;
     return 0;
 }
 
 int read_window(int exposed, double *event_us, double *clock_us, int *rearmed) {
-    if (window_clocks(event_us, clock_us)) return -1;
-    double allowance = ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * *event_us;
-    *rearmed = *clock_us - *event_us > allowance;
+    double gap_us;
+    if (window_clocks(event_us, clock_us, &gap_us)) return -1;
+    *rearmed = gap_us > ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * *event_us;
     return 0;
 }
 
-/* How much more the second clock reads than the events over an empty window (the stamp kernel's
- * start after the end event), at most, over CLOCK_SAMPLES windows; `idle`: the GPU has drained
+/* How much more the second clock reads than the events, less the end stamp's own wait, over an
+ * empty window (the stamp kernel's start after the end event), at most, over CLOCK_SAMPLES windows; `idle`: the GPU has drained
  * before the host queues the end (as in an exposed call). */
 static double clock_gap_us(int idle) {
-    double worst = -1e9, event_us, clock_us;
+    double worst = -1e9, event_us, clock_us, gap_us;
     for (int s = 0; s < CLOCK_SAMPLES; s++) {
         if (cu.CtxSynchronize() || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0) ||
             cu.EventRecord(ST->start_event, core.stream) || (idle && cu.EventSynchronize(ST->start_event)) ||
             cu.EventRecord(ST->end_event, core.stream) || stamp_end() || cu.StreamSynchronize(core.stream) ||
-            window_clocks(&event_us, &clock_us))
+            window_clocks(&event_us, &clock_us, &gap_us))
             return -1e9;
-        if (clock_us - event_us > worst) worst = clock_us - event_us;
+        if (gap_us > worst) worst = gap_us;
     }
     return worst;
 }
@@ -270,6 +276,7 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
     if (!core.context) { PyErr_SetString(PyExc_RuntimeError, "no current CUDA context (initialize torch.cuda first)"); return -1; }
     CUI(cu.EventCreate(&ST->start_event, CU_EVENT_DEFAULT), "cuEventCreate");
     CUI(cu.EventCreate(&ST->end_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    CUI(cu.EventCreate(&ST->stamp_event, CU_EVENT_DEFAULT), "cuEventCreate");
     CUI(cu.ModuleLoadData(&module, PTX), "loading the core's kernels (PTX JIT)");
     CUI(cu.ModuleGetFunction(&core.hold_kernel, module, "hold_flush"), "cuModuleGetFunction");
     CUI(cu.ModuleGetFunction(&core.stamp_kernel, module, "stamp"), "cuModuleGetFunction");

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.contract.results import RunResult, Status
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.score import geometric_mean
+from harness.leaderboard.gpu_agreement import GpuReading
+from harness.leaderboard.ledger import Planned
 from harness.leaderboard.store import StoredRun
 
 TIE_DECIMALS_US = 3
@@ -107,6 +109,8 @@ class Board:
     failed: list[Entry] = field(default_factory=list)
     hidden_runs: int = 0  # runs on another device or harness version, left out
     updated_at: str = ""  # the latest run shown
+    not_run: list[Planned] = field(default_factory=list)  # planned by the last leaderboard run, no result (stopped)
+    gpus: list[GpuReading] = field(default_factory=list)  # that run's per-GPU check, where it had several GPUs
 
     @property
     def charted(self) -> list[Entry]:
@@ -190,3 +194,15 @@ def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None
         hidden_runs=len(runs) - len(shown),
         updated_at=max((r.recorded_at for r in shown), default=""),
     )
+
+
+def with_run_state(board: Board, planned_not_run: Sequence[Planned], gpus: Sequence[GpuReading]) -> Board:
+    """The board with the last leaderboard run's unfinished entries and per-GPU check added.
+
+    A planned entry is listed as not run only where the board shows no run of that file (author and
+    sha256): an interrupted --force run leaves the file's earlier run on the board, once.
+    """
+    shown = {(e.stored.author, e.stored.sha256) for e in board.ranking + board.others + board.not_rankable
+             + board.failed}
+    missing = [p for p in planned_not_run if p.problem == board.problem and (p.author, p.sha256) not in shown]
+    return replace(board, not_run=sorted(missing, key=lambda p: p.submission_path), gpus=list(gpus))

@@ -162,15 +162,15 @@ class DaskExecutor:
             for future in done:
                 job = self._pending.pop(future)
                 lost = future.status == "cancelled"
-                future.release()
                 if lost and self._lost[job.key] < LOST_RESUBMITS:
                     self._lost[job.key] += 1
                     heapq.heappush(self._waiting, (-float("inf"), next(_sequence), job))  # first in line again
                     if self._progress:
                         self._progress(f"{job.problem}/{job.filename}: its Dask task was lost with the scheduler; "
                                        f"sent again ({self._lost[job.key]} of {LOST_RESUBMITS})")
-                    continue
-                finished.append((job, self._result(job, future, lost)))
+                else:
+                    finished.append((job, self._result(job, future, lost)))
+                future.release()
             self._dispatch()
         return finished
 

@@ -21,6 +21,7 @@ import itertools
 import threading
 import time
 import uuid
+from concurrent.futures import CancelledError
 from typing import Any
 
 from harness.execution.eval_job import EvalJob, LineCallback, RunResult, harness_failure, run_job
@@ -36,6 +37,7 @@ from harness.execution.serial_executor import Executor, SerialExecutor
 PROGRESS_TOPIC = "nvfp4-progress"
 CONNECT_TIMEOUT_S = 20
 LOST_RESUBMITS = 3  # times a job lost with the scheduler is sent again before it is reported lost
+DISPATCH_POLL_S = 1.0  # while jobs wait in the queue, how often a newly joined worker is looked for
 _sequence = itertools.count()  # ties in the queue keep submission order
 
 
@@ -143,6 +145,19 @@ class DaskExecutor:
         self._subscribe()
 
     def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
+        """Jobs finished since the last call, waiting up to ``timeout_s`` for one. While jobs wait
+        in the queue, a worker that joins (a restarted one) gets one within ``DISPATCH_POLL_S``."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            step = left if not self._waiting else min(DISPATCH_POLL_S, DISPATCH_POLL_S if left is None else left)
+            finished = self._completed_within(step)
+            if finished or (left is not None and left <= step):
+                return finished
+            with self._lock:
+                self._dispatch()
+
+    def _completed_within(self, timeout_s: float | None) -> list[tuple[EvalJob, RunResult]]:
         from distributed import wait
 
         with self._lock:
@@ -157,8 +172,12 @@ class DaskExecutor:
                 done = wait(pending, timeout=timeout_s, return_when="FIRST_COMPLETED").done
         except TimeoutError:
             return []
+        except CancelledError:  # lost with the scheduler (or the connection to it): sent again below
+            done = {future for future in pending if future.status == "cancelled"}
         finished = []
         with self._lock:
+            if any(future.status == "cancelled" for future in done):
+                self._subscribe()  # a restarted scheduler knows no subscription (sent once it is back)
             for future in done:
                 job = self._pending.pop(future)
                 lost = future.status == "cancelled"

@@ -7,7 +7,8 @@ ranking, with their best file; their other files are listed below it. Runs that 
 listed apart with their status label only: the raw reason can hold text the submission chose
 (a crash message), and public pages must not be a channel for it (owners see it through the
 service, organizers in the store). Runs that passed but are not rankable (CPU wall clock,
-incomplete) are listed apart too. Neither kind is ever ranked.
+incomplete) are listed apart too. Neither kind is ever ranked. A file whose every run is a harness
+failure is listed as not run, like a file an interrupted run did not reach: the next run retries it.
 """
 
 from __future__ import annotations
@@ -152,7 +153,13 @@ def _entries(shown: Sequence[StoredRun]) -> dict[tuple[str, str], list[StoredRun
 
 
 def _file_entry(file_runs: Sequence[StoredRun]) -> tuple[str, Entry]:
-    """('ranked' | 'failed' | 'not_rankable', entry): the best ranked run, else the latest run."""
+    """('ranked' | 'failed' | 'not_rankable' | 'not_run', entry): the best ranked run, else the latest
+    run that is the file's own verdict; 'not_run' when the harness failed on every run of it (its
+    Dask worker died twice, the evaluator raised): nothing is known of the file, and the next run
+    retries it."""
+    if all(r.harness_error for r in file_runs):
+        return "not_run", Entry(max(file_runs, key=lambda r: r.id), None)
+    file_runs = [r for r in file_runs if not r.harness_error]
     ranked = [Entry(r, score_us(r.result)) for r in file_runs if is_ranked(r.result)]
     if ranked:
         return "ranked", min(ranked, key=_order)
@@ -178,7 +185,7 @@ def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None
     runs = [r for r in runs if r.problem == problem]
     device_name, harness_version = _scope(runs, device_name, harness_version)
     shown = [r for r in runs if r.device_name == device_name and r.result.harness_version == harness_version]
-    kinds: dict[str, list[Entry]] = {"ranked": [], "failed": [], "not_rankable": []}
+    kinds: dict[str, list[Entry]] = {"ranked": [], "failed": [], "not_rankable": [], "not_run": []}
     for file_runs in _entries(shown).values():
         kind, entry = _file_entry(file_runs)
         kinds[kind].append(entry)
@@ -193,6 +200,8 @@ def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None
         failed=sorted(kinds["failed"], key=_by_path),
         hidden_runs=len(runs) - len(shown),
         updated_at=max((r.recorded_at for r in shown), default=""),
+        not_run=sorted((Planned(e.stored.problem, e.stored.submission_path, e.stored.sha256, e.stored.author)
+                        for e in kinds["not_run"]), key=lambda p: p.submission_path),
     )
 
 
@@ -203,6 +212,11 @@ def with_run_state(board: Board, planned_not_run: Sequence[Planned], gpus: Seque
     sha256): an interrupted --force run leaves the file's earlier run on the board, once.
     """
     shown = {(e.stored.author, e.stored.sha256) for e in board.ranking + board.others + board.not_rankable
-             + board.failed}
-    missing = [p for p in planned_not_run if p.problem == board.problem and (p.author, p.sha256) not in shown]
-    return replace(board, not_run=sorted(missing, key=lambda p: p.submission_path), gpus=list(gpus))
+             + board.failed} | {(p.author, p.sha256) for p in board.not_run}
+    missing = []
+    for planned in planned_not_run:  # one per author and sha256, as the ranking counts files
+        if planned.problem == board.problem and (planned.author, planned.sha256) not in shown:
+            shown.add((planned.author, planned.sha256))
+            missing.append(planned)
+    return replace(board, not_run=sorted([*board.not_run, *missing], key=lambda p: p.submission_path),
+                   gpus=list(gpus))

@@ -167,7 +167,8 @@ def _gpu_json(reading: GpuReading) -> dict[str, Any]:
 
 
 # -- the run's state: not run entries, the per-GPU check ---------------------------------------
-NOT_RUN_NOTE = "planned by the last leaderboard run, which stopped before they ran; the next run runs them"
+NOT_RUN_NOTE = ("no verdict yet: the last leaderboard run stopped before they ran, or the harness failed on them "
+                "(a worker lost twice); the next run runs them")
 
 
 def gpu_rows(board: Board) -> list[dict[str, Any]]:

@@ -4,11 +4,11 @@ Each line of the log is '<epoch seconds> <the command's stderr line>' (bash's $E
 stamped as the line arrived). From the lines the command already prints: the cluster's start
 ('... (started in X s)'), every job's start and end per worker ('gpu0 p/file.py: started',
 'gpu0 p/file.py: finished in X s'; the serial run's '      p/file.py: started' and '[k/N] p/file.py'
-lines), the last result and the command's end. Out: per worker its jobs, busy seconds and idle
-seconds, the gap before the first job, the tail (the last worker's end after the first worker ran
-out of work) and the time after the last result (closing the cluster, writing the pages). The
-question it answers: is a slower run slower because of a serial step, the cluster's start, one
-worker getting more work, or its end.
+lines), the last result and the command's end. Out: per worker its jobs and busy seconds, the
+jobs cut short (started again: their worker died), the gap before the first job, the tail (the
+last worker's end after the first ran out of work) and the time after the last result (closing
+the cluster, writing the pages). The question it answers: is a slower run slower because of a
+serial step, the cluster's start, one worker getting more work, a job run twice, or its end.
 
     python3 scripts/cluster_timeline.py LOG START_EPOCH END_EPOCH  -> JSON on stdout
 """
@@ -33,6 +33,7 @@ def timeline(lines: list[str], start: float, end: float) -> dict:
     open_jobs: dict[tuple[str, str], float] = {}
     serial_open: dict[str, float] = {}
     results: list[float] = []
+    cut_short: list[dict] = []
     cluster_start_s = None
     for raw in lines:
         match = STAMPED.match(raw.rstrip("\n"))
@@ -44,6 +45,8 @@ def timeline(lines: list[str], start: float, end: float) -> dict:
         if event := WORKER_EVENT.match(text):
             worker, file, what = event.groups()
             if what == "started":
+                if (worker, file) in open_jobs:  # started again: the first run was cut short (its worker died)
+                    cut_short.append({"worker": worker, "file": file, "start_s": open_jobs[(worker, file)], "at_s": at})
                 open_jobs[(worker, file)] = at
             elif (worker, file) in open_jobs:
                 began = open_jobs.pop((worker, file))
@@ -61,8 +64,7 @@ def timeline(lines: list[str], start: float, end: float) -> dict:
         span_end = max(job["end_s"] for job in done)
         workers[worker] = {"jobs": len(done), "busy_s": round(busy, 1),
                            "first_start_s": round(min(job["start_s"] for job in done), 1),
-                           "last_end_s": round(span_end, 1), "files": [job["file"] for job in done],
-                           "retries": len(done) - len({job["file"] for job in done})}
+                           "last_end_s": round(span_end, 1), "files": [job["file"] for job in done]}
     wall = end - start
     ends = [w["last_end_s"] for w in workers.values()]
     return {
@@ -73,7 +75,7 @@ def timeline(lines: list[str], start: float, end: float) -> dict:
         "after_last_result_s": round(wall - max(results), 1) if results else None,
         "tail_s": round(max(ends) - min(ends), 1) if len(ends) > 1 else 0.0,
         "workers": workers,
-        "unfinished": sorted(f"{worker} {file}" for worker, file in open_jobs),
+        "cut_short": cut_short + [{"worker": w, "file": f, "start_s": at} for (w, f), at in open_jobs.items()],
     }
 
 

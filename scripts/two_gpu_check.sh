@@ -21,8 +21,9 @@
 #   leaderboard  scripts/cluster_scaling.sh: COPIES (2) copies of every problem's Triton baseline,
 #                serially on GPU 0, then --cluster local on both, then a TCP scheduler with one
 #                worker per GPU (about 6.5 min); service_1gpu runs on GPU 1 beside the serial run
-#   kill         KILL_COPIES (3) copies of the Triton GEMV on --cluster local, --gpu-check on the
-#                first; the first Dask worker KILL_AFTER_S (5) s into an evaluation is SIGKILLed
+#   kill         KILL_COPIES (4) copies of the Triton GEMV on --cluster local, --gpu-check on the
+#                first (its copies run first); then the first Dask worker KILL_AFTER_S (5) s into a
+#                new evaluation is SIGKILLed (about 1 min)
 #   service_1gpu SERVICE_ONE_GPU_SUBMISSIONS (8) from SERVICE_USERS (8) through harness submit to
 #                harness serve --cluster local on GPU 1 alone (test mode of SERVICE_FILE)
 #   service_2gpu SERVICE_SUBMISSIONS (16) from SERVICE_USERS on both GPUs; the service SIGKILLed and
@@ -91,7 +92,7 @@ fi
 if has kill; then
   say "kill: a Dask worker SIGKILLed mid-run"
   mkdir -p "$OUT/kill" "$WORK/kill/$(basename "$(dirname "$KILL_FILE")")"
-  for copy in $(seq 1 "${KILL_COPIES:-3}"); do
+  for copy in $(seq 1 "${KILL_COPIES:-4}"); do
     { cat "$KILL_FILE"; echo "# copy $copy for the kill run"; } \
       > "$WORK/kill/$(basename "$(dirname "$KILL_FILE")")/$(basename "$KILL_FILE" .py)_$copy.py"
   done
@@ -103,8 +104,8 @@ if has kill; then
     --force 2>&1 >/dev/null \
     | while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$OUT/kill/kill_2gpu.log" &
   while [ ! -s "$WORK/kill.pid" ]; do sleep 0.1; done
-  python3 scripts/kill_busy_worker.py "$(cat "$WORK/kill.pid")" --after-s "${KILL_AFTER_S:-5}" \
-    | tee "$OUT/kill/killed.txt"
+  python3 scripts/kill_busy_worker.py "$(cat "$WORK/kill.pid")" "$OUT/kill/kill_2gpu.log" \
+    --after-s "${KILL_AFTER_S:-5}" | tee "$OUT/kill/killed.txt"
   wait
   end=$EPOCHREALTIME
   echo "{\"kill_2gpu\": $(python3 -c "print($end - $start)")}" > "$OUT/kill/kill_2gpu.wall.json"

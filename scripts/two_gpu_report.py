@@ -64,14 +64,14 @@ def where_time_went(timeline: dict[str, Any] | None) -> str:
              f"tail {timeline.get('tail_s')} s", f"after last result {timeline.get('after_last_result_s')} s"]
     if timeline.get("cluster_start_s") is not None:
         parts.insert(0, f"cluster start {timeline['cluster_start_s']} s")
-    retries = sum(w.get("retries", 0) for w in workers.values()) + len(timeline.get("unfinished", []))
-    if retries:
-        parts.append(f"{retries} job(s) cut short and run again")
+    cut = timeline.get("cut_short", [])
+    if cut:
+        parts.append("cut short: " + ", ".join(f"{c['worker']} {c['file']} at {c['start_s']:.1f} s" for c in cut))
     return "; ".join(parts)
 
 
-def fmt(value: Any, spec: str = ".1f") -> str:
-    return "-" if value is None else format(value, spec)
+def fmt(value: Any, spec: str = ".1f", unit: str = "") -> str:
+    return "-" if value is None else format(value, spec) + unit
 
 
 def leaderboard_rows(out: Path) -> list[dict[str, Any]]:
@@ -116,7 +116,7 @@ def markdown(lb: list[dict[str, Any]], service: list[dict[str, Any]]) -> str:
              "| lost | doubled | where the time went |", "|" + " --- |" * 10]
     for row in lb:
         lines.append(f"| {row['run']} | {fmt(row['wall_s'])} | {fmt(row['speed_up'], '.2f')} | "
-                     f"{fmt(row['max_median_diff_pct'], '.2f')}% | {row.get('entries', '-')} | "
+                     f"{fmt(row['max_median_diff_pct'], '.2f', '%')} | {row.get('entries', '-')} | "
                      f"{row.get('ranked_once', '-')} | {row.get('listed_once', '-')} | {row.get('lost', '-')} | "
                      f"{row.get('doubled', '-')} | {row['where']} |")
     agreement = next((row.get("gpu_agreement") for row in lb if row.get("gpu_agreement")), None)

@@ -227,16 +227,17 @@ def handle(args: argparse.Namespace) -> int:
     generated_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     render.write_site(boards, settings.out, generated_at, reviewed)
     cached = sum(o.cached for o in outcomes)
-    failed = sum(o.result.status not in (Status.PASSED, Status.NOT_RUN) for o in outcomes)
+    failed = sum(o.result.status not in (Status.PASSED, Status.NOT_RUN) and not o.harness_error for o in outcomes)
+    missing = len(not_run) + sum(o.harness_error for o in outcomes)  # harness failures: listed as not run too
     flagged = [g.label for g in gpus if g.flagged]
     if flagged:
         say(f"leaderboard: GPU check: {', '.join(flagged)} read more than {gpu_agreement.AGREEMENT_TOLERANCE_PCT:g}% "
             "off their peers (flagged on the pages)")
     say(f"leaderboard: {len(outcomes) - cached} evaluated, {cached} cached, {failed} failed (listed on the pages)"
-        + (f", {len(not_run)} not run" if not_run else ""))
+        + (f", {missing} not run" if missing else ""))
     print(f"wrote {settings.out / 'index.html'} ({len(boards)} problem(s))")
     if stopped:
-        say(f"leaderboard: {stopped}: {len(not_run)} file(s) not run (listed on the pages); run the same command "
+        say(f"leaderboard: {stopped}: {missing} file(s) not run (listed on the pages); run the same command "
             "again to run only those")
         return INTERRUPTED_EXIT if stop.is_set() else int(ExitCode.BAD_INPUT)
     return int(ExitCode.PASSED)

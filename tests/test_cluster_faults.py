@@ -41,11 +41,13 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def _leaderboard(submissions: Path, db: Path, out: Path, slow_s: float) -> subprocess.Popen:
+    """The command in its own process group, as a terminal runs it (Ctrl-C reaches the whole group)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("NVFP4_")}, SLOW_ENV: str(slow_s),
            "NVFP4_SECRET_SEED": "99", "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "harness", "leaderboard", "--problem", PROBLEM, "--cluster", "local",
                              "--device", "cpu", "--submissions", str(submissions), "--db", str(db), "--out", str(out)],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            process_group=0)
 
 
 def _wait_for_line(process: subprocess.Popen, needle: str, lines: list[str], timeout_s: float = 60) -> None:
@@ -115,7 +117,7 @@ def test_ctrl_c_lists_what_did_not_run_and_the_rerun_runs_only_that(tmp_path):
     db, out, lines = tmp_path / "lb.db", tmp_path / "site", []
     process = _leaderboard(submissions, db, out, slow_s=120)
     _wait_for_line(process, "[1/3]", lines)  # a is stored; both workers now sleep in b and c
-    process.send_signal(signal.SIGINT)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the command and its cluster's workers get it
     log = _finish(process, lines)
     assert process.returncode == 130, log
     assert "2 file(s) not run (listed on the pages)" in log

@@ -101,6 +101,11 @@ def resolve(args: argparse.Namespace) -> Settings:
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         if folder.name not in list_problems() and not args.problem:  # calibration problems: never ranked
             say(f"note: skipping {folder}/: '{folder.name}' is not a problem ({', '.join(known)})")
+    if args.gpu_check not in ("auto", "none"):
+        check = Path(args.gpu_check)
+        if not check.is_file() or check.suffix != ".py" or check.resolve().parent.name not in list_problems():
+            raise UsageError(f"--gpu-check {check}: expected 'auto', 'none' or a .py file in a folder named after "
+                             "its problem (submissions/<problem>/FILE.py)")
     try:
         secret = seeds.read_secret(args.secret_seed_file)
     except (OSError, ValueError) as error:
@@ -113,11 +118,6 @@ def resolve(args: argparse.Namespace) -> Settings:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"--out {out}: cannot create it ({error.strerror})") from None
-    if args.gpu_check not in ("auto", "none"):
-        check = Path(args.gpu_check)
-        if not check.is_file() or check.suffix != ".py" or check.resolve().parent.name not in list_problems():
-            raise UsageError(f"--gpu-check {check}: expected 'auto', 'none' or a .py file in a folder named after "
-                             "its problem (submissions/<problem>/FILE.py)")
     return Settings([args.problem] if args.problem else known, root, secret, out, args.gpu_check)
 
 

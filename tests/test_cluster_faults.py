@@ -50,15 +50,17 @@ def _leaderboard(submissions: Path, db: Path, out: Path, slow_s: float) -> subpr
                             process_group=0)
 
 
-def _wait_for_line(process: subprocess.Popen, needle: str, lines: list[str], timeout_s: float = 60) -> None:
+def _wait_for_lines(process: subprocess.Popen, needles: list[str], lines: list[str], timeout_s: float = 60) -> None:
+    """Read the command's stderr until every needle was seen, in any order (a worker's forwarded
+    line may come after the next file's result)."""
+    missing = set(needles)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while missing and time.monotonic() < deadline:
         line = process.stderr.readline()
-        assert line or process.poll() is None, "".join(lines)
+        assert line or process.poll() is None, f"the command ended before {missing}: {''.join(lines)}"
         lines.append(line)
-        if needle in line:
-            return
-    raise AssertionError(f"no '{needle}' in {timeout_s} s: {''.join(lines)}")
+        missing = {needle for needle in missing if needle not in line}
+    assert not missing, f"no {missing} in {timeout_s} s: {''.join(lines)}"
 
 
 def _finish(process: subprocess.Popen, lines: list[str]) -> str:
@@ -97,8 +99,7 @@ def test_a_killed_dask_worker_and_a_killed_submission_worker_leave_every_entry_o
     submissions = _tree(tmp_path, {"a_self_kill.py": SELF_KILL, "b_wrong.py": WRONG, "c_slow.py": SLOW})
     db, out, lines = tmp_path / "lb.db", tmp_path / "site", []
     process = _leaderboard(submissions, db, out, slow_s=6)
-    _wait_for_line(process, "c_slow.py: started", lines)  # a and b went first, one on each worker
-    _wait_for_line(process, "[2/3]", lines)
+    _wait_for_lines(process, ["c_slow.py: started", "[2/3]"], lines)  # a and b went first, one on each worker
     time.sleep(1)  # into c's evaluation: its worker sleeps at the file's import
     _evaluating_worker(process).send_signal(signal.SIGKILL)
     log = _finish(process, lines)
@@ -116,7 +117,7 @@ def test_ctrl_c_lists_what_did_not_run_and_the_rerun_runs_only_that(tmp_path):
     submissions = _tree(tmp_path, {"a_quick.py": BASELINE, "b_slow.py": SLOW, "c_slow.py": SLOW + "# another file\n"})
     db, out, lines = tmp_path / "lb.db", tmp_path / "site", []
     process = _leaderboard(submissions, db, out, slow_s=120)
-    _wait_for_line(process, "[1/3]", lines)  # a is stored; both workers now sleep in b and c
+    _wait_for_lines(process, ["[1/3]"], lines)  # a is stored; both workers now sleep in b and c
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the command and its cluster's workers get it
     log = _finish(process, lines)
     assert process.returncode == 130, log

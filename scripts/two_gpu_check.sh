@@ -21,13 +21,14 @@
 #   leaderboard  scripts/cluster_scaling.sh: COPIES (2) copies of every problem's Triton baseline,
 #                serially on GPU 0, then --cluster local on both, then a TCP scheduler with one
 #                worker per GPU (about 6.5 min); service_1gpu runs on GPU 1 beside the serial run
-#   kill         KILL_COPIES (4) copies of the Triton GEMV on --cluster local, --gpu-check on the
+#   kill         KILL_COPIES (3) copies of the Triton GEMV on --cluster local, --gpu-check on the
 #                first (its copies run first); then the first Dask worker KILL_AFTER_S (5) s into a
 #                new evaluation is SIGKILLed (about 1 min)
-#   service_1gpu SERVICE_ONE_GPU_SUBMISSIONS (8) from SERVICE_USERS (8) through harness submit to
-#                harness serve --cluster local on GPU 1 alone (test mode of SERVICE_FILE)
-#   service_2gpu SERVICE_SUBMISSIONS (16) from SERVICE_USERS on both GPUs; the service SIGKILLed and
-#                restarted once a quarter of them are answered
+#   service_1gpu SERVICE_ONE_GPU_SUBMISSIONS (6) from SERVICE_USERS (6) through harness submit to
+#                harness serve --cluster local on GPU 1 alone (test mode of SERVICE_FILE, about 8 s a
+#                job on an H100)
+#   service_2gpu SERVICE_SUBMISSIONS (12) from SERVICE_USERS on both GPUs; the service SIGKILLed and
+#                restarted once a quarter of them are answered (about 1.5 min)
 #   table        scripts/two_gpu_report.py
 # The issue's service size is SERVICE_SUBMISSIONS=100 SERVICE_USERS=10: about 8 s a job on a GPU, so
 # 7 min on two GPUs alone; run it as its own call (STEPS="build service_2gpu table") and the 1-GPU
@@ -64,7 +65,7 @@ say() { echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }
 
 service_1gpu() {
   CUDA_VISIBLE_DEVICES=${ONE_GPU:-1} python3 scripts/service_load.py "$OUT/service_1gpu" --device "$DEVICE" \
-    --file "$SERVICE_FILE" --submissions "${SERVICE_ONE_GPU_SUBMISSIONS:-8}" --users "${SERVICE_USERS:-8}" \
+    --file "$SERVICE_FILE" --submissions "${SERVICE_ONE_GPU_SUBMISSIONS:-6}" --users "${SERVICE_USERS:-6}" \
     "${ONE_WORKER[@]}" > /dev/null 2> "$OUT/service_1gpu.err"
   echo "service on one GPU: exit $?"
 }
@@ -92,7 +93,7 @@ fi
 if has kill; then
   say "kill: a Dask worker SIGKILLed mid-run"
   mkdir -p "$OUT/kill" "$WORK/kill/$(basename "$(dirname "$KILL_FILE")")"
-  for copy in $(seq 1 "${KILL_COPIES:-4}"); do
+  for copy in $(seq 1 "${KILL_COPIES:-3}"); do
     { cat "$KILL_FILE"; echo "# copy $copy for the kill run"; } \
       > "$WORK/kill/$(basename "$(dirname "$KILL_FILE")")/$(basename "$KILL_FILE" .py)_$copy.py"
   done
@@ -115,9 +116,9 @@ fi
 
 if has service_2gpu; then
   say "service on two GPUs, killed and restarted once"
-  submissions=${SERVICE_SUBMISSIONS:-16}
+  submissions=${SERVICE_SUBMISSIONS:-12}
   CUDA_VISIBLE_DEVICES=0,1 python3 scripts/service_load.py "$OUT/service_2gpu" --device "$DEVICE" \
-    --file "$SERVICE_FILE" --submissions "$submissions" --users "${SERVICE_USERS:-8}" \
+    --file "$SERVICE_FILE" --submissions "$submissions" --users "${SERVICE_USERS:-6}" \
     --kill-after "$(( (submissions + 3) / 4 ))" > /dev/null 2> "$OUT/service_2gpu.err"
   echo "service on two GPUs: exit $?"
 fi

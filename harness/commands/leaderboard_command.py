@@ -1,15 +1,21 @@
 """``python -m harness leaderboard``: evaluate every submission in ranked mode, store, rank, render.
 
 Exit codes: 0 when the run completed (failed submissions are listed on the pages, not fatal),
-113 for a bad argument or an unusable --cluster (one line, no traceback), 110 when --device cuda
-finds no GPU.
+113 for a bad argument or an unusable --cluster (one line, no traceback; a cluster lost mid-run
+too), 110 when --device cuda finds no GPU, 130 when the organizer stopped it (Ctrl-C). A stopped or
+lost run still writes its pages, with the entries it did not run listed as such; the next command
+resumes it (harness.leaderboard.ledger).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -17,10 +23,11 @@ from typing import NoReturn
 from harness import __version__
 from harness.contract.results import ExitCode, Status
 from harness.display.progress import Progress, for_stream
+from harness.execution.local_cluster import ClusterError
 from harness.execution.serial_executor import Executor
 from harness.judge.verdict import seeds
-from harness.leaderboard import render, runner
-from harness.leaderboard.rank import build_board
+from harness.leaderboard import gpu_agreement, ledger, render, runner
+from harness.leaderboard.rank import build_board, with_run_state
 from harness.leaderboard.store import Store
 from harness.review import review_store
 from harness.sqlite_migrations import StoreError
@@ -28,6 +35,7 @@ from harness.sqlite_migrations import StoreError
 DEFAULT_DB = Path("results/leaderboard.db")
 DEFAULT_OUT = Path("results/leaderboard")
 DEFAULT_SUBMISSIONS = Path("submissions")
+INTERRUPTED_EXIT = 130  # the shell's code for a process stopped by SIGINT, as harness eval returns it
 
 
 class UsageError(Exception):
@@ -44,6 +52,7 @@ class Settings:
     submissions: Path
     secret_seed: int | None
     out: Path
+    gpu_check: str  # 'auto', 'none' or a file
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,11 @@ def resolve(args: argparse.Namespace) -> Settings:
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         if folder.name not in list_problems() and not args.problem:  # calibration problems: never ranked
             say(f"note: skipping {folder}/: '{folder.name}' is not a problem ({', '.join(known)})")
+    if args.gpu_check not in ("auto", "none"):
+        check = Path(args.gpu_check)
+        if not check.is_file() or check.suffix != ".py" or check.resolve().parent.name not in list_problems():
+            raise UsageError(f"--gpu-check {check}: expected 'auto', 'none' or a .py file in a folder named after "
+                             "its problem (submissions/<problem>/FILE.py)")
     try:
         secret = seeds.read_secret(args.secret_seed_file)
     except (OSError, ValueError) as error:
@@ -104,7 +118,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"--out {out}: cannot create it ({error.strerror})") from None
-    return Settings([args.problem] if args.problem else known, root, secret, out)
+    return Settings([args.problem] if args.problem else known, root, secret, out, args.gpu_check)
 
 
 def open_execution(args: argparse.Namespace, display: Progress) -> Execution:
@@ -113,7 +127,7 @@ def open_execution(args: argparse.Namespace, display: Progress) -> Execution:
     if args.cluster is None:
         device = pick_device(args.device)
         return Execution(device, cuda_device_name() if device == "cuda" else "cpu", None)
-    from harness.execution.dask_executor import ClusterError, open_dask_executor
+    from harness.execution.dask_executor import open_dask_executor
 
     device = pick_device(args.device) if args.cluster == "local" else args.device
     try:
@@ -129,6 +143,62 @@ def refused(error: UsageError | StoreError | NoGpuError) -> int:
     return int(ExitCode.CUDA_FAILURE if isinstance(error, NoGpuError) else ExitCode.BAD_INPUT)
 
 
+@contextlib.contextmanager
+def stop_on_sigint() -> Iterator[threading.Event]:
+    """The organizer's first Ctrl-C sets the event (the run stops between results, stores what came
+    back and writes its pages); a second one raises KeyboardInterrupt as usual."""
+    stop = threading.Event()
+
+    def first(signum: int, frame: object) -> None:
+        stop.set()
+        say("leaderboard: stopping (Ctrl-C): results already back are kept, the rest is listed as not run; "
+            "Ctrl-C again to quit now")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def gpu_check_file(choice: str, submissions: list[runner.Submission], store: Store,
+                   execution: Execution) -> runner.Submission | None:
+    """The file timed on every GPU: 'auto' picks one on a GPU cluster of several workers; a named
+    file is checked on any cluster (on the CPU too: its placement can be tested there)."""
+    if choice == "none" or execution.executor is None or (choice == "auto" and not submissions):
+        return None
+    if choice == "auto":
+        if execution.device != "cuda" or len(execution.executor.workers()) < 2:
+            return None
+        return runner.pick_gpu_check(submissions, runner.expected_durations(store, submissions))
+    path = Path(choice).resolve()
+    return next(s for s in runner.discover(path.parent.parent, [path.parent.name]) if s.path == path)
+
+
+def run_boards(args: argparse.Namespace, settings: Settings, store: Store, execution: Execution,
+               display: Progress, stop: threading.Event) -> tuple[list[runner.Outcome], int, str | None]:
+    """Run the leaderboard; (outcomes, the ledger run, why it stopped early or None)."""
+    submissions = runner.discover(settings.submissions, settings.problems)
+    scope = runner.scope_of(submissions, execution.device_name, args.force, settings.problems)
+    ledger_run, resumed = ledger.begin(store.connection, scope)
+    say(f"leaderboard: {len(submissions)} file(s) under {settings.submissions}/ for "
+        f"{', '.join(settings.problems)}; device {execution.device_name} ({execution.device}); "
+        f"harness {__version__}; database {args.db}"
+        + (f"; resuming leaderboard run {ledger_run}, stopped before it finished" if resumed else ""))
+    check = gpu_check_file(settings.gpu_check, submissions, store, execution)
+    stopped = None
+    try:
+        outcomes = runner.run_all(submissions, store, device=execution.device, device_name=execution.device_name,
+                                  secret_seed=settings.secret_seed, force=args.force, executor=execution.executor,
+                                  progress=display, ledger_run=ledger_run, stop=stop, gpu_check=check)
+    except ClusterError as error:
+        outcomes, stopped = [], f"the cluster was lost ({error})"
+    if stop.is_set():
+        stopped = "stopped by Ctrl-C"
+    return outcomes, ledger_run, stopped
+
+
 def handle(args: argparse.Namespace) -> int:
     try:
         settings = resolve(args)
@@ -136,32 +206,40 @@ def handle(args: argparse.Namespace) -> int:
     except (UsageError, StoreError) as error:
         return refused(error)
     display = for_stream(sys.stderr)
-    with store:
+    with store, stop_on_sigint() as stop:
         try:
             execution = open_execution(args, display)
         except (UsageError, NoGpuError) as error:
             return refused(error)
         try:
-            submissions = runner.discover(settings.submissions, settings.problems)
-            say(f"leaderboard: {len(submissions)} file(s) under {settings.submissions}/ for "
-                f"{', '.join(settings.problems)}; device {execution.device_name} ({execution.device}); "
-                f"harness {__version__}; database {args.db}")
-            outcomes = runner.run_all(submissions, store, device=execution.device,
-                                      device_name=execution.device_name, secret_seed=settings.secret_seed,
-                                      force=args.force, executor=execution.executor, progress=display)
+            outcomes, ledger_run, stopped = run_boards(args, settings, store, execution, display, stop)
         finally:
             display.close()
             if execution.executor is not None:
                 execution.executor.close()
-        problems = sorted(set(store.problems()) | {s.problem for s in submissions})
-        boards = [build_board(p, store.runs(p), execution.device_name, __version__) for p in problems]
+        planned = {entry.planned.problem for entry in ledger.entries(store.connection, ledger_run)}
+        problems = sorted(set(store.problems()) | planned)
+        gpus = gpu_agreement.assess(ledger.gpu_samples(store.connection, ledger_run))
+        not_run = ledger.not_run(store.connection, ledger_run)
+        boards = [with_run_state(build_board(p, store.runs(p), execution.device_name, __version__), not_run, gpus)
+                  for p in problems]
         reviewed = review_store.reviewed_problems(store.connection)
     generated_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     render.write_site(boards, settings.out, generated_at, reviewed)
     cached = sum(o.cached for o in outcomes)
-    failed = sum(o.result.status not in (Status.PASSED, Status.NOT_RUN) for o in outcomes)
-    say(f"leaderboard: {len(outcomes) - cached} evaluated, {cached} cached, {failed} failed (listed on the pages)")
+    failed = sum(o.result.status not in (Status.PASSED, Status.NOT_RUN) and not o.harness_error for o in outcomes)
+    missing = len(not_run) + sum(o.harness_error for o in outcomes)  # harness failures: listed as not run too
+    flagged = [g.label for g in gpus if g.flagged]
+    if flagged:
+        say(f"leaderboard: GPU check: {', '.join(flagged)} read more than {gpu_agreement.AGREEMENT_TOLERANCE_PCT:g}% "
+            "off their peers (flagged on the pages)")
+    say(f"leaderboard: {len(outcomes) - cached} evaluated, {cached} cached, {failed} failed (listed on the pages)"
+        + (f", {missing} not run" if missing else ""))
     print(f"wrote {settings.out / 'index.html'} ({len(boards)} problem(s))")
+    if stopped:
+        say(f"leaderboard: {stopped}: {missing} file(s) not run (listed on the pages); run the same command "
+            "again to run only those")
+        return INTERRUPTED_EXIT if stop.is_set() else int(ExitCode.BAD_INPUT)
     return int(ExitCode.PASSED)
 
 
@@ -192,6 +270,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="run the evaluations on a Dask cluster: 'local' starts one worker per GPU of this "
                              "host (per core with --device cpu), tcp://HOST:8786 joins a running scheduler "
                              "(default: one after another in this process)")
+    parser.add_argument("--gpu-check", default="auto", metavar="auto|none|FILE",
+                        help="a file timed with the same seed on every GPU of a cluster, each GPU's medians held "
+                             "against its peers' and a GPU more than 2%% off flagged on the pages (default auto: "
+                             "the quickest file known, on a cluster of two or more GPUs)")
     parser.add_argument("--submissions", default=str(DEFAULT_SUBMISSIONS),
                         help=f"folder of <problem>/*.py files (default: {DEFAULT_SUBMISSIONS})")
     _one_line_error(parser)

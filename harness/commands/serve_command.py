@@ -57,7 +57,8 @@ def _handle(args: argparse.Namespace) -> int:
         unknown = sorted(set(deadlines) - set(problems))
         if unknown:
             raise ValueError(f"--deadline: unknown problem(s) {', '.join(unknown)}: choose from {', '.join(problems)}")
-        if min(args.max_file_bytes, args.per_hour, args.max_unfinished, args.parallel) < 1:
+        parallel = 1 if args.parallel is None else args.parallel  # None: one per cluster worker
+        if min(args.max_file_bytes, args.per_hour, args.max_unfinished, parallel) < 1:
             raise ValueError("--max-file-bytes, --per-hour, --max-unfinished and --parallel must be at least 1")
         if args.cluster is None and not workers_run_unprivileged() and not args.same_user_workers:
             raise ValueError(same_user_refusal())
@@ -109,7 +110,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--same-user-workers", action="store_true",
                         help="run even where in-process workers cannot drop to another user (a trial service: "
                              "a submission can then read the database and the secret)")
-    parser.add_argument("--parallel", type=int, default=1, help="jobs handed to the executor at once (default: 1)")
+    parser.add_argument("--parallel", type=int, help="jobs handed to the executor at once (default: 1, or one per "
+                        "worker of --cluster)")
     parser.add_argument("--max-file-bytes", type=int, default=256 * 1024, help="upload limit (default: 262144)")
     parser.add_argument("--per-hour", type=int, default=30, help="submissions per user per hour (default: 30)")
     parser.add_argument("--max-unfinished", type=int, default=2,

@@ -7,8 +7,10 @@ job asks for it, so two timings never share a GPU. The job itself is ``run_job``
 as in the serial path: the submission runs in the evaluator's own isolated worker process.
 
 A job whose Dask worker dies is run once more (the scheduler's ``allowed_failures`` is 1), then
-comes back as a ``HarnessFailure`` naming the lost workers. Results go back to the one client
-that writes the store, so nothing is stored twice.
+comes back as a ``HarnessFailure`` naming the lost workers. A job lost with the scheduler (it
+restarted, or the connection to it broke) is sent again, up to ``LOST_RESUBMITS`` times; a client
+the scheduler dropped reconnects. Results go back to the one client that writes the store, which
+stores each job's result under a unique key, so nothing is stored twice.
 """
 
 from __future__ import annotations
@@ -16,25 +18,27 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
-import logging
-import os
 import threading
+import time
 import uuid
+from concurrent.futures import CancelledError
 from typing import Any
 
 from harness.execution.eval_job import EvalJob, LineCallback, RunResult, harness_failure, run_job
+from harness.execution.local_cluster import (
+    ALLOWED_FAILURES,
+    RESOURCE,
+    ClusterError,
+    start_local_cluster,
+    stop_local_cluster,
+)
 from harness.execution.serial_executor import Executor, SerialExecutor
 
-RESOURCE = "GPU"  # one per Dask worker; on a CPU cluster it is the worker's one evaluation slot
-ALLOWED_FAILURES = 1  # worker deaths a job survives: it is run once more, then reported lost
 PROGRESS_TOPIC = "nvfp4-progress"
-CPU_WORKERS_MAX = 8
 CONNECT_TIMEOUT_S = 20
+LOST_RESUBMITS = 3  # times a job lost with the scheduler is sent again before it is reported lost
+DISPATCH_POLL_S = 1.0  # while jobs wait in the queue, how often a newly joined worker is looked for
 _sequence = itertools.count()  # ties in the queue keep submission order
-
-
-class ClusterError(Exception):
-    """The cluster cannot run this leaderboard; the message is the one line the organizer sees."""
 
 
 # -- what runs on the Dask workers ----------------------------------------------------------
@@ -62,41 +66,11 @@ def evaluate_on_worker(job: EvalJob) -> RunResult:
         worker.log_event(PROGRESS_TOPIC, f"{label}: {line}")
 
     forward("started")
-    return run_job(job, progress=forward)
-
-
-# -- the local cluster ------------------------------------------------------------------------
-def local_gpu_indices() -> list[int]:
-    """This host's GPUs of GPU 0's model (timings of two models never rank together)."""
-    import torch
-
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return [index for index, name in enumerate(names) if name == names[0]]
-
-
-def start_local_cluster(device: str | None) -> Any:
-    """One Nanny-managed worker process per GPU (``CUDA_VISIBLE_DEVICES`` pinned), or, for the
-    CPU, one per core up to ``CPU_WORKERS_MAX``. A dead worker is restarted by its Nanny."""
-    import torch
-    from distributed import Nanny, Scheduler, SpecCluster
-
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ClusterError("--device cuda, but no CUDA GPU is visible (use --device cpu for a dry run)")
-    on_gpu = device != "cpu" and torch.cuda.is_available()
-    if on_gpu:
-        # torch's index i is the i-th entry of this process's CUDA_VISIBLE_DEVICES, when it has one
-        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-        slots = {f"gpu{index}": {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index)}
-                 for index in local_gpu_indices()}
-    else:
-        slots = {f"cpu{index}": {} for index in range(min(os.cpu_count() or 1, CPU_WORKERS_MAX))}
-    workers = {
-        name: {"cls": Nanny, "options": {"nthreads": 1, "resources": {RESOURCE: 1}, "env": env,
-                                         "dashboard": False, "silence_logs": logging.ERROR}}
-        for name, env in slots.items()
-    }
-    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "allowed_failures": ALLOWED_FAILURES}}
-    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR, name="nvfp4-leaderboard")
+    started = time.perf_counter()
+    result = run_job(job, progress=forward)
+    result.device["worker"] = str(worker.name)  # which worker (so which GPU) ran it, for the per-GPU check
+    forward(f"finished in {time.perf_counter() - started:.1f} s")
+    return result
 
 
 # -- the executor -----------------------------------------------------------------------------
@@ -105,22 +79,30 @@ class DaskExecutor:
 
     Longest first: the client keeps the queue (longest expected duration first) and sends a job
     only when a worker is free, because the scheduler would place resource-bound tasks on
-    workers as they arrive, whatever their priority.
+    workers as they arrive, whatever their priority. A job naming a worker (a GPU check's copy)
+    goes there while that worker lives, elsewhere once it is gone.
     """
 
     def __init__(self, client: Any, worker_names: list[str] | None, device: str, device_name: str,
-                 progress: LineCallback | None = None, cluster: Any = None) -> None:
+                 progress: LineCallback | None = None, cluster: Any = None, address: str | None = None) -> None:
         self.client = client
         self.worker_names = worker_names  # None: every worker (they all rank together)
         self.device = device
         self.device_name = device_name
+        self.address = address  # a joined scheduler's address, to reconnect to; None for a local cluster
         self._cluster = cluster  # closed with the executor when this executor started it
+        self._progress = progress
         self._waiting: list[tuple[float, int, EvalJob]] = []  # a heap, longest expected first
         self._pending: dict[Any, EvalJob] = {}
+        self._lost: collections.Counter[str] = collections.Counter()  # job key -> times lost with the scheduler
         self._lock = threading.Lock()
         self._submitted = threading.Event()
-        if progress:
-            client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress(event[1]))
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        if self._progress:
+            progress = self._progress
+            self.client.subscribe_topic(PROGRESS_TOPIC, lambda event: progress(event[1]))
 
     def submit(self, job: EvalJob) -> None:
         """Queue the job; a job never seen before counts as the longest (it may well be)."""
@@ -130,21 +112,52 @@ class DaskExecutor:
             self._dispatch()
         self._submitted.set()
 
-    def _free_slots(self) -> int:
-        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
-        usable = [w for w in workers if self.worker_names is None or str(w.get("name")) in self.worker_names]
-        return max(1, len(usable)) - len(self._pending)
+    def workers(self) -> list[str]:
+        """The names of the workers this executor sends jobs to (a GPU check places a copy on each)."""
+        infos = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        return sorted(str(w.get("name")) for w in infos
+                      if self.worker_names is None or str(w.get("name")) in self.worker_names)
+
+    def slots(self) -> int:
+        """Jobs that can run at once: one per worker (at least one, so a job waits for a worker)."""
+        return max(1, len(self.workers()))
 
     def _dispatch(self) -> None:
         """Send queued jobs, longest first, while a worker is free (called with the lock held)."""
-        for _ in range(min(len(self._waiting), self._free_slots())):
+        if not self._waiting:
+            return
+        self._reconnect_if_dropped()
+        for _ in range(min(len(self._waiting), self.slots() - len(self._pending))):
             _, _, job = heapq.heappop(self._waiting)
             future = self.client.submit(
                 evaluate_on_worker, job, key=f"evaluate-{job.filename}-{uuid.uuid4().hex[:12]}", pure=False,
-                resources={RESOURCE: 1}, workers=self.worker_names, allow_other_workers=False)
+                resources={RESOURCE: 1}, workers=[job.worker] if job.worker else self.worker_names,
+                allow_other_workers=job.worker is not None)
             self._pending[future] = job
 
+    def _reconnect_if_dropped(self) -> None:
+        """A client that gave up on a restarted scheduler is replaced by a new connection."""
+        if self.client.status not in ("closing", "closed"):
+            return
+        if self.address is None:
+            raise ClusterError("the local Dask cluster's scheduler is gone")
+        self.client = _connect(self.address)
+        self._subscribe()
+
     def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
+        """Jobs finished since the last call, waiting up to ``timeout_s`` for one. While jobs wait
+        in the queue, a worker that joins (a restarted one) gets one within ``DISPATCH_POLL_S``."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            step = left if not self._waiting else min(DISPATCH_POLL_S, DISPATCH_POLL_S if left is None else left)
+            finished = self._completed_within(step)
+            if finished or (left is not None and left <= step):
+                return finished
+            with self._lock:
+                self._dispatch()
+
+    def _completed_within(self, timeout_s: float | None) -> list[tuple[EvalJob, RunResult]]:
         from distributed import wait
 
         with self._lock:
@@ -159,24 +172,36 @@ class DaskExecutor:
                 done = wait(pending, timeout=timeout_s, return_when="FIRST_COMPLETED").done
         except TimeoutError:
             return []
+        except CancelledError:  # lost with the scheduler (or the connection to it): sent again below
+            done = {future for future in pending if future.status == "cancelled"}
         finished = []
         with self._lock:
+            if any(future.status == "cancelled" for future in done):
+                self._subscribe()  # a restarted scheduler knows no subscription (sent once it is back)
             for future in done:
                 job = self._pending.pop(future)
-                finished.append((job, self._result(job, future)))
+                lost = future.status == "cancelled"
+                if lost and self._lost[job.key] < LOST_RESUBMITS:
+                    self._lost[job.key] += 1
+                    heapq.heappush(self._waiting, (-float("inf"), next(_sequence), job))  # first in line again
+                    if self._progress:
+                        self._progress(f"{job.problem}/{job.filename}: its Dask task was lost with the scheduler; "
+                                       f"sent again ({self._lost[job.key]} of {LOST_RESUBMITS})")
+                else:
+                    finished.append((job, self._result(job, future, lost)))
                 future.release()
             self._dispatch()
         return finished
 
-    @staticmethod
-    def _result(job: EvalJob, future: Any) -> RunResult:
+    def _result(self, job: EvalJob, future: Any, lost: bool) -> RunResult:
         """The job's RunResult, or a HarnessFailure saying why there is none."""
         from distributed import KilledWorker
 
+        if lost:
+            return harness_failure(job, f"its Dask task was lost {self._lost[job.key] + 1} times (the scheduler "
+                                        "restarted or was unreachable, or the client lost it)")
         if future.status == "finished":
             return future.result()
-        if future.status == "cancelled":
-            return harness_failure(job, "the Dask task was cancelled (the scheduler or the client lost it)")
         error = future.exception()
         if isinstance(error, KilledWorker):
             return harness_failure(job, f"its Dask worker died {ALLOWED_FAILURES + 1} times "
@@ -184,16 +209,18 @@ class DaskExecutor:
         return harness_failure(job, f"the Dask task failed: {type(error).__name__}: {error}")
 
     def close(self) -> None:
-        """Cancel what is still queued, disconnect, and stop the cluster if this executor started it."""
+        """Cancel what is still queued, disconnect, and stop the cluster if this executor started it
+        (at once: its workers are killed, a running evaluation with them)."""
         with self._lock:
             pending = list(self._pending)
             self._pending.clear()
             self._waiting.clear()
-        if pending:
+        if self._cluster is not None:
+            stop_local_cluster(self._cluster, self.client)
+            return
+        if pending and self.client.status == "running":
             self.client.cancel(pending)
         self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
 
 
 def choose_workers(models: dict[str, str], progress: LineCallback | None) -> tuple[list[str] | None, str]:
@@ -229,7 +256,7 @@ def open_dask_executor(address: str, device: str | None = None, progress: LineCa
         import distributed  # noqa: F401
     except ImportError:
         raise ClusterError("--cluster needs Dask distributed: pip install -e '.[cluster]'") from None
-    cluster = start_local_cluster(device) if address == "local" else None
+    cluster, start_s = start_local_cluster(device) if address == "local" else (None, 0.0)
     if cluster is not None:
         from distributed import Client
 
@@ -260,8 +287,9 @@ def open_dask_executor(address: str, device: str | None = None, progress: LineCa
     kind = "cpu" if model == "cpu" else "cuda"
     if progress:
         count = len(chosen) if chosen is not None else len(models)
-        progress(f"cluster {address}: {count} worker(s) with {model}, one job per worker at a time")
-    return DaskExecutor(client, chosen, kind, model, progress, cluster)
+        started = f" (started in {start_s:.1f} s)" if cluster is not None else ""
+        progress(f"cluster {address}: {count} worker(s) with {model}, one job per worker at a time{started}")
+    return DaskExecutor(client, chosen, kind, model, progress, cluster, None if cluster is not None else address)
 
 
 def _limit_failures(count: int, dask_scheduler: Any = None) -> None:

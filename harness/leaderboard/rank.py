@@ -7,18 +7,21 @@ ranking, with their best file; their other files are listed below it. Runs that 
 listed apart with their status label only: the raw reason can hold text the submission chose
 (a crash message), and public pages must not be a channel for it (owners see it through the
 service, organizers in the store). Runs that passed but are not rankable (CPU wall clock,
-incomplete) are listed apart too. Neither kind is ever ranked.
+incomplete) are listed apart too. Neither kind is ever ranked. A file whose every run is a harness
+failure is listed as not run, like a file an interrupted run did not reach: the next run retries it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.contract.results import RunResult, Status
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.score import geometric_mean
+from harness.leaderboard.gpu_agreement import GpuReading
+from harness.leaderboard.ledger import Planned
 from harness.leaderboard.store import StoredRun
 
 TIE_DECIMALS_US = 3
@@ -107,6 +110,8 @@ class Board:
     failed: list[Entry] = field(default_factory=list)
     hidden_runs: int = 0  # runs on another device or harness version, left out
     updated_at: str = ""  # the latest run shown
+    not_run: list[Planned] = field(default_factory=list)  # planned by the last leaderboard run, no result (stopped)
+    gpus: list[GpuReading] = field(default_factory=list)  # that run's per-GPU check, where it had several GPUs
 
     @property
     def charted(self) -> list[Entry]:
@@ -148,7 +153,13 @@ def _entries(shown: Sequence[StoredRun]) -> dict[tuple[str, str], list[StoredRun
 
 
 def _file_entry(file_runs: Sequence[StoredRun]) -> tuple[str, Entry]:
-    """('ranked' | 'failed' | 'not_rankable', entry): the best ranked run, else the latest run."""
+    """('ranked' | 'failed' | 'not_rankable' | 'not_run', entry): the best ranked run, else the latest
+    run that is the file's own verdict; 'not_run' when the harness failed on every run of it (its
+    Dask worker died twice, the evaluator raised): nothing is known of the file, and the next run
+    retries it."""
+    if all(r.harness_error for r in file_runs):
+        return "not_run", Entry(max(file_runs, key=lambda r: r.id), None)
+    file_runs = [r for r in file_runs if not r.harness_error]
     ranked = [Entry(r, score_us(r.result)) for r in file_runs if is_ranked(r.result)]
     if ranked:
         return "ranked", min(ranked, key=_order)
@@ -174,7 +185,7 @@ def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None
     runs = [r for r in runs if r.problem == problem]
     device_name, harness_version = _scope(runs, device_name, harness_version)
     shown = [r for r in runs if r.device_name == device_name and r.result.harness_version == harness_version]
-    kinds: dict[str, list[Entry]] = {"ranked": [], "failed": [], "not_rankable": []}
+    kinds: dict[str, list[Entry]] = {"ranked": [], "failed": [], "not_rankable": [], "not_run": []}
     for file_runs in _entries(shown).values():
         kind, entry = _file_entry(file_runs)
         kinds[kind].append(entry)
@@ -189,4 +200,23 @@ def build_board(problem: str, runs: Iterable[StoredRun], device_name: str | None
         failed=sorted(kinds["failed"], key=_by_path),
         hidden_runs=len(runs) - len(shown),
         updated_at=max((r.recorded_at for r in shown), default=""),
+        not_run=sorted((Planned(e.stored.problem, e.stored.submission_path, e.stored.sha256, e.stored.author)
+                        for e in kinds["not_run"]), key=lambda p: p.submission_path),
     )
+
+
+def with_run_state(board: Board, planned_not_run: Sequence[Planned], gpus: Sequence[GpuReading]) -> Board:
+    """The board with the last leaderboard run's unfinished entries and per-GPU check added.
+
+    A planned entry is listed as not run only where the board shows no run of that file (author and
+    sha256): an interrupted --force run leaves the file's earlier run on the board, once.
+    """
+    shown = {(e.stored.author, e.stored.sha256) for e in board.ranking + board.others + board.not_rankable
+             + board.failed} | {(p.author, p.sha256) for p in board.not_run}
+    missing = []
+    for planned in planned_not_run:  # one per author and sha256, as the ranking counts files
+        if planned.problem == board.problem and (planned.author, planned.sha256) not in shown:
+            shown.add((planned.author, planned.sha256))
+            missing.append(planned)
+    return replace(board, not_run=sorted([*board.not_run, *missing], key=lambda p: p.submission_path),
+                   gpus=list(gpus))

@@ -21,6 +21,8 @@ from typing import Any
 import jinja2
 
 from harness.contract.task_spec import shape_text
+from harness.leaderboard.gpu_agreement import AGREEMENT_TOLERANCE_PCT, GpuReading, gpu_id
+from harness.leaderboard.ledger import Planned
 from harness.leaderboard.rank import Board, Entry, status_label
 
 PALETTE = ("#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2",
@@ -116,6 +118,8 @@ def _entry_json(entry: Entry, shapes: Sequence[dict[str, Any]], problem: str) ->
         "recorded_at": entry.stored.recorded_at,
         "device": result.device,
     }
+    if result.device.get("type") == "cuda":
+        record["gpu"] = gpu_id(result.device)
     if entry.rank is not None:
         record["rank"] = entry.rank
     if entry.note:
@@ -145,8 +149,38 @@ def board_json(board: Board, generated_at: str) -> dict[str, Any]:
         "others": [_entry_json(e, shapes, board.problem) for e in board.others],
         "not_rankable": [_entry_json(e, shapes, board.problem) for e in board.not_rankable],
         "failed": [_entry_json(e, shapes, board.problem) for e in board.failed],
+        "not_run": [_not_run_json(p) for p in board.not_run],
+        "gpu_agreement": [_gpu_json(g) for g in board.gpus],
+        "gpu_tolerance_pct": AGREEMENT_TOLERANCE_PCT,
         "hidden_runs": board.hidden_runs,
     }
+
+
+def _not_run_json(planned: Planned) -> dict[str, Any]:
+    return {"author": planned.author, "submission": planned.submission_path,
+            "file": planned.submission_path.rsplit("/", 1)[-1], "sha256": planned.sha256, "status": "not_run"}
+
+
+def _gpu_json(reading: GpuReading) -> dict[str, Any]:
+    return {"gpu": reading.gpu, "label": reading.label, "check": reading.check, "ratio_to_peers": reading.ratio,
+            "off_pct": reading.off_pct, "worst_shape_pct": reading.worst_shape_pct, "flagged": reading.flagged}
+
+
+# -- the run's state: not run entries, the per-GPU check ---------------------------------------
+NOT_RUN_NOTE = ("no verdict yet: the last leaderboard run stopped before they ran, or the harness failed on them "
+                "(a worker lost twice); the next run runs them")
+
+
+def gpu_rows(board: Board) -> list[dict[str, Any]]:
+    """The per-GPU check as the pages show it, with the files ranked from each GPU."""
+    on_gpu: dict[str, list[str]] = {}
+    for entry in board.charted:
+        on_gpu.setdefault(gpu_id(entry.result.device), []).append(file_name(entry, board.problem))
+    return [{"label": g.label, "check": g.check, "off": NONE if g.off_pct is None else f"{g.off_pct:+.2f}%",
+             "worst": fmt_pct(g.worst_shape_pct), "flagged": g.flagged, "files": ", ".join(on_gpu.get(g.gpu, [])),
+             "verdict": (f"more than {AGREEMENT_TOLERANCE_PCT:g}% off its peers: the ranks of files timed on it "
+                         "may depend on the card" if g.flagged else
+                         "no peer to compare with" if g.ratio is None else "agrees")} for g in board.gpus]
 
 
 # -- Markdown --------------------------------------------------------------------------------
@@ -198,6 +232,17 @@ def render_markdown(board: Board, generated_at: str) -> str:
         lines += ["", "## Failed", ""]
         lines += _md_table(["submission", "author", "status"],
                            [[file_name(e, p), e.stored.author, status_label(e.result)] for e in board.failed])
+    if board.not_run:
+        lines += ["", "## Not run", "", NOT_RUN_NOTE[0].upper() + NOT_RUN_NOTE[1:] + ".", ""]
+        lines += _md_table(["submission", "author"], [[p.submission_path.rsplit("/", 1)[-1], p.author]
+                                                      for p in board.not_run])
+    if board.gpus:
+        lines += ["", "## GPU agreement", "", f"One file timed with the same seed on every GPU of the run; a GPU "
+                  f"more than {AGREEMENT_TOLERANCE_PCT:g}% off its peers (geometric mean of its median ratios) is "
+                  "flagged.", ""]
+        lines += _md_table(["GPU", "check file", "off its peers", "largest shape", "verdict", "files timed on it"],
+                           [[r["label"], r["check"], r["off"], r["worst"], ("**FLAGGED** " if r["flagged"] else "")
+                             + r["verdict"], r["files"] or NONE] for r in gpu_rows(board)])
     if board.hidden_runs:
         lines += ["", f"{board.hidden_runs} stored run(s) from other devices or harness versions are not shown."]
     return "\n".join(lines) + "\n"
@@ -296,12 +341,16 @@ def render_html(board: Board, generated_at: str, review_page: str | None = None)
         ranking=[_row(e, p, shapes, colours.get(id(e))) for e in board.ranking],
         others=[_row(e, p, shapes, colours.get(id(e))) for e in board.others],
         not_rankable=[_listed_row(e, p, False) for e in board.not_rankable],
-        failed=[_listed_row(e, p, True) for e in board.failed], hidden_runs=board.hidden_runs, review_page=review_page)
+        failed=[_listed_row(e, p, True) for e in board.failed], hidden_runs=board.hidden_runs, review_page=review_page,
+        not_run=[{"file": n.submission_path.rsplit("/", 1)[-1], "author": n.author, "sha": n.sha256[:8]}
+                 for n in board.not_run], not_run_note=NOT_RUN_NOTE, gpus=gpu_rows(board),
+        gpu_tolerance_pct=f"{AGREEMENT_TOLERANCE_PCT:g}")
 
 
 def render_index(boards: Sequence[Board], generated_at: str) -> str:
     rows = [{"problem": b.problem, "device": b.device_name or "?", "ranked": len(b.ranking),
-             "unranked": len(b.not_rankable), "failed": len(b.failed),
+             "unranked": len(b.not_rankable), "failed": len(b.failed), "not_run": len(b.not_run),
+             "flagged_gpus": sum(g.flagged for g in b.gpus),
              "leader": b.ranking[0].stored.author if b.ranking else None,
              "score": fmt_us(b.ranking[0].score_us) if b.ranking else NONE, "updated": fmt_time(b.updated_at)}
             for b in boards]

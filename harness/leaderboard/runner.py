@@ -9,6 +9,7 @@ module only submits them, longest first, and is the one writer of the store.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import statistics
@@ -24,6 +25,7 @@ from harness.display.progress import Progress, as_progress
 from harness.execution.eval_job import EvalJob, HarnessFailure
 from harness.execution.serial_executor import Executor, SerialExecutor
 from harness.judge.verdict.modes import RANKED_MODE
+from harness.leaderboard import ledger
 from harness.leaderboard.rank import why_not_rankable
 from harness.leaderboard.store import Store
 
@@ -131,7 +133,45 @@ def outcome_text(result: RunResult) -> str:
     return text if result.rankable else f"{text}; {why_not_rankable(result)}"
 
 
+# -- the per-GPU check ----------------------------------------------------------------------
+GPU_CHECK_PREFIX = "gpu-check/"
+
+
+def pick_gpu_check(submissions: Sequence[Submission], expected: dict[tuple[str, str], float | None]) -> Submission:
+    """'auto': the file expected to be quickest (the first file where nothing is known)."""
+    known = [s for s in submissions if expected.get((s.problem, s.sha256))]
+    return min(known, key=lambda s: expected[(s.problem, s.sha256)] or 0.0) if known else submissions[0]
+
+
+def gpu_check_jobs(check: Submission, workers: Sequence[str], own: EvalJob | None, ledger_run: int,
+                   done: set[str], template: EvalJob) -> tuple[EvalJob | None, list[EvalJob]]:
+    """(the check file's own job pinned to the first worker, one copy per other worker): the same
+    file and seed on every GPU. Where its own job is not run this time, a copy takes the first worker;
+    a copy already stored (a resumed run) is not sent again."""
+    pinned = dataclasses.replace(own, worker=workers[0]) if own is not None else None
+    copies = [dataclasses.replace(template, key=gpu_check_key(ledger_run, check, worker), worker=worker,
+                                  expected_s=None)
+              for worker in (workers[1:] if pinned is not None else workers)]
+    return pinned, [job for job in copies if job.key not in done]
+
+
+def gpu_check_key(ledger_run: int, check: Submission, worker: str) -> str:
+    return f"{GPU_CHECK_PREFIX}{ledger_run}/{check.problem}/{check.sha256}/{worker}"
+
+
 # -- the whole run ---------------------------------------------------------------------------
+STOP_POLL_S = 0.5  # how often a run that can be stopped looks at its stop flag
+
+
+def scope_of(submissions: Sequence[Submission], device_name: str, force: bool,
+             problems: Sequence[str] | None = None) -> ledger.Scope:
+    return ledger.Scope(device_name, __version__, tuple(sorted(problems or {s.problem for s in submissions})), force)
+
+
+def _planned(submission: Submission) -> ledger.Planned:
+    return ledger.Planned(submission.problem, submission.stored_path, submission.sha256, submission.author)
+
+
 def run_all(
     submissions: Sequence[Submission],
     store: Store,
@@ -142,11 +182,19 @@ def run_all(
     force: bool = False,
     executor: Executor | None = None,
     progress: Progress | Callable[[str], None] = print,
+    ledger_run: int | None = None,
+    stop: threading.Event | None = None,
+    gpu_check: Submission | None = None,
 ) -> list[Outcome]:
-    """Evaluate (or reuse) every submission and store each new run; return them in input order.
+    """Evaluate (or reuse) every submission and store each new run; return the finished ones in input order.
 
     ``executor`` runs the jobs (default: serially in this process); the store is written here, by
-    the calling thread only, as each job comes back.
+    the calling thread only, as each job comes back, each result under its entry's key in the
+    leaderboard run ``ledger_run`` (default: the unfinished run of this scope, resumed, else a new
+    one). ``stop`` set (the organizer's Ctrl-C) ends the run early: what came back is stored, the
+    rest stays 'not run' in the ledger for the next command. ``gpu_check``, on an executor with
+    several workers, is timed on every one of them (harness.leaderboard.gpu_agreement).
+    Raises ClusterError when the cluster is lost for good (the ledger marks the run interrupted).
     """
     lock = threading.Lock()
     display = as_progress(progress)
@@ -159,43 +207,88 @@ def run_all(
         with lock:
             display.step(line)
 
+    connection = store.connection
+    if ledger_run is None:
+        ledger_run, _ = ledger.begin(connection, scope_of(submissions, device_name, force))
+    entries = ledger.plan(connection, ledger_run, [_planned(s) for s in submissions])
     total = len(submissions)
     display.begin(total, "leaderboard")
     outcomes: dict[int, Outcome] = {}
     pending: dict[str, tuple[int, Submission]] = {}
     for index, submission in enumerate(submissions):
+        entry = entries[ledger.entry_key(ledger_run, _planned(submission))]
+        if entry.done and entry.run_id is not None:  # stored before this leaderboard run stopped
+            result = ledger.stored_result(connection, entry.run_id)
+            outcomes[index] = Outcome(submission, result, cached=True)
+            finished(f"[{len(outcomes)}/{total}] {submission.label} ... done before the stop: {outcome_text(result)}")
+            continue
         hit = None if force else store.cached(problem=submission.problem, sha256=submission.sha256,
                                               device_name=device_name, harness_version=__version__)
         if hit is None:
-            pending[str(index)] = (index, submission)
+            pending[entry.run_key] = (index, submission)
             continue
+        ledger.link(connection, entry.run_key, hit.id)
         outcomes[index] = Outcome(submission, hit.result, cached=True)
         finished(f"[{len(outcomes)}/{total}] {submission.label} ... cached: {outcome_text(hit.result)}")
-    if not pending:
+    if not pending and gpu_check is None:
+        ledger.finish(connection, ledger_run, interrupted=False)
         return [outcomes[index] for index in sorted(outcomes)]
 
-    expected = expected_durations(store, [submission for _, submission in pending.values()])
+    own = executor is None
+    executor = executor or SerialExecutor(progress=lambda line: say(f"      {line}"))
+    expected = expected_durations(store, submissions)
     jobs = longest_first([
         EvalJob(key=key, problem=s.problem, filename=s.path.name, source=s.path.read_bytes(), mode=RANKED_MODE.name,
                 device=device, secret_seed=secret_seed, expected_s=expected[(s.problem, s.sha256)])
         for key, (_, s) in pending.items()
     ])
-    say(f"running {len(jobs)} submission(s) on {device_name}, longest first")
-    own = executor is None
-    executor = executor or SerialExecutor(progress=lambda line: say(f"      {line}"))
+    checks: dict[str, str] = {}  # job key -> the gpu_checks key its result is a sample under
+    workers = executor.workers() if gpu_check is not None else []
+    if gpu_check is not None and len(workers) >= 2:
+        own_key = ledger.entry_key(ledger_run, _planned(gpu_check))
+        own_job = next((job for job in jobs if job.key == own_key), None)
+        template = EvalJob(key="", problem=gpu_check.problem, filename=gpu_check.path.name,
+                           source=gpu_check.path.read_bytes(), mode=RANKED_MODE.name, device=device,
+                           secret_seed=secret_seed)
+        pinned, copies = gpu_check_jobs(gpu_check, workers, own_job, ledger_run,
+                                        ledger.gpu_sample_keys(connection, ledger_run), template)
+        checks = {job.key: job.key for job in copies}
+        if pinned is not None:
+            checks[pinned.key] = gpu_check_key(ledger_run, gpu_check, workers[0])
+            jobs = [job for job in jobs if job.key != pinned.key]
+        jobs = [*([pinned] if pinned else []), *copies, *jobs]  # first: every worker starts on its copy
+        say(f"GPU check: {gpu_check.label} on each of {len(workers)} workers ({', '.join(workers)})")
+    elif gpu_check is not None:
+        say(f"note: no GPU check: {len(workers) or 1} worker, nothing to compare {gpu_check.label} with")
+    if not jobs:
+        if own:
+            executor.close()
+        ledger.finish(connection, ledger_run, interrupted=False)
+        return [outcomes[index] for index in sorted(outcomes)]
+
+    say(f"running {len(pending)} submission(s) on {device_name}, longest first")
+    unanswered = set(checks) - set(pending)  # check copies: no entry of their own
     try:
         for job in jobs:
             executor.submit(job)
-        while pending:
-            for job, result in executor.completed():
+        while (pending or unanswered) and not (stop is not None and stop.is_set()):
+            for job, result in executor.completed(timeout_s=STOP_POLL_S if stop is not None else None):
+                if job.key in checks and not isinstance(result, HarnessFailure):
+                    ledger.add_gpu_sample(connection, ledger_run, checks[job.key], job.problem,
+                                          hashlib.sha256(job.source).hexdigest(), result)
+                unanswered.discard(job.key)
+                if job.key not in pending:
+                    continue
                 index, submission = pending.pop(job.key)
                 harness_error = isinstance(result, HarnessFailure)
-                store.add(result, problem=submission.problem, submission_path=submission.stored_path,
-                          sha256=submission.sha256, author=submission.author, device_name=device_name,
-                          harness_error=harness_error)
+                run_id = store.add(result, problem=submission.problem, submission_path=submission.stored_path,
+                                   sha256=submission.sha256, author=submission.author, device_name=device_name,
+                                   harness_error=harness_error, run_key=None if harness_error else job.key)
+                ledger.link(connection, job.key, run_id)
                 outcomes[index] = Outcome(submission, result, harness_error=harness_error)
                 finished(f"[{len(outcomes)}/{total}] {submission.label} ... {outcome_text(result)}")
     finally:
         if own:
             executor.close()
+        ledger.finish(connection, ledger_run, interrupted=bool(pending))
     return [outcomes[index] for index in sorted(outcomes)]

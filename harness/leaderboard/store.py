@@ -119,21 +119,38 @@ class Store:
         return schema_version(self.connection)
 
     def add(self, run: RunResult, *, problem: str, submission_path: str, sha256: str, author: str,
-            device_name: str, harness_error: bool = False, recorded_at: str | None = None) -> int:
-        """Store one run and its cases; return the run's id."""
+            device_name: str, harness_error: bool = False, recorded_at: str | None = None,
+            run_key: str | None = None) -> int:
+        """Store one run and its cases; return the run's id.
+
+        ``run_key`` names the job this run is the result of (a leaderboard entry, a service job):
+        a second run under the same key is not stored, its first run's id comes back instead.
+        """
+        if run_key is not None and (existing := _keyed_run(self.connection, run_key)) is not None:
+            return existing
+        try:
+            return self._insert(run, problem, submission_path, sha256, author, device_name, harness_error,
+                                recorded_at, run_key)
+        except sqlite3.IntegrityError:  # another process stored this key between the lookup and the insert
+            if run_key is None or (existing := _keyed_run(self.connection, run_key)) is None:
+                raise
+            return existing
+
+    def _insert(self, run: RunResult, problem: str, submission_path: str, sha256: str, author: str,
+                device_name: str, harness_error: bool, recorded_at: str | None, run_key: str | None) -> int:
         device = run.device or {}
         with self.connection:
             cursor = self.connection.execute(
                 "INSERT INTO runs (problem, submission_path, sha256, author, device_name, device_json, "
                 "sm_clock_mhz, max_sm_clock_mhz, mem_clock_mhz, harness_version, mode, status, reason, rankable, "
-                "harness_error, started_at, recorded_at, elapsed_s, geomean_us, geomean_pct_of_sol, result_json) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "harness_error, started_at, recorded_at, elapsed_s, geomean_us, geomean_pct_of_sol, result_json, "
+                "run_key) VALUES (" + ", ".join("?" * 22) + ")",
                 (problem, submission_path, sha256, author, device_name, json.dumps(device),
                  _number(device.get("sm_clock_mhz")), _number(device.get("max_sm_clock_mhz")),
                  _number(device.get("mem_clock_mhz")), run.harness_version, run.mode, run.status.value,
                  run.reason, int(run.rankable), int(harness_error), run.started_at,
                  recorded_at or utc_now(), run.elapsed_s, run.geomean_us, run.geomean_pct_of_sol,
-                 json.dumps(run.to_json())),
+                 json.dumps(run.to_json()), run_key),
             )
             run_id = int(cursor.lastrowid)
             self.connection.executemany(
@@ -169,6 +186,12 @@ class Store:
 
     def problems(self) -> list[str]:
         return [row[0] for row in self.connection.execute("SELECT DISTINCT problem FROM runs ORDER BY problem")]
+
+
+def _keyed_run(connection: sqlite3.Connection, run_key: str) -> int | None:
+    """The id of the run stored under this key, if any."""
+    row = connection.execute("SELECT id FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+    return int(row[0]) if row else None
 
 
 _COLUMNS = "id, problem, submission_path, sha256, author, device_name, recorded_at, harness_error, result_json"

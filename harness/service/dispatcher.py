@@ -2,8 +2,10 @@
 
 Why a single thread: the store has one writer, so a result is written exactly once, in the
 order the executor finishes jobs; the web handlers only read and enqueue. ``parallel`` bounds
-the jobs handed to the executor at once, so a job is 'running' only once it has been handed
-over and 'queued' jobs keep an honest position.
+the jobs handed to the executor at once (None: the executor's slots, one per cluster worker), so a
+job is 'running' only once it has been handed over and 'queued' jobs keep an honest position.
+A ranked result joins the leaderboard's runs under the key ``service/<job id>``: the store keeps
+keys unique, so a restart between storing and linking can never store it twice.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ POLL_S = 0.5
 
 class Dispatcher:
     def __init__(self, db: ServiceDb, executor: Executor, *, device: str | None, secret_seed: int | None,
-                 parallel: int = 1) -> None:
+                 parallel: int | None = 1) -> None:
         self._db, self._executor, self._device, self._parallel = db, executor, device, parallel
         self._secret_seed = secret_seed  # only ever copied into ranked-mode EvalJobs
         self._in_flight = 0
@@ -72,7 +74,7 @@ class Dispatcher:
                 self._stop.wait(POLL_S)
 
     def _hand_out(self) -> None:
-        while self._in_flight < self._parallel:
+        while self._in_flight < (self._parallel or self._executor.slots()):
             with self._db.locked() as store:
                 job = jobs.take_next(store.connection)
             if job is None:
@@ -109,5 +111,5 @@ class Dispatcher:
         run_id = store.add(result, problem=job.problem, submission_path=jobs.board_path(job),
                            sha256=hashlib.sha256(job.source).hexdigest(), author=job.user_name,
                            device_name=str(result.device.get("name", "?")),
-                           harness_error=isinstance(result, HarnessFailure))
+                           harness_error=isinstance(result, HarnessFailure), run_key=f"service/{job.id}")
         jobs.link_run(store.connection, job.id, run_id)

@@ -45,6 +45,7 @@ def _options(tmp_path, tree):
         (["--problem", "nvfp4_conv"], "unknown problem 'nvfp4_conv': choose one of"),
         (["--submissions", "/no/such/folder"], "no submissions folder at '/no/such/folder'"),
         (["--secret-seed-file", "/no/such/seed"], "secret seed:"),
+        (["--gpu-check", "/no/such/file.py"], "--gpu-check /no/such/file.py: expected 'auto', 'none' or a .py file"),
     ],
 )
 def test_bad_arguments_are_one_line_and_113(argv, needle, capsys):

@@ -176,4 +176,4 @@ def test_the_index_counts_files_that_passed_unranked():
     index = render.render_index([board], NOW)
     header = re.findall(r"<th[^>]*>([^<]*)</th>", index)
     cells = re.findall(r'<td class="num">(\d+)</td>', index)
-    assert header[3:6] == ["ranked", "passed, unranked", "failed"] and cells == ["0", "2", "0"]
+    assert header[3:7] == ["ranked", "passed, unranked", "failed", "not run"] and cells == ["0", "2", "0", "0"]

@@ -18,7 +18,7 @@ def old_database(path: Path, tmp_path: Path, service_files: int) -> Path:
     files applied as the leaderboard's versions 3 and 4, recorded in one schema_version."""
     folder = tmp_path / "old_migrations"
     folder.mkdir()
-    for file in LEADERBOARD_MIGRATIONS.glob("*.sql"):
+    for *_, file in migration_files(LEADERBOARD_MIGRATIONS)[:2]:  # the leaderboard had two migrations then
         shutil.copy(file, folder / file.name)
     for version, name, file in migration_files(MIGRATIONS_DIR)[:service_files]:
         shutil.copy(file, folder / f"{version + 2:04d}_{name}.sql")
@@ -28,6 +28,9 @@ def old_database(path: Path, tmp_path: Path, service_files: int) -> Path:
     add_user(connection, "ada")
     connection.close()
     return path
+
+
+LEADERBOARD_VERSIONS = [(version, name) for version, name, _ in migration_files(LEADERBOARD_MIGRATIONS)]
 
 
 def versions(path: Path, table: str) -> list[tuple[int, str]]:
@@ -41,7 +44,7 @@ def versions(path: Path, table: str) -> list[tuple[int, str]]:
 def test_a_new_database_gets_each_side_its_own_migrations(tmp_path):
     db = ServiceDb.open(tmp_path / "service.db")
     db.close()
-    assert versions(tmp_path / "service.db", "schema_version") == [(1, "initial"), (2, "lookup_indexes")]
+    assert versions(tmp_path / "service.db", "schema_version") == LEADERBOARD_VERSIONS
     assert versions(tmp_path / "service.db", SERVICE_VERSION_TABLE) == [(1, "service"), (2, "user_revocation")]
 
 
@@ -56,7 +59,7 @@ def test_an_existing_leaderboard_database_with_the_service_tables_keeps_working(
             assert [user.name for user in list_users(store.connection)] == ["ada"]
     finally:
         db.close()
-    assert versions(path, "schema_version") == [(1, "initial"), (2, "lookup_indexes")]
+    assert versions(path, "schema_version") == LEADERBOARD_VERSIONS
     assert versions(path, SERVICE_VERSION_TABLE) == [(1, "service"), (2, "user_revocation")]
     ServiceDb.open(path).close()  # a second open changes nothing
     assert versions(path, SERVICE_VERSION_TABLE) == [(1, "service"), (2, "user_revocation")]

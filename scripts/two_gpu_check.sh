@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Issue 35 on a host with two identical GPUs, in one device call (about 9 minutes at the default
+# sizes): the eight-file leaderboard on one GPU, on two through --cluster local and through a TCP
+# scheduler, a Dask worker killed mid-run, and the submission service under load with a kill and
+# restart mid-queue, on one GPU and on two. Prints a table (wall, speed-up, the medians' largest
+# difference from the 1-GPU run, entries ranked once / lost / doubled, where the time went, the
+# per-GPU check, the service's answered-once count and throughput) and writes it to
+# $OUT/two_gpu.md; every log, database and page stays under $OUT.
+#
+# Prepare here, once (the device has no package registry; 5.3 MB and 3.7 MB, measured 2026-11-26):
+#   for set in "cluster dask distributed" "service fastapi uvicorn python-multipart jinja2"; do
+#     python3 -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#       -d ".whl-${set%% *}" ${set#* }
+#   done
+# Run: device tool, kind nvidia-h100-x2, carry [".whl-cluster", ".whl-service"],
+#   command: OUT=$OUT bash scripts/two_gpu_check.sh
+#
+# Steps (STEPS, default "build leaderboard kill service_1gpu service_2gpu table", in that order):
+#   build        the sealed timing core, in place (ranked runs need it; 3 s)
+#   leaderboard  scripts/cluster_scaling.sh: COPIES (2) copies of every problem's Triton baseline,
+#                serially on GPU 0, then --cluster local on both, then a TCP scheduler with one
+#                worker per GPU (about 6.5 min); service_1gpu runs on GPU 1 beside the serial run
+#   kill         KILL_COPIES (3) copies of the Triton GEMV on --cluster local, --gpu-check on the
+#                first (its copies run first); then the first Dask worker KILL_AFTER_S (5) s into a
+#                new evaluation is SIGKILLed (about 1 min)
+#   service_1gpu SERVICE_ONE_GPU_SUBMISSIONS (6) from SERVICE_USERS (6) through harness submit to
+#                harness serve --cluster local on GPU 1 alone (test mode of SERVICE_FILE, about 8 s a
+#                job on an H100)
+#   service_2gpu SERVICE_SUBMISSIONS (12) from SERVICE_USERS on both GPUs; the service SIGKILLed and
+#                restarted once a quarter of them are answered (about 1.5 min)
+#   table        scripts/two_gpu_report.py
+# The issue's service size is SERVICE_SUBMISSIONS=100 SERVICE_USERS=10: about 8 s a job on a GPU, so
+# 7 min on two GPUs alone; run it as its own call (STEPS="build service_2gpu table") and the 1-GPU
+# baseline in another (STEPS="build service_1gpu table" with SERVICE_ONE_GPU_SUBMISSIONS=50), then
+# put both OUT folders' service_* together and run scripts/two_gpu_report.py on them.
+#
+# DEVICE=cpu runs the same logic at a tiny size on CPU workers (no GPU needed: how the script is
+# checked). There the 1-worker service uses the service's own serial executor, since a CPU local
+# cluster has one worker per core.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/two-gpu-out}
+DEVICE=${DEVICE:-cuda}
+STEPS=${STEPS:-build leaderboard kill service_1gpu service_2gpu table}
+WORK=$(mktemp -d)
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+source scripts/carried_wheels.sh
+export NVFP4_SECRET_SEED=${NVFP4_SECRET_SEED:-20261126}
+if [ "$DEVICE" = cpu ]; then  # the smallest sizes that exercise every path
+  export PROBLEMS=${PROBLEMS:-nvfp4_gemm} PATTERNS=${PATTERNS:-torch_reference.py} COPIES=${COPIES:-2}
+  KILL_FILE=${KILL_FILE:-submissions/nvfp4_gemm/torch_reference.py} KILL_AFTER_S=${KILL_AFTER_S:-1}
+  SERVICE_FILE=${SERVICE_FILE:-submissions/nvfp4_gemm/torch_reference.py}
+  SERVICE_SUBMISSIONS=${SERVICE_SUBMISSIONS:-4} SERVICE_USERS=${SERVICE_USERS:-2}
+  SERVICE_ONE_GPU_SUBMISSIONS=${SERVICE_ONE_GPU_SUBMISSIONS:-2} ONE_WORKER=(--serial)
+else
+  export PATTERNS=${PATTERNS:-triton_*.py}
+  ONE_WORKER=()
+fi
+KILL_FILE=${KILL_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
+SERVICE_FILE=${SERVICE_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+say() { echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }
+
+service_1gpu() {
+  CUDA_VISIBLE_DEVICES=${ONE_GPU:-1} python3 scripts/service_load.py "$OUT/service_1gpu" --device "$DEVICE" \
+    --file "$SERVICE_FILE" --submissions "${SERVICE_ONE_GPU_SUBMISSIONS:-6}" --users "${SERVICE_USERS:-6}" \
+    "${ONE_WORKER[@]}" > /dev/null 2> "$OUT/service_1gpu.err"
+  echo "service on one GPU: exit $?"
+}
+
+if has build; then
+  say build
+  python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 && python3 -c "import harness.worker._sealed" \
+    && echo "core built" || { echo "build failed (see build.log)"; tail -5 "$OUT/build.log"; }
+fi
+
+if has leaderboard; then
+  say "leaderboard: 1 GPU, --cluster local, TCP"
+  busy=""
+  if has service_1gpu; then  # the 1-GPU service baseline on GPU 1 while the serial run holds GPU 0
+    busy="$WORK/gpu1_busy"; touch "$busy"
+    ( service_1gpu; rm -f "$busy" ) &
+  fi
+  OUT="$OUT/scaling" DEVICE="$DEVICE" GPU1_BUSY_FILE="$busy" bash scripts/cluster_scaling.sh > "$OUT/scaling.log" 2>&1
+  echo "cluster_scaling.sh: exit $?"; cat "$OUT/scaling/walls.txt" 2>/dev/null
+  wait
+elif has service_1gpu; then
+  say "service on one GPU"; service_1gpu
+fi
+
+if has kill; then
+  say "kill: a Dask worker SIGKILLed mid-run"
+  mkdir -p "$OUT/kill" "$WORK/kill/$(basename "$(dirname "$KILL_FILE")")"
+  for copy in $(seq 1 "${KILL_COPIES:-3}"); do
+    { cat "$KILL_FILE"; echo "# copy $copy for the kill run"; } \
+      > "$WORK/kill/$(basename "$(dirname "$KILL_FILE")")/$(basename "$KILL_FILE" .py)_$copy.py"
+  done
+  check=$(ls "$WORK"/kill/*/*_1.py)
+  start=$EPOCHREALTIME
+  # bash -c writes its pid and becomes the leaderboard (exec): the killer needs the leaderboard's pid
+  bash -c 'echo $$ > "$0"; exec "$@"' "$WORK/kill.pid" python3 -m harness leaderboard --submissions "$WORK/kill" \
+    --db "$OUT/kill/kill_2gpu.db" --out "$OUT/kill/site" --device "$DEVICE" --cluster local --gpu-check "$check" \
+    --force 2>&1 >/dev/null \
+    | while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$OUT/kill/kill_2gpu.log" &
+  while [ ! -s "$WORK/kill.pid" ]; do sleep 0.1; done
+  python3 scripts/kill_busy_worker.py "$(cat "$WORK/kill.pid")" "$OUT/kill/kill_2gpu.log" \
+    --after-s "${KILL_AFTER_S:-5}" | tee "$OUT/kill/killed.txt"
+  wait
+  end=$EPOCHREALTIME
+  echo "{\"kill_2gpu\": $(python3 -c "print($end - $start)")}" > "$OUT/kill/kill_2gpu.wall.json"
+  python3 scripts/cluster_timeline.py "$OUT/kill/kill_2gpu.log" "$start" "$end" > "$OUT/kill/kill_2gpu.timeline.json"
+  grep -E "^\S+ (\[|leaderboard:)" "$OUT/kill/kill_2gpu.log" | cut -d' ' -f2- | tail -n 8
+fi
+
+if has service_2gpu; then
+  say "service on two GPUs, killed and restarted once"
+  submissions=${SERVICE_SUBMISSIONS:-12}
+  CUDA_VISIBLE_DEVICES=0,1 python3 scripts/service_load.py "$OUT/service_2gpu" --device "$DEVICE" \
+    --file "$SERVICE_FILE" --submissions "$submissions" --users "${SERVICE_USERS:-6}" \
+    --kill-after "$(( (submissions + 3) / 4 ))" > /dev/null 2> "$OUT/service_2gpu.err"
+  echo "service on two GPUs: exit $?"
+fi
+
+if has table; then
+  say table
+  python3 scripts/two_gpu_report.py "$OUT"
+fi

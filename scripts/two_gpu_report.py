@@ -1,0 +1,150 @@
+"""The table of scripts/two_gpu_check.sh: leaderboards on one GPU and on two, a killed worker, the service.
+
+From what the steps left under OUT: wall per configuration, speed-up against the 1-GPU run, the
+medians' largest difference from it, the leaderboard entries ranked (or listed) once, lost and
+doubled (from the ledger, the stored runs and the pages themselves), where each run's time went,
+the per-GPU check, and the service's answered-once count and throughput on one GPU and on two.
+
+    python3 scripts/two_gpu_report.py OUT      -> OUT/two_gpu.md (printed too) and OUT/two_gpu.json
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+LISTS = ("ranking", "others", "not_rankable", "failed", "not_run")
+RANKED = ("ranking", "others")
+
+
+def loaded(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def entries(db: Path, site: Path) -> dict[str, Any] | None:
+    """The last leaderboard run's entries: each planned file counted on the pages and in the store."""
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as connection:
+        ledger_run = connection.execute("SELECT MAX(id) FROM leaderboard_runs").fetchone()[0]
+        planned = connection.execute("SELECT problem, submission_path FROM leaderboard_entries "
+                                     "WHERE leaderboard_run_id = ?", (ledger_run,)).fetchall()
+        stored = connection.execute("SELECT problem, submission_path, COUNT(*) FROM runs WHERE run_key LIKE ? "
+                                    "GROUP BY problem, submission_path", (f"leaderboard/{ledger_run}/%",)).fetchall()
+    on_pages: dict[tuple[str, str], list[str]] = {}
+    for problem in {p for p, _ in planned}:
+        board = loaded(site / problem / "leaderboard.json") or {}
+        for kind in LISTS:
+            for entry in board.get(kind, []):
+                on_pages.setdefault((problem, entry["file"]), []).append(kind)
+    files = [(problem, Path(path).name) for problem, path in planned]
+    kinds = [on_pages.get(key, []) for key in files]
+    return {
+        "entries": len(files),
+        "ranked_once": sum(len(k) == 1 and k[0] in RANKED for k in kinds),
+        "listed_once": sum(len(k) == 1 and k[0] in ("not_rankable", "failed") for k in kinds),
+        "lost": sum(not k or k == ["not_run"] for k in kinds),
+        "doubled": sum(len(k) > 1 for k in kinds) + sum(count - 1 for _, _, count in stored),
+        "gpu_agreement": next((loaded(site / problem / "leaderboard.json").get("gpu_agreement")
+                               for problem in sorted({p for p, _ in planned})
+                               if (site / problem / "leaderboard.json").exists()), None),
+    }
+
+
+def where_time_went(timeline: dict[str, Any] | None) -> str:
+    if not timeline:
+        return ""
+    workers = timeline.get("workers", {})
+    jobs = "/".join(str(w["jobs"]) for w in workers.values())
+    busy = "/".join(f"{w['busy_s']:.0f}" for w in workers.values())
+    parts = [f"first job at {timeline.get('first_job_start_s')} s", f"jobs {jobs}, busy {busy} s per worker",
+             f"tail {timeline.get('tail_s')} s", f"after last result {timeline.get('after_last_result_s')} s"]
+    if timeline.get("cluster_start_s") is not None:
+        parts.insert(0, f"cluster start {timeline['cluster_start_s']} s")
+    cut = timeline.get("cut_short", [])
+    if cut:
+        parts.append("cut short: " + ", ".join(f"{c['worker']} {c['file']} at {c['start_s']:.1f} s" for c in cut))
+    return "; ".join(parts)
+
+
+def fmt(value: Any, spec: str = ".1f", unit: str = "") -> str:
+    return "-" if value is None else format(value, spec) + unit
+
+
+def leaderboard_rows(out: Path) -> list[dict[str, Any]]:
+    scaling = loaded(out / "scaling" / "cluster_scaling.json") or {}
+    walls, timelines = scaling.get("walls_s", {}), scaling.get("timelines") or {}
+    serial = walls.get("serial_1gpu")
+    rows = []
+    for name, label in (("serial_1gpu", "1 GPU, serial"), ("local_2gpu", "2 GPUs, --cluster local"),
+                        ("tcp_2gpu", "2 GPUs, TCP scheduler + 1 worker per GPU")):
+        wall = walls.get(name)
+        counts = entries(out / "scaling" / f"{name}.db", out / "scaling" / name) or {}
+        note = where_time_went(timelines.get(name))
+        if name == "tcp_2gpu" and scaling.get("tcp_workers_start_s") is not None:
+            note += f"; its workers started beforehand in {scaling['tcp_workers_start_s']:.1f} s (not in its wall)"
+        rows.append({"run": label, "wall_s": wall, "speed_up": serial / wall if serial and wall else None,
+                     "max_median_diff_pct": (scaling.get(name) or {}).get("max_median_deviation_pct"),
+                     **counts, "where": note})
+    kill_wall = (loaded(out / "kill" / "kill_2gpu.wall.json") or {}).get("kill_2gpu")
+    counts = entries(out / "kill" / "kill_2gpu.db", out / "kill" / "site") or {}
+    killed = (out / "kill" / "killed.txt").read_text().strip() if (out / "kill" / "killed.txt").exists() else "?"
+    rows.append({"run": "2 GPUs, --cluster local, a Dask worker SIGKILLed mid-run", "wall_s": kill_wall,
+                 "speed_up": None, "max_median_diff_pct": None, **counts,
+                 "where": f"killed: {killed}; " + where_time_went(loaded(out / "kill" / "kill_2gpu.timeline.json"))})
+    return rows
+
+
+def service_rows(out: Path) -> list[dict[str, Any]]:
+    one = loaded(out / "service_1gpu" / "summary.json")
+    rows = []
+    for name, label in (("service_1gpu", "1 GPU"), ("service_2gpu", "2 GPUs, killed and restarted once")):
+        summary = loaded(out / name / "summary.json")
+        if summary is None:
+            continue
+        ratio = (summary["per_min_without_restart"] or summary["per_min"]) / one["per_min"] \
+            if one and one.get("per_min") and name != "service_1gpu" else None
+        rows.append({"service": label, **summary, "throughput_vs_1gpu": ratio})
+    return rows
+
+
+def markdown(lb: list[dict[str, Any]], service: list[dict[str, Any]]) -> str:
+    lines = ["| run | wall s | speed-up | medians: largest diff from 1 GPU | entries | ranked once | listed once "
+             "| lost | doubled | where the time went |", "|" + " --- |" * 10]
+    for row in lb:
+        lines.append(f"| {row['run']} | {fmt(row['wall_s'])} | {fmt(row['speed_up'], '.2f')} | "
+                     f"{fmt(row['max_median_diff_pct'], '.2f', '%')} | {row.get('entries', '-')} | "
+                     f"{row.get('ranked_once', '-')} | {row.get('listed_once', '-')} | {row.get('lost', '-')} | "
+                     f"{row.get('doubled', '-')} | {row['where']} |")
+    agreement = next((row.get("gpu_agreement") for row in lb if row.get("gpu_agreement")), None)
+    if agreement:
+        lines += ["", "GPU check (one file, same seed, on each GPU): " + "; ".join(
+            f"{g['label']}: {fmt(g['off_pct'], '+.2f')}% off its peers{' (FLAGGED)' if g['flagged'] else ''}"
+            for g in agreement)]
+    lines += ["", "| service | submissions | users | answered once | lost | answered twice | re-queued at the restart "
+              "| attempts | wall s | answered per min | without the restart's gap | vs 1 GPU | seen by another user |",
+              "|" + " --- |" * 13]
+    for row in service:
+        lines.append(f"| {row['service']} | {row['submissions']} | {row['users']} | {row['answered_once']} | "
+                     f"{row['lost']} | {row['answered_twice']} | {row['requeued_at_restart']} | {row['attempts']} | "
+                     f"{fmt(row['wall_s'])} | {fmt(row['per_min'], '.2f')} | "
+                     f"{fmt(row['per_min_without_restart'], '.2f')} | {fmt(row['throughput_vs_1gpu'], '.2f')} | "
+                     f"{len(row['own_only_problems'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0])
+    lb, service = leaderboard_rows(out), service_rows(out)
+    text = markdown(lb, service)
+    (out / "two_gpu.md").write_text(text)
+    (out / "two_gpu.json").write_text(json.dumps({"leaderboard": lb, "service": service}, indent=1, default=str))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -214,7 +214,9 @@ class Worker:
             raise SubmissionError(Status.REJECTED, f"{detail} was set while the harness prepared or finished a call: "
                                   "it sees the inputs before the timer starts; the core refuses to time calls under it")
         if kind == "clock":
-            raise SubmissionError(Status.REJECTED, f"the start event was recorded again during custom_kernel: {detail}")
+            raise SubmissionError(Status.REJECTED, f"the GPU's own clock and the timer's events disagree ({detail}): "
+                                  "the start event was recorded again during custom_kernel, or work of another "
+                                  "stream ran around the timed window")
         raise SubmissionError(Status.HARNESS_FAULT, f"the timing core refused a call for an unknown reason: {kind}")
 
     def _python_call(self, request: Call, data: Any) -> tuple[messages.Output, list, list[torch.Tensor]]:

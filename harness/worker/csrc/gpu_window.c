@@ -10,8 +10,9 @@
  *
  * After the end event: a one-thread kernel stamps %globaltimer again. The two stamps are the second
  * clock, which the submission cannot re-arm the way it can re-record an event: a call whose events
- * read shorter than the stamps by more than the calibrated allowance had its start event recorded
- * again (read_window). Each stamp goes to a random slot of a random-filled buffer, masked with a
+ * read shorter than the stamps by more than the calibrated allowance (less the end stamp's own wait)
+ * had its start event recorded again (read_window), once a worker has had more such windows than an
+ * honest one shows (CLOCK_MISSES_TOLERATED). Each stamp goes to a random slot of a random-filled buffer, masked with a
  * random word, both drawn per call and kept in the hidden page. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,6 +33,7 @@
 #define CLOCK_SAMPLES 21
 #define CLOCK_MARGIN_US 1.0
 #define CLOCK_RELATIVE 0.002 /* the two clocks' rates may differ this much over a long call */
+#define CLOCK_MISSES_TOLERATED 3 /* disagreeing windows a worker may have before one is refused */
 
 static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -135,7 +137,10 @@ static int window_clocks(double *event_us, double *clock_us, double *gap_us) {
 int read_window(int exposed, double *event_us, double *clock_us, int *rearmed) {
     double gap_us;
     if (window_clocks(event_us, clock_us, &gap_us)) return -1;
-    *rearmed = gap_us > ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * *event_us;
+    /* An honest call now and then reads a few us apart (H100, 2026-11-26: one timed call of a ranked
+     * GEMV run, 5.9 us against an allowance of 2.0); a re-armed start event shortens every call. */
+    *rearmed = gap_us > ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * *event_us
+               && ++ST->clock_misses > CLOCK_MISSES_TOLERATED;
     return 0;
 }
 

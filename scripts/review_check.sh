@@ -60,26 +60,26 @@ secret_file() {  # the organizer's secret for the board's ranked runs (review dr
   [ -s "$STATE/secret" ] || { python3 -c "import secrets; print(secrets.randbits(62))" > "$STATE/secret"; }
   chmod 600 "$STATE/secret"; echo "$STATE/secret"
 }
-copy_in() {  # source, problem: a copy under the board's folder, its own author (one entry per file)
-  local folder="$STATE/submissions/$2"
+copy_in() {  # source, problem, board folder: a copy there, its own author (one entry per file)
+  local folder="$3/$2"
   mkdir -p "$folder"
   { echo "#!POPCORN author $(basename "$1" .py)"; cat "$1"; } > "$folder/$(basename "$1")"
-  chmod -R a+rX "$STATE/submissions"
+  chmod -R a+rX "$3"
 }
 leaderboard_over() {  # folder of <problem>/*.py files
   python3 -m harness leaderboard --db "$STATE/lb.db" --out "$STATE/site" --submissions "$1" --device "$DEVICE" \
     --secret-seed-file "$(secret_file)"
 }
-baselines_step() {
+baselines_step() {  # its own folder: the review reads every entry's file where the board ran it
   rm -rf "$STATE/submissions"
-  for file in $BASELINES; do copy_in "submissions/$file" "$(dirname "$file")"; done
+  for file in $BASELINES; do copy_in "submissions/$file" "$(dirname "$file")" "$STATE/submissions"; done
   leaderboard_over "$STATE/submissions"
 }
 cheats_step() {
-  rm -rf "$STATE/submissions"
-  for file in $CHEATS; do copy_in "$ADVERSARIAL/$file" nvfp4_gemv; done
-  for file in $PLANTED; do copy_in "$PLANTED_DIR/$file" nvfp4_gemv; done
-  leaderboard_over "$STATE/submissions"
+  rm -rf "$STATE/cheats"
+  for file in $CHEATS; do copy_in "$ADVERSARIAL/$file" nvfp4_gemv "$STATE/cheats"; done
+  for file in $PLANTED; do copy_in "$PLANTED_DIR/$file" nvfp4_gemv "$STATE/cheats"; done
+  leaderboard_over "$STATE/cheats"
 }
 review_step() {  # name, review options...
   local name=$1; shift

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESOLVE = """
 import json, platformdirs
 from pathlib import Path
-from harness.commands.submit_command import CONFIG_ENV, DEFAULT_CONFIG
+from harness.service.client import CONFIG_ENV, DEFAULT_CONFIG
 from harness.history.run_history import default_path
 from harness.judge.passes.vendor_cache import cache_path
 from harness.sol.calibration import default_cache_path

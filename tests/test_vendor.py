@@ -61,7 +61,7 @@ def test_each_timed_case_gets_its_percent_of_vendor(cache):
     first, second, _ = task.benchmarks
     vendor_cache.record(H100, task.name, {shape_text(first): vendor_cache.VendorTime(10.0, "cuBLAS")})
     timed = [_timed(first, 20.0), _timed(second, 5.0)]
-    run._beside_the_vendor(task, timed, H100)
+    run._beside_the_vendor(task, timed, H100, None)
     assert timed[0].vendor_us == 10.0 and timed[0].pct_of_vendor == pytest.approx(50.0)
     assert timed[1].pct_of_vendor is None and timed[1].vendor_note == vendor_cache.MEASURE_HINT
     result = RunResult(task.name, "x.py", "", "benchmark", {"type": "cuda", "name": H100}, "0", cases=timed)

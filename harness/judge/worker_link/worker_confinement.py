@@ -17,7 +17,7 @@ from pathlib import Path
 
 UNPRIVILEGED_UID = 65534  # nobody
 STEPS = ("netns", "pidns", "uid", "no_new_privs", "not_dumpable", "landlock", "syscalls")
-"""``syscalls``: the worker's seccomp filter and its supervisor (harness.judge.syscall_supervisor)."""
+"""``syscalls``: the worker's seccomp filter and its supervisor (harness.judge.worker_link.syscall_supervisor)."""
 DEFAULT_STEPS = frozenset(STEPS) - {"pidns"}
 """Every step but the pid namespace: on the lent H100 (2026-11-24, scripts/sandbox_probe.py) CUDA
 fails inside one ("cudaGetDeviceCount ... Error 304"), alone or with the other steps, so it is on

@@ -2,8 +2,8 @@
 
 Why canonical names: ``import torch.cuda as tc; tc.Stream()``, ``from torch.cuda import Stream as S``
 and ``cuda = torch.cuda; cuda.Stream()`` all mean ``torch.cuda.Stream``; rules are written once,
-against that. Why folding: ``"cudaSt" + "reamCreate"`` or ``"".join(["cu", "da"])`` hides a name
-from a text search; folded, the rules read what the program will read. Nothing is executed.
+against that. Why folding: ``"cudaSt" + "reamCreate"`` or ``"".join(["cu", "da"])`` keeps a name
+out of a text search; folded, the rules read what the program will read. Nothing is executed.
 """
 
 from __future__ import annotations

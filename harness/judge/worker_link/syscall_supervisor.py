@@ -2,8 +2,8 @@
 
 It runs as a thread of ``harness.judge.worker_link.worker_reaper`` (the evaluator's uid, root on the GPU
 hosts: the worker, uid 65534, can neither signal, trace nor outlive it). The worker hands it the
-listener of its seccomp filter before the submission is imported (``harness.worker.syscall_filter``);
-from then on every syscall the filter notifies waits here until ``harness.judge.worker_link.syscall_policy``
+listener of its seccomp filter before the submission is imported (``harness.worker.syscall_filter``).
+After that, every syscall the filter notifies waits here until ``harness.judge.worker_link.syscall_policy``
 has decided it. Each refusal, each opening of the core's key page and a running count go to the
 parent as JSON lines (``harness.judge.worker_link.supervision``), written before the syscall is answered, so
 the parent has read a refusal before any reply of the worker that followed it. If this thread

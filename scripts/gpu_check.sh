@@ -19,8 +19,6 @@
 #   flush       graph replay of the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
 #   flush_ncu   Nsight Compute's time of the flush step's kernels (clean L2), beside its three replays
 #   hang_probe  issue 34's hangs as a contestant runs them (scripts/hang_probe.sh; HANG_ROUTES=0: no per-route runs)
-#   hang_diag   a hung worker seen from outside: its threads' signal masks, a SIGUSR1 and what its stack
-#               file then holds (scripts/hang_diag.sh; HANG_DEVICE=cpu for the host's CPU)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
@@ -32,7 +30,7 @@
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
 #               ADVERSARIAL_PART=K/N runs one N-th of them
-#   window      issue 40's timed window: the four NVFP4 Triton baselines ranked against run 11's medians
+#   window      issue 40's timed window: the four NVFP4 Triton baselines ranked against run 13's medians
 #               (within 2%) and the timed-window adversarial rows with their twins
 #               (scripts/window_check.py; WINDOW_PART=baselines or rows splits it across two calls)
 #   sanitize    the planted defects and the baselines under compute-sanitizer
@@ -154,7 +152,6 @@ for step in $steps; do
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;
     hang_probe) run_step hang_probe env OUT="$WORK/hang_probe" bash scripts/hang_probe.sh ;;
-    hang_diag) run_step hang_diag env OUT="$WORK/hang_diag" bash scripts/hang_diag.sh "${HANG_DEVICE:-cuda}" ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;

@@ -296,6 +296,33 @@ def test_exposed_calls_raise_the_sleep_and_never_count_until_the_retries_are_spe
     assert "exposed" in outcome.reason and {"draw", "check"} <= set(outcome.overhead_split_ms)
 
 
+class _ClockSession(_RecheckingSession):
+    """Timed calls carry a signed second-clock reading: each ``gaps_us[i % len]`` apart, 2 us allowed."""
+
+    def __init__(self, reference, gaps_us):
+        super().__init__(reference, [(2.5, 2.5, 0.1)])
+        self.gaps_us, self.timed = gaps_us, 0
+
+    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):
+        output = super().call(case, sleep_us, stage, timeout_s, plain)
+        if stage == "a timed call":
+            gap = self.gaps_us[self.timed % len(self.gaps_us)]
+            output.clock = seal.ClockReading(event_us=5.0, clock_us=5.5 + gap, gap_us=gap, allowance_us=2.0)
+            self.timed += 1
+        return output
+
+
+@pytest.mark.parametrize(("gaps_us", "status"), [
+    ([5.9] + [0.3] * 9, Status.PASSED),  # an isolated honest outlier (the H100's GEMV, one call in ~300)
+    ([2.5], Status.REJECTED),  # a start event recorded again on every call
+])
+def test_the_parent_rejects_a_case_whose_calls_read_short_against_the_second_clock(gaps_us, status):
+    outcome, _ = _benchmark_against(lambda reference: _ClockSession(reference, gaps_us))
+    assert outcome.status == status
+    if status == Status.REJECTED:
+        assert "the GPU's own clock and the timer's events disagree on" in outcome.reason
+
+
 @pytest.mark.parametrize(("options", "words"), [
     (["--json", "{tmp}"], "is a folder"),
     (["--json", "{tmp}/a_file/result.json"], "cannot be made"),

@@ -44,11 +44,13 @@ def core():
 
 def _received(answer):
     """What the parent gets: the Output record, its tensor entries and tensors, through the real wire format."""
-    _, time_us, host_us, unfinished, exposed, structure, views, mac, _ = answer
+    _, time_us, host_us, unfinished, exposed, structure, views, mac, _, clock = answer
     parts = [(protocol.storage_entry(str(d), s, st, o, p), p) for d, s, st, o, p in views]
     read_fd, write_fd = os.pipe()
+    event_us, clock_us, gap_us, allowance_us = clock
     output = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished,
-                             exposed=exposed, mac=mac)
+                             exposed=exposed, mac=mac, event_us=event_us, clock_us=clock_us, clock_gap_us=gap_us,
+                             clock_allowance_us=allowance_us)
     sender = threading.Thread(target=protocol.send_message, args=(write_fd, output), kwargs={"parts": parts})
     sender.start()  # outputs larger than the pipe's buffer are read while they are written
     received = protocol.receive_message(read_fd, messages.REPLIES)
@@ -136,7 +138,8 @@ def test_outputs_of_many_chunks_verify_and_a_byte_changed_in_any_chunk_breaks_th
         seal.verify_call(key, 10, 99, timer.overhead_us, output, entries, tensors)
 
 
-TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "exposed"]
+TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "exposed", "event_us", "clock_us",
+           "clock_gap_us", "clock_allowance_us"]
 
 
 @pytest.mark.parametrize("tamper", TAMPERS)
@@ -157,6 +160,8 @@ def test_any_change_breaks_the_seal(core, tamper):
         output = dataclasses.replace(output, mac=bytes(32))
     elif tamper == "no_mac":
         output = dataclasses.replace(output, mac=b"")
+    elif tamper.endswith("_us"):  # the second clock's reading: a re-arm passed off as agreeing (zero on the CPU)
+        output = dataclasses.replace(output, **{tamper: getattr(output, tamper) + 1.5})
     else:  # a flag flipped: unfinished work hidden, or an exposed time passed off as clean
         output = dataclasses.replace(output, **{tamper: not getattr(output, tamper)})
     with pytest.raises(seal.SealBroken):

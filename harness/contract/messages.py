@@ -95,6 +95,12 @@ class Output:
     exposed: bool = False
     mac: bytes = b""
     spent_ms: dict[str, Any] = field(default_factory=dict)
+    # The second clock's reading of the call (0 off the GPU), signed with the rest: the events' time,
+    # the GPU's own clock, how much more that read (less the end stamp's wait), the allowance for it.
+    event_us: float = 0.0
+    clock_us: float = 0.0
+    clock_gap_us: float = 0.0
+    clock_allowance_us: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -192,11 +192,13 @@ class Worker:
         answer = self.timer.time_call(data, request.index, int(request.case["seed"]), request.sleep_us)
         if answer[0] != "ok":
             self._refused(*answer)
-        _, time_us, host_us, unfinished, exposed, structure, views, mac, result = answer
+        _, time_us, host_us, unfinished, exposed, structure, views, mac, result, clock = answer
         parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
                  for dtype, shape, stride, offset, payload in views]
+        event_us, clock_us, gap_us, allowance_us = clock
         reply = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished,
-                                exposed=exposed, mac=mac)
+                                exposed=exposed, mac=mac, event_us=event_us, clock_us=clock_us, clock_gap_us=gap_us,
+                                clock_allowance_us=allowance_us)
         return reply, parts, output_tensors(result, self.device)[1]
 
     def _refused(self, kind: str, result: Any, detail: str) -> None:
@@ -213,10 +215,6 @@ class Worker:
         if kind == "hooks":
             raise SubmissionError(Status.REJECTED, f"{detail} was set while the harness prepared or finished a call: "
                                   "it sees the inputs before the timer starts; the core refuses to time calls under it")
-        if kind == "clock":
-            raise SubmissionError(Status.REJECTED, f"the GPU's own clock and the timer's events disagree ({detail}): "
-                                  "the start event was recorded again during custom_kernel, or work of another "
-                                  "stream ran around the timed window")
         raise SubmissionError(Status.HARNESS_FAULT, f"the timing core refused a call for an unknown reason: {kind}")
 
     def _python_call(self, request: Call, data: Any) -> tuple[messages.Output, list, list[torch.Tensor]]:

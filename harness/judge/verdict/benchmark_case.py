@@ -1,7 +1,8 @@
 """One benchmark case: warm-up, timed calls until the stopping rule says enough, the verdict.
 
-Every timed output is checked (``CallChecker``); the event overhead is rechecked after the case,
-and a time under the datasheet ceiling is rejected (it cannot be real).
+Every timed output is checked (``CallChecker``); the event overhead is rechecked after the case;
+a case whose calls read short against the GPU's own clock (``second_clock``) is rejected, and so is
+a time under the datasheet ceiling (it cannot be real).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.contract.results import CaseResult, Status
+from harness.judge.verdict import second_clock
 from harness.judge.verdict.call_checker import CallChecker
 from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US, QueuedSleep
 from harness.judge.verdict.stopping import StoppingRule, summarize
@@ -51,14 +53,14 @@ class BenchmarkCase:
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep = QueuedSleep.after_warmup(host_us[1:])
         with clock.phase("timed"):
-            samples, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
+            samples, readings, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
         with clock.phase("recheck"):
             drift = session.recheck_overhead(limit["call"])
         if drift and seal.overhead_moved(*drift)[0]:
             note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
                  f"(spread {drift[2]:.2f} us); measuring this case again")
             with clock.phase("timed"):
-                samples, index, wall_s = self._timed_loop(session, case, index, sleep)
+                samples, readings, index, wall_s = self._timed_loop(session, case, index, sleep)
             with clock.phase("recheck"):
                 drift = session.recheck_overhead(limit["call"])
             if drift and seal.overhead_moved(*drift)[0]:
@@ -82,7 +84,10 @@ class BenchmarkCase:
         if sol_us:
             outcome.sol_us = sol_us
             outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf
-        if self.on_gpu and ceiling_us and stats.median_us < ceiling_us:
+        disagreement = second_clock.disagreement(readings)
+        if disagreement:
+            outcome.status, outcome.reason = Status.REJECTED, disagreement
+        elif self.on_gpu and ceiling_us and stats.median_us < ceiling_us:
             outcome.status = Status.REJECTED
             outcome.reason = (f"median {stats.median_us:.2f} us is faster than the device's datasheet peaks allow "
                               f"({ceiling_us:.2f} us), with the harness's own measurement rechecked: the timing "
@@ -90,11 +95,12 @@ class BenchmarkCase:
         return outcome
 
     def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int,
-                    sleep: QueuedSleep) -> tuple[list[float], int, float]:
+                    sleep: QueuedSleep) -> tuple[list[float], list[seal.ClockReading], int, float]:
         """Timed calls until the stopping rule says enough, or the loop's own limit (task.yml
         timeouts_s.benchmark, from the loop's start: a long compile before it takes nothing from it)
-        once a time was taken: (times in us, the next call index, wall s)."""
+        once a time was taken: (times in us, their second-clock readings, the next call index, wall s)."""
         samples: list[float] = []
+        readings: list[seal.ClockReading] = []
         self.checker.reset_phases()
         loop_start = time.perf_counter()
         while not self.rule.done(samples, time.perf_counter() - loop_start):
@@ -105,4 +111,5 @@ class BenchmarkCase:
             index += 1
             if sleep.counts(result.host_us, result.exposed):
                 samples.append(result.time_us)
-        return samples, index, time.perf_counter() - loop_start
+                readings.append(result.clock)
+        return samples, readings, index, time.perf_counter() - loop_start

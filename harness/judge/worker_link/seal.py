@@ -3,9 +3,10 @@
 The worker's compiled core (harness/worker/csrc/sealed.c) signs each timed call with HMAC-SHA256 under a
 key it read from a pipe before the submission was imported. The message is the call index and
 seed the parent asked for, the time, the event overhead, the unfinished-work and exposed-launch
-flags and a digest of the outputs (their descriptions and the SHA-256 of each 1 MiB chunk); the
-parent rebuilds it from what it received, so a changed time, a changed
-output, a result replayed from another call or a missing MAC all fail here (docs/security.md).
+flags, a digest of the outputs (their descriptions and the SHA-256 of each 1 MiB chunk) and the
+second clock's reading (judged over a case by harness/judge/verdict/second_clock.py); the parent
+rebuilds it from what it received, so a changed time, a changed output or clock reading, a result
+replayed from another call or a missing MAC all fail here (docs/security.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import secrets
 import struct
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -91,9 +93,37 @@ def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
     return digest.digest()
 
 
+@dataclass(frozen=True)
+class ClockReading:
+    """One timed call on two clocks, as the core signed it (all zero off the GPU): the events' time,
+    the GPU's own clock (%globaltimer stamps the core's kernels write), how much more the second clock
+    read less the end stamp's own wait behind the end event, and the allowance calibrated for it."""
+
+    event_us: float = 0.0
+    clock_us: float = 0.0
+    gap_us: float = 0.0
+    allowance_us: float = 0.0
+
+    @classmethod
+    def of(cls, output: Output) -> ClockReading:
+        return cls(output.event_us, output.clock_us, output.clock_gap_us, output.clock_allowance_us)
+
+    @property
+    def beyond(self) -> bool:
+        """The events read shorter than the second clock by more than the allowance."""
+        return self.gap_us > self.allowance_us
+
+
+def call_message(index: int, seed: int, time_us: float, overhead_us: float, unfinished: bool, exposed: bool,
+                 digest: bytes, clock: ClockReading) -> bytes:
+    """The bytes the core signs for one call (harness/worker/csrc/sealed.c: seal_call)."""
+    return (b"call:" + struct.pack("<qQddBB", index, seed, time_us, overhead_us, unfinished, exposed) + digest
+            + struct.pack("<4d", clock.event_us, clock.clock_us, clock.gap_us, clock.allowance_us))
+
+
 def call_mac(key: bytes, index: int, seed: int, time_us: float, overhead_us: float, unfinished: bool,
-             exposed: bool, digest: bytes) -> bytes:
-    message = b"call:" + struct.pack("<qQddBB", index, seed, time_us, overhead_us, unfinished, exposed) + digest
+             exposed: bool, digest: bytes, clock: ClockReading) -> bytes:
+    message = call_message(index, seed, time_us, overhead_us, unfinished, exposed, digest, clock)
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
@@ -109,7 +139,8 @@ def verify_call(key: bytes, index: int, seed: int, overhead_us: float, output: O
     if not output.mac:
         raise SealBroken("the result carries no MAC")
     digest = output_digest(entries, tensors)
-    expected = call_mac(key, index, seed, output.time_us, overhead_us, output.unfinished, output.exposed, digest)
+    expected = call_mac(key, index, seed, output.time_us, overhead_us, output.unfinished, output.exposed, digest,
+                        ClockReading.of(output))
     if not hmac.compare_digest(output.mac, expected):
         raise SealBroken(f"the result of call {index} does not carry the timing core's MAC (forged, altered or "
                          "replayed)")

@@ -47,6 +47,7 @@ class CallOutput:
     unfinished: bool
     sealed: bool = False
     exposed: bool = False  # the queued sleep ran out before the call was queued: time not trusted
+    clock: seal.ClockReading = field(default_factory=seal.ClockReading)  # signed second-clock reading (0 off GPU)
     phases_s: dict[str, float] = field(default_factory=dict)  # the parent's clock: inputs_wait, exchange, seal
     worker_ms: dict[str, float] = field(default_factory=dict)  # as the worker reports it (shown, never trusted)
 
@@ -261,6 +262,7 @@ class WorkerSession:
             unfinished=reply.unfinished,
             sealed=self.sealed,
             exposed=reply.exposed,
+            clock=seal.ClockReading.of(reply),
             phases_s=phases,
             worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms)},
         )

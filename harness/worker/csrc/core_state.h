@@ -26,7 +26,6 @@ typedef struct {
     CUdeviceptr flush_buffer, counter, stamps; /* stamps: STAMP_SLOTS random words, two used per call */
     uint64_t *stamp_host;                  /* pinned: the two stamps of the last window */
     uint32_t holds;                        /* hold kernels launched (their grid barrier's generation) */
-    uint32_t clock_misses;                 /* windows whose two clocks disagreed, this worker's whole life */
     uint32_t start_slot, end_slot;
     uint64_t start_mask, end_mask;
     uint8_t *host_copy[2];

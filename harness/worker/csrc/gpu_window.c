@@ -9,11 +9,11 @@
  * event; and the flush comes after the hold, so L2 lines a copy engine warmed during it are gone.
  *
  * After the end event: a one-thread kernel stamps %globaltimer again. The two stamps are the second
- * clock, which the submission cannot re-arm the way it can re-record an event: a call whose events
- * read shorter than the stamps by more than the calibrated allowance (less the end stamp's own wait)
- * had its start event recorded again (read_window), once a worker has had more such windows than an
- * honest one shows (CLOCK_MISSES_TOLERATED). Each stamp goes to a random slot of a random-filled buffer, masked with a
- * random word, both drawn per call and kept in the hidden page. */
+ * clock, which the submission cannot re-arm the way it can re-record an event. The core judges no
+ * single reading (an honest call now and then reads a few us apart): read_window hands each call's
+ * reading and allowance to the MAC, and the parent rejects a case whose calls read short
+ * systematically (harness/judge/verdict/second_clock.py). Each stamp goes to a random slot of a
+ * random-filled buffer, masked with a random word, both drawn per call and kept in the hidden page. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -33,7 +33,6 @@
 #define CLOCK_SAMPLES 21
 #define CLOCK_MARGIN_US 1.0
 #define CLOCK_RELATIVE 0.002 /* the two clocks' rates may differ this much over a long call */
-#define CLOCK_MISSES_TOLERATED 3 /* disagreeing windows a worker may have before one is refused */
 
 static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -134,13 +133,9 @@ static int window_clocks(double *event_us, double *clock_us, double *gap_us) {
     return 0;
 }
 
-int read_window(int exposed, double *event_us, double *clock_us, int *rearmed) {
-    double gap_us;
-    if (window_clocks(event_us, clock_us, &gap_us)) return -1;
-    /* An honest call now and then reads a few us apart (H100, 2026-11-26: one timed call of a ranked
-     * GEMV run, 5.9 us against an allowance of 2.0); a re-armed start event shortens every call. */
-    *rearmed = gap_us > ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * *event_us
-               && ++ST->clock_misses > CLOCK_MISSES_TOLERATED;
+int read_window(int exposed, clock_reading *reading) {
+    if (window_clocks(&reading->event_us, &reading->clock_us, &reading->gap_us)) return -1;
+    reading->allowance_us = ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * reading->event_us;
     return 0;
 }
 

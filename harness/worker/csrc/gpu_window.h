@@ -17,9 +17,15 @@ int open_window(double sleep_us);
 /* The end event and the second clock's end stamp; *exposed: the GPU had reached the start event
  * before the host had queued all of this. The hidden page is open. */
 int close_window(int *exposed);
-/* After the copies: the call's raw event time (us), and whether the second clock read more than the
- * events by more than its allowance (*rearmed: the start event was recorded again during the call). */
-int read_window(int exposed, double *event_us, double *clock_us, int *rearmed);
+/* One window read on both clocks (us): the events, the second clock (%globaltimer stamps), how much
+ * more the second clock read less the end stamp's own wait (gap), and the allowance calibrated for
+ * such a window. Signed into each call's MAC; the parent judges a case's readings together. */
+typedef struct {
+    double event_us, clock_us, gap_us, allowance_us;
+} clock_reading;
+
+/* After the copies: the last window's reading (the allowance for an exposed call if `exposed`). */
+int read_window(int exposed, clock_reading *reading);
 /* Copies of every output: the first queued right behind the end event, the second once every stream
  * is idle (on the CPU, one memcpy). Returns the two host buffers in *first, *second (NULL on CPU). */
 int copy_outputs(const output_view *views, int count, size_t total, const uint8_t **first, const uint8_t **second);

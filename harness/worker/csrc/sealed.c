@@ -4,8 +4,9 @@
  * fixed (a sealed page), and what a call changes or hides (indexes, the bound custom_kernel, events,
  * buffers, the overhead: a page the core keeps inaccessible outside its own code, core_pages.c).
  * Python receives only finished results: (time, output bytes, MAC over call index, seed, time,
- * overhead, the unfinished and exposed flags and output digest). See docs/security.md, "The timed
- * window", for what this does and does not stop.
+ * overhead, the unfinished and exposed flags, output digest and the second clock's reading, which the
+ * parent judges over a whole case). See docs/security.md, "The timed window", for what this does and
+ * does not stop.
  *
  * One call (time_call), in order: refuse it if a profile, trace or sys.monitoring hook or a torch
  * mode is active (they would have watched the inputs being drawn); every stream idle; hold, flush,
@@ -145,12 +146,13 @@ static PyObject *output_entries(const output_view *views, int count, const uint8
  * event, copies, second clock, digest and MAC. Returns the worker's answer, or NULL with an error. */
 static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_start) {
     output_view views[MAX_OUTPUTS];
-    int count = 0, exposed = 0, unfinished = 0, rearmed = 0;
+    int count = 0, exposed = 0, unfinished = 0;
     size_t total = 0;
     const char *why = NULL;
     char detail[200] = "";
-    double time_us = 0.0, host_us = 0.0, event_us = 0.0, clock_us = 0.0, overhead = 0.0;
-    uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 1 + 32];
+    double time_us = 0.0, host_us = 0.0, overhead = 0.0;
+    clock_reading clock = {0.0, 0.0, 0.0, 0.0}; /* none off the GPU */
+    uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 1 + 32 + sizeof clock];
     const uint8_t *first = NULL, *second = NULL;
     PyObject *structure = read_outputs(result, views, &count, &total, &why);
     if (!structure) {
@@ -162,22 +164,18 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     int failed = core.on_gpu && close_window(&exposed);
     host_us = host_clock_us() - host_start;
     failed = failed || copy_outputs(views, count, total, &first, &second);
-    failed = failed || (core.on_gpu && read_window(exposed, &event_us, &clock_us, &rearmed));
+    failed = failed || (core.on_gpu && read_window(exposed, &clock));
     const char *hook = failed ? NULL : watching_hook(&core.probes, 0);
-    if (rearmed)
-        snprintf(detail, sizeof detail, "its start event read %.2f us before its end event, the core's GPU clock %.2f us",
-                 event_us, clock_us);
-    else if (hook)
-        snprintf(detail, sizeof detail, "%s", hook);
-    why = rearmed ? "clock" : hook ? "hooks" : NULL;
+    if (hook) snprintf(detail, sizeof detail, "%s", hook);
+    why = hook ? "hooks" : NULL;
     overhead = ST->overhead_us;
-    if (core.on_gpu) time_us = event_us - overhead;
+    if (core.on_gpu) time_us = clock.event_us - overhead;
     if (!failed && !why) {
         failed = digest_outputs(views, count, first, second, digest, &unfinished) != 0;
         memcpy(message, "call:", 5);
         memcpy(message + 5, &index, 8); memcpy(message + 13, &seed, 8); memcpy(message + 21, &time_us, 8);
         memcpy(message + 29, &overhead, 8); message[37] = (uint8_t)unfinished; message[38] = (uint8_t)exposed;
-        memcpy(message + 39, digest, 32);
+        memcpy(message + 39, digest, 32); memcpy(message + 71, &clock, sizeof clock);
         failed = failed || mac_with_key(message, sizeof message, mac);
     }
     ST->busy = 0;
@@ -186,8 +184,9 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     PyObject *answer = NULL, *outputs = NULL;
     if (!failed && why) answer = Py_BuildValue("(sOs)", why, result, detail);
     else if (!failed && (outputs = output_entries(views, count, first)))
-        answer = Py_BuildValue("(sddOOOOy#O)", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
-                               exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result);
+        answer = Py_BuildValue("(sddOOOOy#O(dddd))", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
+                               exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result,
+                               clock.event_us, clock.clock_us, clock.gap_us, clock.allowance_us);
     Py_XDECREF(outputs);
     Py_DECREF(structure);
     return answer;

@@ -9,7 +9,6 @@ zero bytes, which the parent rejects.
 
 import ctypes
 import hmac
-import struct
 from pathlib import Path
 
 import _reach
@@ -17,6 +16,7 @@ import _reach
 from harness.contract import protocol
 from harness.judge.worker_link import seal
 
+CLOCK_FIELDS = ("event_us", "clock_us", "clock_gap_us", "clock_allowance_us")  # Output's, in the MAC's order
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 PROT_NONE, PROT_READ = 0, 1
@@ -73,11 +73,12 @@ def install(find_key):
         digest = seal.output_digest(entries, tensors)
         fields = (request.index, int(request.case["seed"]))
         flags = (timer.overhead_us, bool(header["unfinished"]), bool(header["exposed"]))
+        clock = seal.ClockReading(*(header.get(name, 0.0) for name in CLOCK_FIELDS))
         if not found:
-            message = b"call:" + struct.pack("<qQddBB", *fields, header["time_us"], *flags) + digest
+            message = seal.call_message(*fields, header["time_us"], *flags, digest, clock)
             found.append(find_key(message, bytes.fromhex(header["mac"])) or bytes(seal.KEY_BYTES))
         time_us = header["time_us"] * 0.5
-        mac = seal.call_mac(found[0], *fields, time_us, *flags, digest)
+        mac = seal.call_mac(found[0], *fields, time_us, *flags, digest, clock)
         return {**header, "time_us": time_us, "mac": mac.hex()}, parts
 
     worker.call = remember

@@ -69,8 +69,10 @@ def forge(header, parts):
         entries = [entry for entry, _ in parts]
         tensors = [protocol.tensor_from_wire(entry, payload) for entry, payload in parts]
         digest = seal.output_digest(entries, tensors)
+        clock = seal.ClockReading(*(header.get(name, 0.0) for name in
+                                    ("event_us", "clock_us", "clock_gap_us", "clock_allowance_us")))
         mac = seal.call_mac(KEY, request.index, int(request.case["seed"]), time_us, timer.overhead_us,
-                            bool(header["unfinished"]), bool(header["exposed"]), digest)
+                            bool(header["unfinished"]), bool(header["exposed"]), digest, clock)
         header = {**header, "time_us": time_us, "mac": mac.hex()}
     return header, parts
 

@@ -134,6 +134,10 @@ class CaseResult:
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
     exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES
     # discarded with the sleep raised; later ones counted at the first sleep)
+    event_overhead_us: float | None = None  # what the kept times subtracted: the event overhead measured for
+    # this case, before its timed calls (sealed runs; None without the compiled core)
+    error_bound_us: float | None = None  # the harness's residual error against graph replay at this median,
+    # on this GPU (calibrate's fidelity record); None when the GPU was never calibrated
     vendor_us: float | None = None  # the vendor library's median on this shape and GPU (calibrate --vendor)
     pct_of_vendor: float | None = None  # 100 * vendor_us / median: above 100 beats the vendor
     vendor_note: str | None = None  # the library's name, or why there is no vendor time

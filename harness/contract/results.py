@@ -169,6 +169,8 @@ class RunResult:
     # (harness.judge.verdict.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
+    error_bound_note: str | None = None  # where each median's error bound comes from (calibrate's fidelity
+    # record of this GPU), or why there is none; None off the GPU
     scope: dict[str, int] | None = None  # how much of the contest the run covered: contest_tests,
     # contest_tests_run, own_tests_run (the CPU's smaller shapes), calls_per_test, contest_benchmarks,
     # benchmarks_timed (contest benchmark shapes timed)

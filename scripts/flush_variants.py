@@ -18,16 +18,15 @@ agree, it is refuted.
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
 
 import torch
-from graph_replay import POOL, REPLAYS, ROUNDS, load  # this folder's script: the same replay, another flush
-from timing_validation import graph_per_call_us
 
 from harness.contract.task_spec import load_task, shape_text
+from harness.sol.replay_clock import load_shipped as load
+from harness.sol.replay_clock import replay_us, shape_inputs
 
 DEFAULT_FILES = ("submissions/timing_ladder/triton_ladder.py", "submissions/nvfp4_gemv/triton_gemv.py")
 
@@ -45,15 +44,7 @@ def flushes(buffer: torch.Tensor, total: torch.Tensor) -> dict:
 
 
 def per_call_us(kernel, problem: str, case: dict, flush) -> float:
-    reference = importlib.import_module(f"problems.{problem}.reference")
-    inputs = [reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda") for i in range(POOL)]
-
-    def flushed_call(data: object) -> None:
-        flush()
-        kernel(data)
-
-    calls = [lambda data=data: flushed_call(data) for _ in range(ROUNDS) for data in inputs]
-    return graph_per_call_us(calls, REPLAYS) - graph_per_call_us([flush] * len(calls), REPLAYS)
+    return replay_us(kernel, shape_inputs(problem, case), flush)
 
 
 def main() -> int:

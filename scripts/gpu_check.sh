@@ -16,6 +16,8 @@
 #   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it)
+#   ncu_short   why ncu reads 0.6-1.3 us over graph replay under 10 us: replay one / many / separated, ncu
+#               under base and free clocks and with and without its cache control (scripts/ncu_short_kernels.py)
 #   flush       graph replay of the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
 #   flush_ncu   Nsight Compute's time of the flush step's kernels (clean L2), beside its three replays
 #   hang_probe  issue 34's hangs as a contestant runs them (scripts/hang_probe.sh; HANG_ROUTES=0: no per-route runs)
@@ -26,7 +28,9 @@
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
-#   fidelity    every Triton baseline by independent graph replay, against throughput's (or eval's) medians
+#   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) by graph replay under the reading
+#               flush, beside throughput's (or window's, or eval's) medians, each row's verdict; files without
+#               medians are run through harness eval first (scripts/graph_replay.py --eval-missing); then ncu
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
 #               ADVERSARIAL_PART=K/N runs one N-th of them
@@ -149,6 +153,7 @@ for step in $steps; do
     fp8) run_step fp8 fp8_files ;;
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
     ncu) run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
+    ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;
     hang_probe) run_step hang_probe env OUT="$WORK/hang_probe" bash scripts/hang_probe.sh ;;
@@ -162,7 +167,9 @@ for step in $steps; do
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput
       [ -d "$WORK/window" ] && medians=$WORK/window  # the window step's ranked baselines
       medians=${FIDELITY_MEDIANS:-$medians}  # the ranked runs of an earlier call, carried here
-      run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" ${FIDELITY_FILES:-} ;;
+      mkdir -p "$medians"
+      run_step fidelity python3 scripts/graph_replay.py "$WORK/graph_replay.json" "$medians" --eval-missing \
+        ${FIDELITY_FILES:-} ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" \
                    --part "${ADVERSARIAL_PART:-1/1}" ;;

@@ -8,20 +8,20 @@ submission's own kernels are in it; ncu itself flushes the caches before each ke
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
 
 import torch
-from graph_replay import POOL, load  # this folder's script: a submission imported beside its contest modules
+
+from harness.sol.replay_clock import POOL, shape_inputs
+from harness.sol.replay_clock import load_shipped as load
 
 
 def main() -> int:
     path, case, calls = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
     kernel = load(path)
-    reference = importlib.import_module(f"problems.{path.parent.name}.reference")
-    inputs = [reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda") for i in range(POOL)]
+    inputs = shape_inputs(path.parent.name, case)
     for data in inputs:
         kernel(data)
     torch.cuda.synchronize()

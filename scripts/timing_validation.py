@@ -27,34 +27,12 @@ import torch
 from harness.judge.verdict import queued_sleep
 from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US
 from harness.sol.calibration import measure
+from harness.sol.replay_clock import graph_per_call_us
 from harness.worker import sealed_core
 from harness.worker.timers import CudaTimer
 
 GRAPH_CALLS = 50
 POOL = 64
-
-
-def graph_per_call_us(kernels: list, replays: int = 10) -> float:
-    """Median over replays of (one graph of len(kernels) calls) / len(kernels)."""
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        for kernel in kernels:
-            kernel()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for kernel in kernels:
-            kernel()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(200_000)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / len(kernels))
-    return statistics.median(times)
 
 
 _call_index = itertools.count()

@@ -1,6 +1,7 @@
 """The evaluator end to end on the CPU: baselines pass, bad input gets one line and its exit code."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from harness.commands import eval_command
+from harness.contract.messages import Rechecked
 from harness.contract.results import ExitCode, Status
 from harness.contract.task_spec import list_problems, load_task, shape_text
 from harness.display.progress import as_progress
@@ -17,6 +19,7 @@ from harness.judge.verdict import queued_sleep, wall_clock
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.run_options import RunOptions
 from harness.judge.worker_link import seal
+from harness.judge.worker_link.worker_channel import CallOutput, WorkerSession
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -232,43 +235,83 @@ def _benchmark_against(make_session):
         evaluation.close()
 
 
-class _RecheckingSession:
-    """A worker stand-in: right answers at a fixed time, and a scripted overhead recheck."""
+RAW_EVENT_US = 10.0
+"""What every call's event pair reads in the stand-in: its time is this minus the overhead the core holds."""
 
-    def __init__(self, reference, drifts):
-        self.reference, self.drifts, self.timed_loops = reference, list(drifts), 0
+
+class _RecheckingSession(WorkerSession):
+    """The parent's own session (its recheck: MAC check, the in-use check, adoption) over a scripted core.
+
+    Each recheck answers the next (fresh, spread) of ``rechecks``, signed under the run's key; the core
+    adopts a consistent one (as sealed.c's recheck does), and each call's time is RAW_EVENT_US minus
+    the overhead the core holds, the value its MAC covers."""
+
+    def __init__(self, reference, rechecks, first_us=2.4):
+        super().__init__(load_task("nvfp4_gemv"), REPO / "submissions/nvfp4_gemv/torch_reference.py", "cpu")
+        self.reference, self.rechecks, self.timed_loops = reference, list(rechecks), 0
+        self.worker.key = os.urandom(seal.KEY_BYTES)
+        self.sealed, self.overhead_us, self.core_us = True, first_us, first_us  # the worker's first measurement
+        self.subtracted = set()  # the overheads the calls' times subtracted
+        self._nonce = b""
+
+    def _request(self, request):
+        self._nonce = request.nonce
+
+    def _expect(self, kind, stage, timeout_s):
+        fresh_us, spread_us = self.rechecks.pop(0)
+        self.timed_loops += 1
+        mac = seal.recheck_mac(self.worker.key, self._nonce, self.core_us, fresh_us, spread_us)
+        answer = Rechecked(overhead_us=self.core_us, fresh_us=fresh_us, spread_us=spread_us, mac=mac)
+        if 0.0 <= fresh_us <= seal.OVERHEAD_MAX_US and spread_us <= seal.OVERHEAD_SPREAD_MAX_US:
+            self.core_us = fresh_us
+        return answer, None
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):
-        from harness.judge.worker_link.worker_channel import CallOutput
-
+        assert self.core_us == self.overhead_us, "the call's MAC would not check: parent and core disagree"
         data = self.reference.generate_input(**case, device="cpu")
-        return CallOutput(time_us=5.0, host_us=1.0, output=self.reference.ref_kernel(data), unfinished=False)
+        if stage == "a timed call":
+            self.subtracted.add(self.core_us)
+        return CallOutput(time_us=RAW_EVENT_US - self.core_us, host_us=1.0, output=self.reference.ref_kernel(data),
+                          unfinished=False)
 
     def prepare(self, case):
         pass  # inputs are drawn in call()
 
-    def recheck_overhead(self, timeout_s):
-        self.timed_loops += 1
-        return self.drifts.pop(0)
 
-
-@pytest.mark.parametrize(("drifts", "status", "loops"), [
-    ([(2.5, 2.6, 0.1)], Status.PASSED, 1),
-    ([(2.5, 4.0, 0.1), (4.0, 4.1, 0.1)], Status.PASSED, 2),  # moved once: measured again, then steady
-    ([(2.5, 4.0, 0.1), (4.0, 6.0, 0.1)], Status.HARNESS_FAULT, 2),  # moved twice: the harness's fault
+@pytest.mark.parametrize(("rechecks", "status", "loops"), [
+    ([(2.5, 0.1), (2.6, 0.1)], Status.PASSED, 2),  # before the case, then after it
+    ([(2.5, 0.1), (4.0, 0.1), (4.1, 0.1)], Status.PASSED, 3),  # moved once: measured again, then steady
+    ([(2.5, 0.1), (4.0, 0.1), (6.0, 0.1)], Status.HARNESS_FAULT, 3),  # moved twice: the harness's fault
 ])
-def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(drifts, status, loops):
-    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, drifts))
+def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(rechecks, status, loops):
+    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, rechecks))
     assert outcome.status == status and session.timed_loops == loops
     if status == Status.HARNESS_FAULT:
         assert "nothing is blamed on the submission" in outcome.reason
+
+
+def test_a_case_subtracts_the_overhead_measured_for_it_not_the_workers_first():
+    # The worker's first measurement was unlucky (2.9 us); the case measures 2.2 us before its calls.
+    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, [(2.2, 0.1), (2.3, 0.1)],
+                                                                               first_us=2.9))
+    assert outcome.status == Status.PASSED and session.subtracted == {2.2}
+    assert outcome.event_overhead_us == 2.2 and outcome.timing.median_us == pytest.approx(RAW_EVENT_US - 2.2)
+
+
+@pytest.mark.parametrize("refused", [(2.2, 0.9), (11.0, 0.1), (-0.5, 0.1)])  # rounds disagree; out of bounds
+def test_an_inconsistent_measurement_for_a_case_is_refused_and_measured_again(refused):
+    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, [refused, (2.2, 0.1),
+                                                                                           (2.3, 0.1)], first_us=2.9))
+    assert outcome.status == Status.PASSED and session.subtracted == {2.2}  # never the refused value
+    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, [refused] * 3, first_us=2.9))
+    assert outcome.status == Status.HARNESS_FAULT and "refused" in outcome.reason and not session.subtracted
 
 
 class _ExposingSession(_RecheckingSession):
     """Timed calls (not the warm-up) launch for 300 us: exposed until the queued sleep outlasts that."""
 
     def __init__(self, reference, always=False):
-        super().__init__(reference, [(2.5, 2.5, 0.1)])
+        super().__init__(reference, [(2.5, 0.1)] * 2)
         self.always = always
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):

@@ -218,7 +218,7 @@ def test_the_recheck_is_signed_over_the_parents_nonce(core):
 
 
 def test_overhead_moved_flags_drift_and_adopts_only_consistent_values():
-    assert seal.overhead_moved(2.5, 2.7, 0.1) == (False, False)
+    assert seal.overhead_moved(2.5, 2.7, 0.1) == (False, True)  # each case subtracts its own measurement
     assert seal.overhead_moved(2.5, 4.0, 0.1) == (True, True)
     assert seal.overhead_moved(2.5, 28.0, 0.1) == (True, False)
     assert seal.overhead_moved(2.5, 2.6, 3.0) == (True, False)

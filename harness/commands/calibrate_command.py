@@ -1,4 +1,5 @@
-"""``python -m harness calibrate``: measure this GPU's copy bandwidth and matmul rate, once, cached."""
+"""``python -m harness calibrate``: measure this GPU's copy bandwidth, matmul rate and the harness's
+error against graph replay (the bound printed beside each median), once, cached."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.contract.results import ExitCode
-from harness.contract.task_spec import Task, TaskError, list_problems, load_task
+from harness.contract.results import ExitCode, Status
+from harness.contract.task_spec import Task, TaskError, list_problems, load_task, shape_text
 from harness.judge.passes import vendor_cache
 from harness.judge.passes.vendor_yardstick import vendor_times
 from harness.judge.run import evaluate_submission
 from harness.judge.verdict.modes import MODES
+from harness.sol import fidelity, replay_clock
 from harness.sol.breakdown import UnknownDeviceError, load_table, resolve_device
-from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate, default_cache_path
+from harness.sol.calibration import CACHE_PATH, NO_GPU_EXIT, NoGpuError, calibrate, default_cache_path, store_entry
+
+LADDER = "timing_ladder"
+LADDER_FILE = Path(__file__).resolve().parents[2] / "submissions" / LADDER / "triton_ladder.py"
 
 
 def _versus_datasheet(record: dict[str, Any]) -> list[str]:
@@ -41,7 +46,41 @@ def render(record: dict[str, Any], reused: bool, path: Path) -> str:
     for label, rate in record["matmul_flops_per_s"].items():
         lines.append(f"  {label} matmul {record['matmul_n']}^3: {rate / 1e12:.2f} TFLOP/s")
     lines.append(f"  method: {record['method']}; {record['detail']}")
-    return "\n".join(lines + _versus_datasheet(record))
+    return "\n".join(lines + _versus_datasheet(record) + _fidelity_lines(record))
+
+
+def _fidelity_lines(record: dict[str, Any]) -> list[str]:
+    """The harness's error against graph replay, rung by rung, and the bound the reports print (GPU only)."""
+    if record.get("device") != "cuda":
+        return []
+    bound, source = fidelity.bound_of(record)
+    if bound is None:
+        return [f"  harness vs graph replay: no bound ({source})"]
+    stored = record[fidelity.RECORD_KEY]
+    lines = [f"  harness vs graph replay, {len(stored['points'])} timing-ladder rungs: bound {bound.text()} "
+             f"(under {stored['split_us']:g} us absolute, from it relative; {stored['method']})"]
+    for point in stored["points"]:
+        error = point["harness_us"] - point["replay_us"]
+        lines.append(f"    {point['shape']}: harness {point['harness_us']:.2f} us, replay {point['replay_us']:.2f} us "
+                     f"({error:+.2f} us, {100 * error / point['replay_us']:+.1f}%)")
+    return lines
+
+
+def measure_fidelity(device_name: str, path: Path) -> dict[str, Any]:
+    """Every rung of the timing ladder by the harness (a benchmark run) and by graph replay under the
+    reading flush; the pairs and the bound go into the device's record, which is returned."""
+    task = load_task(LADDER)
+    result = evaluate_submission(LADDER, LADDER_FILE, MODES["benchmark"], "cuda")
+    medians = {shape_text(c.case): c.timing.median_us for c in result.cases
+               if c.kind == "benchmark" and c.status == Status.PASSED and c.timing}
+    if not medians:
+        raise RuntimeError(f"the timing ladder's benchmark run gave no median: {result.reason}")
+    kernel, flush = replay_clock.load_shipped(LADDER_FILE), replay_clock.reading_flush()
+    points = [fidelity.FidelityPoint(shape_text(case), medians[shape_text(case)],
+                                     replay_clock.replay_us(kernel, replay_clock.shape_inputs(LADDER, case), flush))
+              for case in task.benchmarks if shape_text(case) in medians]
+    method = f"{result.mode} mode of harness {result.harness_version} against graph replay, reading flush"
+    return store_entry(device_name, fidelity.RECORD_KEY, fidelity.entry(points, method), path)
 
 
 def _cuda_available() -> bool:
@@ -63,6 +102,10 @@ def _handle(args: argparse.Namespace) -> int:
     except NoGpuError as error:
         print(f"error: --device cuda: {error}", file=sys.stderr)
         return NO_GPU_EXIT
+        if device == "cuda" and (not reused or fidelity.RECORD_KEY not in record):
+            print(f"measuring the harness's error against graph replay on the {LADDER} (a benchmark run, then the "
+                  "replays)", file=sys.stderr)
+            record = measure_fidelity(record["device_name"], path)
     except RuntimeError as error:  # a CUDA fault or out of memory while measuring
         print(f"error: calibration failed on {device}: {' '.join(str(error).split())[:300]}", file=sys.stderr)
         return NO_GPU_EXIT
@@ -104,7 +147,8 @@ def _calibrate_vendor(problems: list[str], device: str, device_name: str) -> int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("calibrate", help="measure this GPU's copy bandwidth and matmul rate (cached)")
+    parser = subparsers.add_parser("calibrate", help="measure this GPU's copy bandwidth, matmul rate and timing "
+                                   "error against graph replay (cached)")
     parser.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     parser.add_argument("--force", action="store_true", help="measure again even if results/calibration.json has it")
     parser.add_argument("--cache", help=f"cache file (default: {CACHE_PATH.relative_to(CACHE_PATH.parent.parent)})")

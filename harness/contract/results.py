@@ -134,6 +134,10 @@ class CaseResult:
     queued_sleep_us: float | None = None  # the sleep queued ahead of each timed call, at the end
     exposed_calls: int = 0  # timed calls whose host launch outran the sleep (the first EXPOSED_RETRIES
     # discarded with the sleep raised; later ones counted at the first sleep)
+    event_overhead_us: float | None = None  # what the kept times subtracted: the event overhead measured for
+    # this case, before its timed calls (sealed runs; None without the compiled core)
+    error_bound_us: float | None = None  # the harness's residual error against graph replay at this median,
+    # on this GPU (calibrate's fidelity record); None when the GPU was never calibrated
     vendor_us: float | None = None  # the vendor library's median on this shape and GPU (calibrate --vendor)
     pct_of_vendor: float | None = None  # 100 * vendor_us / median: above 100 beats the vendor
     vendor_note: str | None = None  # the library's name, or why there is no vendor time
@@ -165,6 +169,8 @@ class RunResult:
     # (harness.judge.verdict.wall_clock.PHASES; 'start' is the process's own start, before elapsed_s began)
     sanitizer_report: str | None = None  # sanitize mode: the file holding every raw compute-sanitizer report
     ncu_reports: str | None = None  # profile mode with Nsight Compute: the folder of its .ncu-rep files
+    error_bound_note: str | None = None  # where each median's error bound comes from (calibrate's fidelity
+    # record of this GPU), or why there is none; None off the GPU
     scope: dict[str, int] | None = None  # how much of the contest the run covered: contest_tests,
     # contest_tests_run, own_tests_run (the CPU's smaller shapes), calls_per_test, contest_benchmarks,
     # benchmarks_timed (contest benchmark shapes timed)

@@ -133,7 +133,8 @@ def render(result: RunResult, verbose: bool = False) -> str:
             t = case.timing
             rows.append([
                 shape_text(case.case),
-                f"{t.median_us:.2f}" if t else "-",
+                (f"{t.median_us:.2f}" + (f" +-{case.error_bound_us:.2f}" if case.error_bound_us is not None else ""))
+                if t else "-",
                 f"{t.p10_us:.2f}-{t.p90_us:.2f}" if t else "-",
                 str(t.runs) if t else "-",
                 f"{case.sol_us:.2f}" if case.sol_us else "-",
@@ -149,6 +150,10 @@ def render(result: RunResult, verbose: bool = False) -> str:
             if case.status != Status.PASSED:
                 lines.append(f"  {shape_text(case.case)}: {case.reason}")
         lines += _vendor_lines(timed)
+        if result.error_bound_note:
+            what = "the harness's error against graph replay" if any(c.error_bound_us is not None for c in timed) \
+                else "none"
+            lines.append(f"+-: {what} ({result.error_bound_note})")
         if result.geomean_us:
             pct = f", {result.geomean_pct_of_sol:.1f}% of SOL" if result.geomean_pct_of_sol else ""
             pct += f", {result.geomean_pct_of_vendor:.1f}% of vendor" if result.geomean_pct_of_vendor else ""

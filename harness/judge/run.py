@@ -31,6 +31,8 @@ from harness.judge.verdict.modes import DEFAULT_MODE, Mode
 from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
 from harness.judge.verdict.score import geometric_mean
 from harness.judge.worker_link import seal, supervision
+from harness.sol import fidelity
+from harness.sol.calibration import load_calibration
 
 CPU_MAX_FLOPS = 5e7
 """Contest shapes larger than this are left out on the CPU (named in the report): the CPU
@@ -167,6 +169,8 @@ def evaluate_submission(
         _beside_the_vendor(task, timed, device_name, (progress, measure) if measure else None)
         vendor = [c.pct_of_vendor for c in timed if c.pct_of_vendor]
         result.geomean_pct_of_vendor = geometric_mean(vendor) if len(vendor) == len(timed) else None
+    if device == "cuda" and timed:
+        result.error_bound_note = _with_error_bounds(timed, str(result.device.get("name", device)))
     # Ranked only with secret seeds: public per-call seeds can be predicted and answers precomputed.
     result.rankable = (
         device == "cuda"
@@ -205,6 +209,16 @@ def _beside_the_vendor(task: Task, timed: list[CaseResult], device_name: str, fi
         if vendor.median_us and case.timing and case.timing.median_us > 0:
             case.vendor_us = vendor.median_us
             case.pct_of_vendor = 100.0 * vendor.median_us / case.timing.median_us
+
+
+def _with_error_bounds(timed: list[CaseResult], device_name: str) -> str:
+    """Each timed median's residual error bound on this GPU (calibrate's fidelity record, harness.sol.fidelity);
+    returns where the bound comes from, or why there is none."""
+    bound, source = fidelity.bound_of(load_calibration(device_name))
+    for case in timed:
+        if bound and case.timing:
+            case.error_bound_us = bound.bound_us(case.timing.median_us)
+    return source
 
 
 def _nsight_pass(evaluation: Evaluation, result: RunResult, device: str, folder: Path | None) -> list[str]:

@@ -4,7 +4,8 @@ The speed of light (harness.sol.breakdown) is computed from datasheet peaks; wha
 reaches is lower (the lent H100 copies at ~3.0 of its 3.35 TB/s). The report shows a kernel's
 time against both, so this module measures the two ceilings that matter here, once per device:
 device-to-device copy bandwidth (bytes read + written) and the dense fp16/bf16 matmul rate
-(fp32 on the CPU). Results are cached in results/calibration.json keyed by device name
+(fp32 on the CPU); on a GPU the record also keeps the harness's error against graph replay
+(harness.sol.fidelity, added by ``store_entry``). Results are cached in results/calibration.json keyed by device name
 (``$NVFP4_CALIBRATION_CACHE`` elsewhere: the tests keep it in a temporary folder).
 """
 
@@ -175,3 +176,15 @@ def calibrate(device: str, *, force: bool = False, cache_path: Path | None = Non
     devices[name] = record
     _write_cache(path, devices)
     return record, False
+
+
+def store_entry(device_name: str, key: str, value: Any, cache_path: Path | None = None) -> dict[str, Any]:
+    """Add ``key`` to a device's cached record (which ``calibrate`` wrote first); returns the record."""
+    path = cache_path or default_cache_path()
+    devices = _read_cache(path)
+    record = devices.get(device_name)
+    if not isinstance(record, dict):
+        raise KeyError(f"{device_name} has no calibration record in {path} to add {key} to")
+    record[key] = value
+    _write_cache(path, devices)
+    return record

@@ -4,6 +4,7 @@ checks' seam, on canned RunResults (no GPU: the runner is a stand-in)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -13,6 +14,8 @@ from harness.review import clock_check, dynamic_checks, physics_floor, reproduce
 from harness.review.dynamic_checks import DeviceSetup, Subject
 from harness.review.findings import Flag, FlagClass, Verdict, verdict_of
 from harness.review.sanitize_verdict import sanitize_flags
+from harness.sol import calibration, fidelity
+from harness.sol.fidelity import FidelityPoint
 from tests.leaderboard.samples import GEMV_SHAPES, make_run
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -102,24 +105,42 @@ def profiled(kernel_us: float | list[float], device: str = H100):
     return run
 
 
-def test_clocks_that_agree_give_no_flag():
+@pytest.fixture
+def calibrated(tmp_path, monkeypatch):
+    """The H100 calibrated: its fidelity record (harness vs graph replay on two rungs) in a private cache."""
+    path = tmp_path / "calibration.json"
+    monkeypatch.setenv(calibration.CACHE_ENV, str(path))
+    path.write_text(json.dumps({"format": 1, "devices": {H100: {"device": "cuda"}}}))
+    points = [FidelityPoint("n=65536", 1.9, 2.1), FidelityPoint("n=5046272", 20.5, 20.0)]
+    calibration.store_entry(H100, fidelity.RECORD_KEY, fidelity.entry(points, "test"), path)
+
+
+def test_clocks_that_agree_give_no_flag(calibrated):
     assert clock_check.clock_flags(stored_run(), profiled([18.0, 38.0, 9.0])) == ([], [])
 
 
-def test_a_harness_clock_well_under_the_kernels_time_is_flagged():
+def test_a_harness_clock_well_under_the_kernels_time_is_flagged(calibrated):
     """Shape 3's 10 us median against 30 us of kernels: work escaped the timer."""
     flags, _ = clock_check.clock_flags(stored_run(), profiled([18.0, 38.0, 30.0]))
     assert classes(flags) == [FlagClass.CLOCK] and "m=7168 k=2048 l=4" in flags[0].evidence
-    assert "measured bound" in flags[0].evidence
+    assert "fidelity bound" in flags[0].evidence and "max(0.20 us, 2.5%)" in flags[0].evidence
 
 
-def test_a_harness_clock_above_the_kernels_time_is_not_a_flag():
+def test_the_calibrated_bound_sets_the_threshold(calibrated):
+    """20 us of kernels: honest down to 20 - max(1.3, 8%) - max(0.2, 2.5%) = 17.9 us, flagged under it."""
+    assert clock_check.clock_flags(stored_run((18.0, 40.0, 10.0)), profiled([20.0, 38.0, 9.0]))[0] == []
+    flags, _ = clock_check.clock_flags(stored_run((17.8, 40.0, 10.0)), profiled([20.0, 38.0, 9.0]))
+    assert classes(flags) == [FlagClass.CLOCK]
+
+
+def test_a_harness_clock_above_the_kernels_time_is_not_a_flag(calibrated):
     assert clock_check.clock_flags(stored_run(), profiled([2.0, 4.0, 1.0]))[0] == []
 
 
-def test_an_unmeasured_device_uses_the_h100_bound_and_says_so():
-    flags, _ = clock_check.clock_flags(stored_run(), profiled([18.0, 38.0, 30.0], device="NVIDIA B200"))
-    assert "no measurement of its own" in flags[0].evidence
+def test_a_gpu_never_calibrated_falls_back_and_says_why():
+    flags, notes = clock_check.clock_flags(stored_run(), profiled([18.0, 38.0, 30.0], device="NVIDIA B200"))
+    assert "never calibrated" in flags[0].evidence and "0.60x" in flags[0].evidence
+    assert any("never calibrated" in note and "calibrate" in note for note in notes)
 
 
 def test_the_profiler_runs_at_the_harness_clocks_and_cache_policy(tmp_path):
@@ -162,7 +183,7 @@ def subject(**changes):
     return dataclasses.replace(base, **changes)
 
 
-def test_the_dynamic_checks_run_through_the_one_execution_path():
+def test_the_dynamic_checks_run_through_the_one_execution_path(calibrated):
     runner = StandIn({"leaderboard": stored_run((60.0, 120.0, 30.0)), "profile": profiled([18.0, 38.0, 30.0]),
                       "sanitize": make_run(None, status=Status.FAILED, reason="racecheck: hazard")})
     flags, notes, summary = dynamic_checks.run_checks(DeviceSetup(runner, H100, gpu="1"), subject())

@@ -1,8 +1,9 @@
 """One benchmark case: warm-up, timed calls until the stopping rule says enough, the verdict.
 
-Every timed output is checked (``CallChecker``); the event overhead is rechecked after the case;
-a case whose calls read short against the GPU's own clock (``second_clock``) is rejected, and so is
-a time under the datasheet ceiling (it cannot be real).
+Every timed output is checked (``CallChecker``); the event overhead is measured for the case before
+its timed calls (the value they subtract) and rechecked after them; a case whose calls read short
+against the GPU's own clock (``second_clock``) is rejected, and so is a time under the datasheet
+ceiling (it cannot be real).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from harness.judge.worker_link import seal
 from harness.judge.worker_link.worker_channel import WorkerSession
 
 WARMUP_CALLS = 3
+OWN_OVERHEAD_ATTEMPTS = 3  # as the worker's first measurement (gpu_window.c: init_gpu)
 
 
 @dataclass
@@ -52,13 +54,22 @@ class BenchmarkCase:
                 host_us.append(warm.host_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
         sleep = QueuedSleep.after_warmup(host_us[1:])
+        with clock.phase("recheck"):
+            own = self._own_overhead(session, limit["call"])
+        if own and not seal.overhead_consistent(*own[1:]):
+            return CaseResult("benchmark", case, Status.HARNESS_FAULT,
+                              f"the harness's event overhead measured for this case was inconsistent "
+                              f"{OWN_OVERHEAD_ATTEMPTS} times (last {own[1]:.2f} us, spread {own[2]:.2f} us): refused; "
+                              "nothing is blamed on the submission")
+        overhead_us = session.overhead_us  # what the timed calls subtract: this case's own (their MACs cover it)
         with clock.phase("timed"):
             samples, readings, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
         with clock.phase("recheck"):
             drift = session.recheck_overhead(limit["call"])
         if drift and seal.overhead_moved(*drift)[0]:
-            note(f"harness fault: event overhead {drift[0]:.2f} us at the start, {drift[1]:.2f} us now "
+            note(f"harness fault: event overhead {drift[0]:.2f} us before the timed calls, {drift[1]:.2f} us after "
                  f"(spread {drift[2]:.2f} us); measuring this case again")
+            overhead_us = session.overhead_us
             with clock.phase("timed"):
                 samples, readings, index, wall_s = self._timed_loop(session, case, index, sleep)
             with clock.phase("recheck"):
@@ -80,7 +91,7 @@ class BenchmarkCase:
                              timing=stats, warmup_s=warmup_s, profile=profile,
                              overhead_ms=1e3 * wall_s / calls - stats.median_us / 1e3,  # per call made, as the split
                              overhead_split_ms=split, worker_split_ms=worker_split,
-                             queued_sleep_us=sleep.us, exposed_calls=sleep.exposed)
+                             queued_sleep_us=sleep.us, exposed_calls=sleep.exposed, event_overhead_us=overhead_us)
         if sol_us:
             outcome.sol_us = sol_us
             outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf
@@ -93,6 +104,17 @@ class BenchmarkCase:
                               f"({ceiling_us:.2f} us), with the harness's own measurement rechecked: the timing "
                               "cannot be real")
         return outcome
+
+    @staticmethod
+    def _own_overhead(session: WorkerSession, timeout_s: float) -> tuple[float, float, float] | None:
+        """The case's own event overhead, measured after its warm-up (the core and the parent adopt a
+        consistent one; an inconsistent one is refused and measured again): (in use, fresh, spread)."""
+        own = None
+        for _ in range(OWN_OVERHEAD_ATTEMPTS):
+            own = session.recheck_overhead(timeout_s)
+            if not own or seal.overhead_consistent(*own[1:]):
+                break
+        return own
 
     def _timed_loop(self, session: WorkerSession, case: dict[str, Any], index: int,
                     sleep: QueuedSleep) -> tuple[list[float], list[seal.ClockReading], int, float]:

@@ -156,11 +156,16 @@ def verify_recheck(key: bytes, nonce: bytes, rechecked: Rechecked) -> tuple[floa
 
 OVERHEAD_MAX_US = 8.0
 OVERHEAD_SPREAD_MAX_US = 0.5
-"""Bounds of a consistent event-overhead measurement; the same constants as harness/worker/csrc/sealed.c."""
+"""Bounds of a consistent event-overhead measurement; the same constants as harness/worker/csrc/gpu_window.h."""
+
+
+def overhead_consistent(fresh_us: float, spread_us: float) -> bool:
+    """A measurement the core accepts: in bounds, its rounds agreeing (gpu_window.c: overhead_consistent)."""
+    return 0.0 <= fresh_us <= OVERHEAD_MAX_US and spread_us <= OVERHEAD_SPREAD_MAX_US
 
 
 def overhead_moved(overhead_us: float, fresh_us: float, spread_us: float) -> tuple[bool, bool]:
-    """(the recheck disagrees with the overhead in use, the core adopted the fresh value)."""
+    """(the recheck disagrees with the overhead in use, the core adopted the fresh value). The core
+    adopts every consistent measurement (sealed.c: recheck), so each case subtracts its own."""
     moved = abs(fresh_us - overhead_us) > OVERHEAD_SPREAD_MAX_US or spread_us > OVERHEAD_SPREAD_MAX_US
-    consistent = 0.0 <= fresh_us <= OVERHEAD_MAX_US and spread_us <= OVERHEAD_SPREAD_MAX_US
-    return moved, moved and consistent and abs(fresh_us - overhead_us) > OVERHEAD_SPREAD_MAX_US
+    return moved, overhead_consistent(fresh_us, spread_us)

@@ -277,8 +277,8 @@ class WorkerSession:
     def recheck_overhead(self, timeout_s: float) -> tuple[float, float, float] | None:
         """Ask the core to measure its event overhead again: (in use, fresh, spread), MAC-checked.
 
-        None when results are not sealed (no core). When the fresh value moved and is itself
-        consistent the core adopts it, and so does the parent for the calls that follow.
+        None when results are not sealed (no core). When the fresh value is consistent the core
+        adopts it, and so does the parent for the calls that follow (their MACs cover it).
         """
         if not self.sealed:
             return None

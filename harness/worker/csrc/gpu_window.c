@@ -205,9 +205,11 @@ static double graph_empty_kernel_us(void) {
 
 /* The event time of one empty kernel minus that kernel's per-call time in a replayed graph (the
  * reference scripts/timing_validation.py checks against); where graphs fail, the marginal cost of a
- * second kernel in the stream stands in for the graph time. */
+ * second kernel in the stream stands in for the graph time. Every stream is drained first: no work
+ * left queued (by the submission, at a recheck) runs beside the measurement. */
 double measure_overhead(double *spread) {
     double rounds[OVERHEAD_ROUNDS], one[OVERHEAD_SAMPLES], two[OVERHEAD_SAMPLES];
+    if (cu.CtxSynchronize()) return -1.0;
     for (int r = 0; r < OVERHEAD_ROUNDS; r++) {
         for (int s = 0; s < OVERHEAD_SAMPLES; s++) {
             one[s] = empty_kernels_us(1);

@@ -244,7 +244,8 @@ done:
 }
 
 /* recheck(nonce): measure the event overhead again; MAC over (nonce, overhead in use, new, spread).
- * Called by the worker when the parent asks, after each timed case (the end-of-run check). */
+ * Called by the worker when the parent asks: before each case's timed calls (the value that case's
+ * times subtract) and after them (the check that it held). */
 static PyObject *sealed_recheck(PyObject *self, PyObject *args) {
     const char *nonce;
     Py_ssize_t nonce_size;
@@ -265,10 +266,9 @@ static PyObject *sealed_recheck(PyObject *self, PyObject *args) {
         memcpy(message + 24, &in_use, 8); memcpy(message + 32, &fresh, 8); memcpy(message + 40, &spread, 8);
         failed = mac_with_key(message, sizeof message, mac);
     }
-    /* A consistent fresh measurement that moved replaces the old one; the parent applies the same rule. */
-    if (!failed && overhead_consistent(fresh, spread) &&
-        (fresh - in_use > OVERHEAD_SPREAD_MAX_US || in_use - fresh > OVERHEAD_SPREAD_MAX_US))
-        ST->overhead_us = fresh;
+    /* A consistent fresh measurement replaces the one in use (an inconsistent one never does); the parent
+     * applies the same rule (seal.overhead_moved), so the calls that follow subtract this value. */
+    if (!failed && overhead_consistent(fresh, spread)) ST->overhead_us = fresh;
     hidden_close();
 done:
     if (collector_was_on) PyGC_Enable();

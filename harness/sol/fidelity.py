@@ -1,0 +1,77 @@
+"""The harness's residual error against graph replay on one GPU: the bound printed beside each median.
+
+``python -m harness calibrate`` times the timing ladder (problems/timing_ladder) twice on a GPU: by
+the harness (a benchmark run, sealed core) and by graph replay (harness.sol.replay_clock: nothing of
+the harness's timer), and stores each rung's pair with the GPU's calibration record. The bound is
+the worst error seen, in the band's own shape (docs/timing.md: max(3%, 0.2 us)): below SPLIT_US an
+absolute error (short kernels: the event pair's fixed costs dominate), from SPLIT_US a relative one
+(long kernels: the flush and the clocks scale with the time). No constant is fitted: both are the
+largest measured errors, so every rung lies inside its own bound.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SPLIT_US = 10.0
+"""Rungs whose replay time is under this set the absolute part of the bound; the others the relative part."""
+RECORD_KEY = "fidelity"
+"""Where the entry lies in a device's calibration record (harness.sol.calibration)."""
+
+
+@dataclass(frozen=True)
+class FidelityPoint:
+    """One rung: what the harness read and what graph replay read, in us."""
+
+    shape: str
+    harness_us: float
+    replay_us: float
+
+    @property
+    def error_us(self) -> float:
+        return abs(self.harness_us - self.replay_us)
+
+
+@dataclass(frozen=True)
+class FidelityBound:
+    """bound(t) = max(absolute_us, relative * t): the worst errors of the short and the long rungs."""
+
+    absolute_us: float
+    relative: float
+    measured_at: str
+
+    def bound_us(self, median_us: float) -> float:
+        return max(self.absolute_us, self.relative * median_us)
+
+    def text(self) -> str:
+        return f"max({self.absolute_us:.2f} us, {100 * self.relative:.1f}%)"
+
+
+def bound_from(points: list[FidelityPoint]) -> FidelityBound:
+    """The worst absolute error under SPLIT_US and the worst relative error from it (0 where no rung is)."""
+    short = [p.error_us for p in points if p.replay_us < SPLIT_US]
+    long = [p.error_us / p.replay_us for p in points if p.replay_us >= SPLIT_US]
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return FidelityBound(max(short, default=0.0), max(long, default=0.0), when)
+
+
+def entry(points: list[FidelityPoint], method: str) -> dict[str, Any]:
+    """What the calibration record keeps: every rung's pair, the bound, how it was measured."""
+    bound = bound_from(points)
+    return {"points": [asdict(p) for p in points], "absolute_us": bound.absolute_us, "relative": bound.relative,
+            "split_us": SPLIT_US, "measured_at": bound.measured_at, "method": method}
+
+
+def bound_of(record: dict[str, Any] | None) -> tuple[FidelityBound | None, str]:
+    """(the bound, where it comes from) from a device's calibration record; (None, why) without one."""
+    stored = (record or {}).get(RECORD_KEY)
+    if not isinstance(stored, dict):
+        why = "never calibrated" if record is None else "calibrated without the fidelity measurement"
+        return None, f"{why} on this GPU: python -m harness calibrate --force measures it"
+    try:
+        bound = FidelityBound(float(stored["absolute_us"]), float(stored["relative"]), str(stored["measured_at"]))
+    except (KeyError, TypeError, ValueError):
+        return None, "its fidelity record is unreadable: python -m harness calibrate --force measures it again"
+    return bound, f"calibrated {bound.measured_at}: {bound.text()} against graph replay"

@@ -243,7 +243,7 @@ class _RecheckingSession(WorkerSession):
     """The parent's own session (its recheck: MAC check, the in-use check, adoption) over a scripted core.
 
     Each recheck answers the next (fresh, spread) of ``rechecks``, signed under the run's key; the core
-    adopts a consistent one (as sealed.c's recheck does), and each call's time is RAW_EVENT_US minus
+    adopts a consistent one no higher than its first plus 0.1 us (as sealed.c's recheck does), and each call's time is RAW_EVENT_US minus
     the overhead the core holds, the value its MAC covers."""
 
     def __init__(self, reference, rechecks, first_us=2.4):
@@ -251,6 +251,7 @@ class _RecheckingSession(WorkerSession):
         self.reference, self.rechecks, self.timed_loops = reference, list(rechecks), 0
         self.worker.key = os.urandom(seal.KEY_BYTES)
         self.sealed, self.overhead_us, self.core_us = True, first_us, first_us  # the worker's first measurement
+        self.first_overhead_us = first_us
         self.subtracted = set()  # the overheads the calls' times subtracted
         self._nonce = b""
 
@@ -262,7 +263,8 @@ class _RecheckingSession(WorkerSession):
         self.timed_loops += 1
         mac = seal.recheck_mac(self.worker.key, self._nonce, self.core_us, fresh_us, spread_us)
         answer = Rechecked(overhead_us=self.core_us, fresh_us=fresh_us, spread_us=spread_us, mac=mac)
-        if 0.0 <= fresh_us <= seal.OVERHEAD_MAX_US and spread_us <= seal.OVERHEAD_SPREAD_MAX_US:
+        if (0.0 <= fresh_us <= seal.OVERHEAD_MAX_US and spread_us <= seal.OVERHEAD_SPREAD_MAX_US
+                and fresh_us <= self.first_overhead_us + seal.OVERHEAD_RAISE_MAX_US):
             self.core_us = fresh_us
         return answer, None
 
@@ -280,8 +282,9 @@ class _RecheckingSession(WorkerSession):
 
 @pytest.mark.parametrize(("rechecks", "status", "loops"), [
     ([(2.5, 0.1), (2.6, 0.1)], Status.PASSED, 2),  # before the case, then after it
-    ([(2.5, 0.1), (4.0, 0.1), (4.1, 0.1)], Status.PASSED, 3),  # moved once: measured again, then steady
-    ([(2.5, 0.1), (4.0, 0.1), (6.0, 0.1)], Status.HARNESS_FAULT, 3),  # moved twice: the harness's fault
+    ([(2.4, 0.1), (1.6, 0.1), (1.7, 0.1)], Status.PASSED, 3),  # moved once: measured again, then steady
+    ([(2.4, 0.1), (1.6, 0.1), (0.8, 0.1)], Status.HARNESS_FAULT, 3),  # moved twice: the harness's fault
+    ([(2.4, 0.1), (4.0, 0.1), (4.1, 0.1)], Status.HARNESS_FAULT, 3),  # a raise is never adopted: it stays moved
 ])
 def test_an_overhead_that_moves_is_a_harness_fault_measured_again_never_the_submissions(rechecks, status, loops):
     outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, rechecks))
@@ -296,6 +299,14 @@ def test_a_case_subtracts_the_overhead_measured_for_it_not_the_workers_first():
                                                                                first_us=2.9))
     assert outcome.status == Status.PASSED and session.subtracted == {2.2}
     assert outcome.event_overhead_us == 2.2 and outcome.timing.median_us == pytest.approx(RAW_EVENT_US - 2.2)
+
+
+def test_a_case_never_subtracts_a_measurement_raised_above_the_workers_first():
+    # A submission that keeps the GPU busy while the core measures lengthens the measurement; subtracting
+    # it would shorten every timed call. The case keeps the first value (taken before the import).
+    outcome, session = _benchmark_against(lambda reference: _RecheckingSession(reference, [(3.4, 0.1), (2.4, 0.1)],
+                                                                               first_us=2.4))
+    assert outcome.status == Status.PASSED and session.subtracted == {2.4}
 
 
 @pytest.mark.parametrize("refused", [(2.2, 0.9), (11.0, 0.1), (-0.5, 0.1)])  # rounds disagree; out of bounds
@@ -343,7 +354,7 @@ class _ClockSession(_RecheckingSession):
     """Timed calls carry a signed second-clock reading: each ``gaps_us[i % len]`` apart, 2 us allowed."""
 
     def __init__(self, reference, gaps_us):
-        super().__init__(reference, [(2.5, 2.5, 0.1)])
+        super().__init__(reference, [(2.4, 0.1), (2.4, 0.1)])  # before the case, after it
         self.gaps_us, self.timed = gaps_us, 0
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers=""):

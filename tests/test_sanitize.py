@@ -258,3 +258,17 @@ def test_the_saved_report_sits_beside_the_json(tmp_path, monkeypatch):
                                  "cpu", RunOptions(sanitizer_report=path))
     assert result.sanitizer_report == str(path) and path.read_text() == "#### recorded\n"
     assert os.path.isfile(result.sanitizer_report)
+
+
+def test_the_sanitized_worker_starts_without_the_compiled_core(tmp_path, monkeypatch):
+    # The core's graph-based start fails under compute-sanitizer (H100, 2026-11-26); a sanitized call is plain.
+    asked = []
+    session = Evaluation.session
+
+    def spy(self, *args, **kwargs):
+        asked.append(kwargs.get("unsealed"))
+        return session(self, *args, **kwargs)
+
+    monkeypatch.setattr(Evaluation, "session", spy)
+    results, _, _ = _run_sanitized(tmp_path, REPO / "submissions/nvfp4_gemv/torch_reference.py", "clean_memcheck.log")
+    assert asked == [True] and [r.status for r in results] == [Status.PASSED]

@@ -218,10 +218,12 @@ def test_the_recheck_is_signed_over_the_parents_nonce(core):
 
 
 def test_overhead_moved_flags_drift_and_adopts_only_consistent_values():
-    assert seal.overhead_moved(2.5, 2.7, 0.1) == (False, True)  # each case subtracts its own measurement
-    assert seal.overhead_moved(2.5, 4.0, 0.1) == (True, True)
-    assert seal.overhead_moved(2.5, 28.0, 0.1) == (True, False)
-    assert seal.overhead_moved(2.5, 2.6, 3.0) == (True, False)
+    assert seal.overhead_moved(2.5, 2.3, 0.1, 2.5) == (False, True)  # each case subtracts its own measurement
+    assert seal.overhead_moved(2.5, 2.6, 0.1, 2.5) == (False, True)  # a raise within 0.1 us of the first
+    assert seal.overhead_moved(2.5, 1.9, 0.1, 2.5) == (True, True)
+    assert seal.overhead_moved(2.5, 4.0, 0.1, 2.5) == (True, False)  # a busy GPU lengthens it: never adopted
+    assert seal.overhead_moved(2.5, 28.0, 0.1, 2.5) == (True, False)
+    assert seal.overhead_moved(2.5, 2.6, 3.0, 2.5) == (True, False)
 
 
 def test_a_view_outside_its_storage_is_a_protocol_error():

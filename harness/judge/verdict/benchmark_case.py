@@ -66,7 +66,7 @@ class BenchmarkCase:
             samples, readings, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
         with clock.phase("recheck"):
             drift = session.recheck_overhead(limit["call"])
-        if drift and seal.overhead_moved(*drift)[0]:
+        if drift and seal.overhead_moved(*drift, session.first_overhead_us)[0]:
             note(f"harness fault: event overhead {drift[0]:.2f} us before the timed calls, {drift[1]:.2f} us after "
                  f"(spread {drift[2]:.2f} us); measuring this case again")
             overhead_us = session.overhead_us
@@ -74,7 +74,7 @@ class BenchmarkCase:
                 samples, readings, index, wall_s = self._timed_loop(session, case, index, sleep)
             with clock.phase("recheck"):
                 drift = session.recheck_overhead(limit["call"])
-            if drift and seal.overhead_moved(*drift)[0]:
+            if drift and seal.overhead_moved(*drift, session.first_overhead_us)[0]:
                 return CaseResult("benchmark", case, Status.HARNESS_FAULT,
                                   f"the harness's event overhead moved twice ({drift[0]:.2f} -> {drift[1]:.2f} us): "
                                   "its timing of this GPU is not trustworthy now; nothing is blamed on the submission")

@@ -164,8 +164,15 @@ def overhead_consistent(fresh_us: float, spread_us: float) -> bool:
     return 0.0 <= fresh_us <= OVERHEAD_MAX_US and spread_us <= OVERHEAD_SPREAD_MAX_US
 
 
-def overhead_moved(overhead_us: float, fresh_us: float, spread_us: float) -> tuple[bool, bool]:
+OVERHEAD_RAISE_MAX_US = 0.1
+"""How far a recheck may raise the overhead above the worker's first measurement (gpu_window.h): a
+submission that keeps the GPU busy during a recheck can only lengthen it, and a longer overhead
+shortens every time it is subtracted from."""
+
+
+def overhead_moved(overhead_us: float, fresh_us: float, spread_us: float, first_us: float) -> tuple[bool, bool]:
     """(the recheck disagrees with the overhead in use, the core adopted the fresh value). The core
-    adopts every consistent measurement (sealed.c: recheck), so each case subtracts its own."""
+    adopts a consistent measurement no higher than the first (taken before the submission existed)
+    plus OVERHEAD_RAISE_MAX_US (sealed.c: recheck), so each case subtracts its own."""
     moved = abs(fresh_us - overhead_us) > OVERHEAD_SPREAD_MAX_US or spread_us > OVERHEAD_SPREAD_MAX_US
-    return moved, overhead_consistent(fresh_us, spread_us)
+    return moved, overhead_consistent(fresh_us, spread_us) and fresh_us <= first_us + OVERHEAD_RAISE_MAX_US

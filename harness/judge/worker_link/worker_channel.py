@@ -88,6 +88,7 @@ class WorkerSession:
         self.worker = WorkerProcess(submission, device, visible_devices, list(command_prefix or []), keep_uid)
         self.sealed = False
         self.overhead_us: float | None = None
+        self.first_overhead_us: float | None = None  # the core's, before the import: a recheck's ceiling
         self._next_index = 0
         self._prepare_pending = False
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
@@ -190,7 +191,7 @@ class WorkerSession:
         if self.sealed and (not ready.sealed or ready.overhead_us is None):
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
-        self.overhead_us = ready.overhead_us
+        self.overhead_us = self.first_overhead_us = ready.overhead_us
         why = self.worker.supervision.not_armed()
         if why:
             self.worker.kill()
@@ -290,6 +291,6 @@ class WorkerSession:
         if values[0] != self.overhead_us:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the timing core's overhead changed without the harness asking")
-        if seal.overhead_moved(*values)[1]:
+        if seal.overhead_moved(*values, self.first_overhead_us)[1]:
             self.overhead_us = values[1]
         return values

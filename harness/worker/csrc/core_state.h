@@ -21,6 +21,7 @@ typedef struct {
     uint8_t *key_page;                     /* KEY_BYTES at key_offset; the rest random filler */
     size_t key_offset;
     double overhead_us, overhead_spread_us;
+    double first_overhead_us;              /* measured before the import: the ceiling of a recheck's raise */
     double clock_slack_us[2];              /* second clock's allowance: [0] queued call, [1] exposed call */
     CUevent start_event, end_event, stamp_event; /* stamp_event: behind the end stamp */
     CUdeviceptr flush_buffer, counter, stamps; /* stamps: STAMP_SLOTS random words, two used per call */

@@ -292,7 +292,10 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
     for (int attempt = 0; attempt < 3; attempt++) {
         ST->overhead_us = measure_overhead(&ST->overhead_spread_us);
         if (ST->overhead_us < -0.5) return cuda_failed(1, "overhead measurement") ? -1 : -1;
-        if (overhead_consistent(ST->overhead_us, ST->overhead_spread_us)) return 0;
+        if (overhead_consistent(ST->overhead_us, ST->overhead_spread_us)) {
+            ST->first_overhead_us = ST->overhead_us;
+            return 0;
+        }
     }
     PyErr_Format(PyExc_RuntimeError, "harness fault: event overhead %.2f us, spread %.2f us over %d rounds, "
                  "three times (bounds %.1f us, spread %.1f us)", ST->overhead_us, ST->overhead_spread_us, OVERHEAD_ROUNDS,

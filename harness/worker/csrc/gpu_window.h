@@ -7,6 +7,10 @@
 #define OVERHEAD_ROUNDS 5
 #define OVERHEAD_MAX_US 8.0
 #define OVERHEAD_SPREAD_MAX_US 0.5
+/* A recheck may lower the overhead in use, or raise it at most this far above the worker's first
+ * measurement (taken before the submission existed): a submission that keeps the GPU busy while the
+ * core measures can only lengthen the measurement, which would shorten every time it then subtracts. */
+#define OVERHEAD_RAISE_MAX_US 0.1
 
 /* Once, before the import: driver, context, buffers, kernels, overhead and clock calibration. The
  * hidden page is open. 0, or -1 with an exception. */

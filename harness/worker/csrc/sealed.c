@@ -266,9 +266,11 @@ static PyObject *sealed_recheck(PyObject *self, PyObject *args) {
         memcpy(message + 24, &in_use, 8); memcpy(message + 32, &fresh, 8); memcpy(message + 40, &spread, 8);
         failed = mac_with_key(message, sizeof message, mac);
     }
-    /* A consistent fresh measurement replaces the one in use (an inconsistent one never does); the parent
-     * applies the same rule (seal.overhead_moved), so the calls that follow subtract this value. */
-    if (!failed && overhead_consistent(fresh, spread)) ST->overhead_us = fresh;
+    /* A consistent fresh measurement replaces the one in use unless it rises above the first by more than
+     * OVERHEAD_RAISE_MAX_US (an inconsistent one never does); the parent applies the same rule
+     * (seal.overhead_moved), so the calls that follow subtract this value. */
+    if (!failed && overhead_consistent(fresh, spread) && fresh <= ST->first_overhead_us + OVERHEAD_RAISE_MAX_US)
+        ST->overhead_us = fresh;
     hidden_close();
 done:
     if (collector_was_on) PyGC_Enable();

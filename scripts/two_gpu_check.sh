@@ -29,6 +29,11 @@
 #                job on an H100)
 #   service_2gpu SERVICE_SUBMISSIONS (12) from SERVICE_USERS on both GPUs; the service SIGKILLed and
 #                restarted once a quarter of them are answered (about 1.5 min)
+#   host_share   scripts/host_share_probe.py: why each evaluation runs about 11% slower when two share
+#                the host (run 13): HOST_SHARE_FILE (the Triton GEMM) ranked alone, two at once sized
+#                for the whole host, two at once sized to their half (the fix), two pinned to their
+#                half; the CPU time and threads of each process, the per-call phases, host memory
+#                bandwidth and PCIe alone against two at once (HOST_SHARE_ROUNDS (2): about 4.5 min)
 #   table        scripts/two_gpu_report.py
 # The service size is SERVICE_SUBMISSIONS=100 SERVICE_USERS=10: about 8 s a job on a GPU, so
 # 7 min on two GPUs alone; run it as its own call (STEPS="build service_2gpu table") and the 1-GPU
@@ -54,12 +59,14 @@ if [ "$DEVICE" = cpu ]; then  # the smallest sizes that exercise every path
   SERVICE_FILE=${SERVICE_FILE:-submissions/nvfp4_gemm/torch_reference.py}
   SERVICE_SUBMISSIONS=${SERVICE_SUBMISSIONS:-4} SERVICE_USERS=${SERVICE_USERS:-2}
   SERVICE_ONE_GPU_SUBMISSIONS=${SERVICE_ONE_GPU_SUBMISSIONS:-2} ONE_WORKER=(--serial)
+  HOST_SHARE_FILE=${HOST_SHARE_FILE:-submissions/nvfp4_gemm/torch_reference.py} HOST_SHARE_ARGS=(--mode benchmark)
 else
   export PATTERNS=${PATTERNS:-triton_*.py}
-  ONE_WORKER=()
+  ONE_WORKER=() HOST_SHARE_ARGS=()
 fi
 KILL_FILE=${KILL_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
 SERVICE_FILE=${SERVICE_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
+HOST_SHARE_FILE=${HOST_SHARE_FILE:-submissions/nvfp4_gemm/triton_gemm.py}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 say() { echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }
 
@@ -121,6 +128,12 @@ if has service_2gpu; then
     --file "$SERVICE_FILE" --submissions "$submissions" --users "${SERVICE_USERS:-6}" \
     --kill-after "$(( (submissions + 3) / 4 ))" > /dev/null 2> "$OUT/service_2gpu.err"
   echo "service on two GPUs: exit $?"
+fi
+
+if has host_share; then
+  say "host share: one evaluation alone against two on one host"
+  python3 scripts/host_share_probe.py "$OUT/host_share" --file "$HOST_SHARE_FILE" --device "$DEVICE" \
+    --rounds "${HOST_SHARE_ROUNDS:-2}" "${HOST_SHARE_ARGS[@]}" 2> "$OUT/host_share.err" | tail -n 12
 fi
 
 if has table; then

@@ -11,12 +11,13 @@ when two ran at once. Each part below measures one hypothesis, with the same fil
   membw        host memory bandwidth (numpy copy of 1 GiB), one process alone against two at once
   pcie         pinned host-to-device and device-to-host copies, GPU 0 alone against GPU 0 and 1 at once
 
-For every evaluation: its wall, its phases (RunResult.wall_s), the parent's per-call phases
-averaged over the benchmark cases (overhead_split_ms: inputs_wait, exchange, seal, draw, check),
-and, sampled from /proc every 0.1 s, the CPU seconds and peak threads of the parent, the worker
-and every other process under it, and the host's CPU busy fraction. CPU oversubscription shows as
-busy near 100% and a gap that closes under pair_shared; a per-call phase that grows only in pairs
-names the step that contends; bandwidth and PCIe show as a lower GB/s when two copy at once.
+One evaluation alone runs first, unmeasured (the compile caches filled). For every evaluation:
+its wall, its phases (RunResult.wall_s), the parent's per-call phases averaged over the benchmark
+cases (overhead_split_ms: inputs_wait, exchange, seal, draw, check), and, sampled from /proc every
+0.1 s, the CPU seconds and peak threads of the parent, the worker and every other process under
+it, and the host's CPU busy fraction. CPU oversubscription shows as busy near 100% and a gap that
+closes under pair_shared; a per-call phase that grows only in pairs names the step that
+contends; bandwidth and PCIe show as a lower GB/s when two copy at once.
 
     python3 scripts/host_share_probe.py OUT --file submissions/nvfp4_gemm/triton_gemm.py \\
         --rounds 2    # -> OUT/host_share.json and OUT/host_share.md (printed too)
@@ -92,6 +93,7 @@ def descendants(roots: set[int], table: dict[int, tuple[int, float, int, str]]) 
 
 def evaluate_at_once(args: argparse.Namespace, out: Path, name: str) -> list[dict[str, Any]]:
     """Run the part's evaluations at once; each one's result summary and its processes' CPU and threads."""
+    out.mkdir(parents=True, exist_ok=True)
     count, share, pinned = EVAL_PARTS[name]
     cpus = sorted(os.sched_getaffinity(0))
     half = max(1, len(cpus) // 2)
@@ -213,6 +215,8 @@ def main() -> int:
         parser.error(f"unknown part(s) {sorted(unknown)}: choose among {' '.join(PARTS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "file": str(args.file)}
+    if any(p in EVAL_PARTS for p in parts):  # compile caches filled before any measured part (kept apart)
+        results["warmup"] = evaluate_at_once(args, args.out / "warmup", "alone")
     for round_index in range(args.rounds):
         for name in (p for p in parts if p in EVAL_PARTS):
             print(f"round {round_index + 1}: {name}", file=sys.stderr)

@@ -14,7 +14,11 @@
 #       -d ".whl-${set%% *}" ${set#* }
 #   done
 # Run: device tool, kind nvidia-h100-x2, carry [".whl-cluster", ".whl-service"],
-#   command: OUT=$OUT bash scripts/two_gpu_check.sh
+#   command: OUT=$OUT bash scripts/two_gpu_check.sh                 (the default steps, about 9 min)
+#   then one call each (under 9 min):  OUT=$OUT STEPS="build host_share" bash scripts/two_gpu_check.sh
+#                                      OUT=$OUT STEPS="build service_issue table" bash scripts/two_gpu_check.sh
+#                                      OUT=$OUT STEPS="build scheduler table" bash scripts/two_gpu_check.sh
+# (the scheduler and host_share steps fit together in one call: about 6.5 min)
 #
 # Steps (STEPS, default "build leaderboard kill service_1gpu service_2gpu table", in that order):
 #   build        the sealed timing core, in place (ranked runs need it; 3 s)

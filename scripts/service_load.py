@@ -7,8 +7,11 @@ process group: the service, its local cluster, their evaluations) and started ag
 database and port; the clients keep polling across it. Then it checks: every submission answered
 exactly once (its client printed one report and exited with the expected code; the database holds
 one result), none lost, none answered twice (the dispatcher's 'answered twice' warning), each user
-seeing only their own submissions (and another user's as absent), and the queue's throughput
-(answered per minute from the first upload to the last answer; also without the restart's gap).
+seeing only their own submissions (and another user's as absent), and the queue's throughput:
+answered per minute from the first upload to the last answer as the clients saw it, and the
+queue's own (from the first job's start to the last job's end, as the service's database records
+them: what two GPUs against one compares, without the clients' start), each also without the
+restart's gap.
 
     python3 scripts/service_load.py OUT_DIR --submissions 100 --users 10 --kill-after 30 \\
         --file submissions/nvfp4_gemv/triton_gemv.py --mode test --device cuda   # -> OUT_DIR/summary.json
@@ -17,6 +20,7 @@ seeing only their own submissions (and another user's as absent), and the queue'
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -26,7 +30,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -119,6 +125,55 @@ def own_only(service: Service, tokens: dict[str, str], expected: dict[str, int])
     return problems
 
 
+@dataclass
+class Outcome:
+    """What a load run left: per client its exit code and the reports it printed; per stored
+    submission its status, whether a result is stored, attempts, start and end (ISO, to the second)."""
+
+    codes: list[int | None]
+    reports: list[int]
+    rows: list[tuple[str, bool, int, str | None, str | None]]
+    log_text: str
+    client_wall_s: float | None
+    gap_s: float | None  # the restart's gap (kill to answering again), None: no kill
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp).timestamp()
+
+
+def account(outcome: Outcome, expect_exit: int) -> dict[str, Any]:
+    """The load run's accounting: answered once, twice or never, re-queued, and the throughputs."""
+    once = sum(1 for code, count in zip(outcome.codes, outcome.reports) if code == expect_exit and count == 1)
+    done = [row for row in outcome.rows if row[0] == "done"]
+    starts = [_seconds(row[3]) for row in done if row[3]]
+    ends = [_seconds(row[4]) for row in done if row[4]]
+    queue_s = max(ends) - min(starts) if starts and ends and max(ends) > min(starts) else None
+    gap = outcome.gap_s or 0.0
+    requeued = sum(int(n) for n in re.findall(r"re-queued (\d+) job", outcome.log_text))
+
+    def per_min(count: int, wall: float | None, less: float = 0.0) -> float | None:
+        return round(60 * count / (wall - less), 2) if wall and wall > less else None
+
+    return {
+        "answered_once": once,
+        "answered_twice": sum(count > 1 for count in outcome.reports)
+        + len(re.findall(r"answered twice", outcome.log_text)),
+        "lost": sum(count == 0 for count in outcome.reports) + sum(row[0] != "done" for row in outcome.rows),
+        "stored_results": sum(bool(row[1]) for row in outcome.rows), "attempts": sum(row[2] for row in outcome.rows),
+        "requeued_at_restart": requeued,
+        "extra_runs": sum(max(0, row[2] - 1) for row in outcome.rows) - requeued,  # runs again beyond the restart's
+        "exit_codes": {str(code): outcome.codes.count(code) for code in sorted(set(outcome.codes), key=str)},
+        "restart_gap_s": round(gap, 1) if outcome.gap_s is not None else None,
+        "wall_s": round(outcome.client_wall_s, 1) if outcome.client_wall_s else None,
+        "per_min": per_min(once, outcome.client_wall_s),
+        "per_min_without_restart": per_min(once, outcome.client_wall_s, gap),
+        "queue_s": round(queue_s, 1) if queue_s else None,
+        "queue_per_min": per_min(len(done), queue_s),
+        "queue_per_min_without_restart": per_min(len(done), queue_s, gap),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
@@ -130,7 +185,8 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--expect-exit", type=int, default=0, help="the clients' exit code for this file")
     parser.add_argument("--serial", action="store_true", help="the service's own serial executor, no cluster")
-    parser.add_argument("--timeout-s", type=float, default=1800)
+    parser.add_argument("--timeout-s", type=float, default=1800, help="clients still waiting then count as lost")
+    parser.add_argument("--poll-s", type=float, help="the clients' poll period (default: 0.5 s, 1 s a 50 clients)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     db, files = args.out / "service.db", args.out / "files"
@@ -138,6 +194,7 @@ def main() -> int:
     tokens = users(db, args.users)
     names = sorted(tokens)
     source = args.file.read_text()
+    poll_s = args.poll_s or max(0.5, args.submissions / 50)  # a hundred clients polling twice a second load the service
     service = Service(args, db, args.out / "server.log")
     start_s = service.start()
     clients = []
@@ -149,7 +206,7 @@ def main() -> int:
         log = (args.out / f"client_{index:03d}.log").open("w")
         clients.append((name, log, subprocess.Popen(
             [sys.executable, "-m", "harness", "submit", str(path), "--mode", args.mode, "--server", service.url,
-             "--token", tokens[name], "--poll-s", "0.5"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)))
+             "--token", tokens[name], "--poll-s", str(poll_s)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)))
     kill_at = back_at = None
     ended: dict[int, float] = {}
     while len(ended) < len(clients) and time.monotonic() - began < args.timeout_s:
@@ -167,33 +224,24 @@ def main() -> int:
             process.kill()
         log.close()
     reports = [(args.out / f"client_{index:03d}.log").read_text().count("\nResult: ") for index in range(len(clients))]
-    codes = [process.returncode for _, _, process in clients]
     with sqlite3.connect(db) as connection:
-        rows = connection.execute("SELECT status, result_json IS NOT NULL, attempts FROM submissions").fetchall()
-    log_text = service.log.read_text()
+        rows = connection.execute("SELECT status, result_json IS NOT NULL, attempts, started_at, finished_at "
+                                  "FROM submissions").fetchall()
     isolation = own_only(service, tokens, {name: sum(n == name for n, _, _ in clients) for name in names})
     service.stop()
-    wall = (max(ended.values()) - began) if ended else None
-    gap = (back_at - kill_at) if kill_at is not None and back_at is not None else 0.0
-    once = sum(1 for code, count in zip(codes, reports) if code == args.expect_exit and count == 1)
+    gap = (back_at - kill_at) if kill_at is not None and back_at is not None else None
+    outcome = Outcome(codes=[process.returncode for _, _, process in clients], reports=reports, rows=rows,
+                      log_text=service.log.read_text(), client_wall_s=(max(ended.values()) - began) if ended else None,
+                      gap_s=gap)
     summary = {
         "submissions": args.submissions, "users": args.users, "executor": "serial" if args.serial else "cluster local",
+        "file": args.file.name, "mode": args.mode,
         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""), "service_start_s": round(start_s, 1),
-        "answered_once": once, "answered_twice": sum(count > 1 for count in reports)
-        + len(re.findall(r"answered twice", log_text)),
-        "lost": sum(count == 0 for count in reports) + sum(status != "done" for status, _, _ in rows),
-        "stored_results": sum(bool(stored) for _, stored, _ in rows), "attempts": sum(a for _, _, a in rows),
-        "requeued_at_restart": sum(int(n) for n in re.findall(r"re-queued (\d+) job", log_text)),
-        "exit_codes": {str(code): codes.count(code) for code in sorted(set(codes), key=str)},
-        "own_only_problems": isolation, "killed_after": args.kill_after or None,
-        "restart_gap_s": round(gap, 1) if kill_at is not None else None,
-        "wall_s": round(wall, 1) if wall else None,
-        "per_min": round(60 * once / wall, 2) if wall else None,
-        "per_min_without_restart": round(60 * once / (wall - gap), 2) if wall and wall > gap else None,
+        "killed_after": args.kill_after or None, "own_only_problems": isolation, **account(outcome, args.expect_exit),
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
-    return 0 if once == args.submissions and not isolation else 1
+    return 0 if summary["answered_once"] == args.submissions and not isolation else 1
 
 
 if __name__ == "__main__":

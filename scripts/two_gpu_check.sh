@@ -14,7 +14,11 @@
 #       -d ".whl-${set%% *}" ${set#* }
 #   done
 # Run: device tool, kind nvidia-h100-x2, carry [".whl-cluster", ".whl-service"],
-#   command: OUT=$OUT bash scripts/two_gpu_check.sh
+#   command: OUT=$OUT bash scripts/two_gpu_check.sh                 (the default steps, about 9 min)
+#   then one call each (under 9 min):  OUT=$OUT STEPS="build host_share" bash scripts/two_gpu_check.sh
+#                                      OUT=$OUT STEPS="build service_issue table" bash scripts/two_gpu_check.sh
+#                                      OUT=$OUT STEPS="build scheduler table" bash scripts/two_gpu_check.sh
+# (the scheduler and host_share steps fit together in one call: about 6.5 min)
 #
 # Steps (STEPS, default "build leaderboard kill service_1gpu service_2gpu table", in that order):
 #   build        the sealed timing core, in place (ranked runs need it; 3 s)
@@ -29,12 +33,24 @@
 #                job on an H100)
 #   service_2gpu SERVICE_SUBMISSIONS (12) from SERVICE_USERS on both GPUs; the service SIGKILLed and
 #                restarted once a quarter of them are answered (about 1.5 min)
+#   service_issue the issue's service test in one call (about 9 min): ISSUE_SUBMISSIONS (100) from
+#                ISSUE_USERS (10) at once on both GPUs, killed and restarted once a quarter are answered,
+#                then ISSUE_ONE_GPU (24) of the same work on GPU 1 alone until ISSUE_DEADLINE_S (540)
+#                from the step's start (the queue's rate stands on what was answered by then). The work
+#                is the cheapest that runs the whole path on the GPU: test mode of ISSUE_FILE, the GEMV's
+#                torch reference (no JIT compile). Its table rows are service_2gpu's and service_1gpu's.
+#   host_share   scripts/host_share_probe.py: why each evaluation runs about 11% slower when two share
+#                the host (run 13): HOST_SHARE_FILE (the Triton GEMM) ranked alone, two at once sized
+#                for the whole host, two at once sized to their half (the fix), two pinned to their
+#                half; the CPU time and threads of each process, the per-call phases, host memory
+#                bandwidth and PCIe alone against two at once (HOST_SHARE_ROUNDS (2): about 4.5 min)
+#   scheduler    SCHEDULER_COPIES (4) copies of SCHEDULER_FILE (the Triton GEMV) ranked through a TCP
+#                scheduler with one supervised worker per GPU; the scheduler SIGKILLed
+#                SCHEDULER_KILL_AFTER_S (5) s after both workers started a job and started again on its
+#                port (scripts/scheduler_restart.py, about 2 min)
 #   table        scripts/two_gpu_report.py
-# The issue's service size is SERVICE_SUBMISSIONS=100 SERVICE_USERS=10: about 8 s a job on a GPU, so
-# 7 min on two GPUs alone; run it as its own call (STEPS="build service_2gpu table") and the 1-GPU
-# baseline in another (STEPS="build service_1gpu table" with SERVICE_ONE_GPU_SUBMISSIONS=50), then
-# put both OUT folders' service_* together and run scripts/two_gpu_report.py on them.
-#
+# Each step stands alone after build (one device call each, under 9 minutes), so the integrator can
+# split the script across calls: STEPS="build service_issue table", STEPS="build host_share", ...
 # DEVICE=cpu runs the same logic at a tiny size on CPU workers (no GPU needed: how the script is
 # checked). There the 1-worker service uses the service's own serial executor, since a CPU local
 # cluster has one worker per core.
@@ -54,20 +70,35 @@ if [ "$DEVICE" = cpu ]; then  # the smallest sizes that exercise every path
   SERVICE_FILE=${SERVICE_FILE:-submissions/nvfp4_gemm/torch_reference.py}
   SERVICE_SUBMISSIONS=${SERVICE_SUBMISSIONS:-4} SERVICE_USERS=${SERVICE_USERS:-2}
   SERVICE_ONE_GPU_SUBMISSIONS=${SERVICE_ONE_GPU_SUBMISSIONS:-2} ONE_WORKER=(--serial)
+  HOST_SHARE_FILE=${HOST_SHARE_FILE:-submissions/nvfp4_gemm/torch_reference.py} HOST_SHARE_ARGS=(--mode benchmark)
+  ISSUE_FILE=${ISSUE_FILE:-submissions/nvfp4_gemm/torch_reference.py} ISSUE_SUBMISSIONS=${ISSUE_SUBMISSIONS:-6}
+  ISSUE_USERS=${ISSUE_USERS:-3} ISSUE_ONE_GPU=${ISSUE_ONE_GPU:-2}
+  SCHEDULER_FILE=${SCHEDULER_FILE:-submissions/nvfp4_gemm/torch_reference.py} SCHEDULER_KILL_AFTER_S=${SCHEDULER_KILL_AFTER_S:-1}
 else
   export PATTERNS=${PATTERNS:-triton_*.py}
-  ONE_WORKER=()
+  ONE_WORKER=() HOST_SHARE_ARGS=()
 fi
 KILL_FILE=${KILL_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
 SERVICE_FILE=${SERVICE_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
+HOST_SHARE_FILE=${HOST_SHARE_FILE:-submissions/nvfp4_gemm/triton_gemm.py}
+ISSUE_FILE=${ISSUE_FILE:-submissions/nvfp4_gemv/torch_reference.py} ISSUE_SUBMISSIONS=${ISSUE_SUBMISSIONS:-100}
+ISSUE_USERS=${ISSUE_USERS:-10} ISSUE_ONE_GPU=${ISSUE_ONE_GPU:-24}
+SCHEDULER_FILE=${SCHEDULER_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 say() { echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }
 
-service_1gpu() {
+service_1gpu() {  # [timeout s]: clients still waiting then count as lost (the queue's rate stands)
   CUDA_VISIBLE_DEVICES=${ONE_GPU:-1} python3 scripts/service_load.py "$OUT/service_1gpu" --device "$DEVICE" \
     --file "$SERVICE_FILE" --submissions "${SERVICE_ONE_GPU_SUBMISSIONS:-6}" --users "${SERVICE_USERS:-6}" \
-    "${ONE_WORKER[@]}" > /dev/null 2> "$OUT/service_1gpu.err"
+    --timeout-s "${1:-1800}" "${ONE_WORKER[@]}" > /dev/null 2> "$OUT/service_1gpu.err"
   echo "service on one GPU: exit $?"
+}
+service_2gpu() {
+  local submissions=${SERVICE_SUBMISSIONS:-12}
+  CUDA_VISIBLE_DEVICES=0,1 python3 scripts/service_load.py "$OUT/service_2gpu" --device "$DEVICE" \
+    --file "$SERVICE_FILE" --submissions "$submissions" --users "${SERVICE_USERS:-6}" \
+    --kill-after "$(( (submissions + 3) / 4 ))" > /dev/null 2> "$OUT/service_2gpu.err"
+  echo "service on two GPUs: exit $?"
 }
 
 if has build; then
@@ -115,12 +146,33 @@ if has kill; then
 fi
 
 if has service_2gpu; then
-  say "service on two GPUs, killed and restarted once"
-  submissions=${SERVICE_SUBMISSIONS:-12}
-  CUDA_VISIBLE_DEVICES=0,1 python3 scripts/service_load.py "$OUT/service_2gpu" --device "$DEVICE" \
-    --file "$SERVICE_FILE" --submissions "$submissions" --users "${SERVICE_USERS:-6}" \
-    --kill-after "$(( (submissions + 3) / 4 ))" > /dev/null 2> "$OUT/service_2gpu.err"
-  echo "service on two GPUs: exit $?"
+  say "service on two GPUs, killed and restarted once"; service_2gpu
+fi
+
+if has service_issue; then  # the issue's size, then one GPU's rate on a subset of the same work, in one call
+  say "service: $ISSUE_SUBMISSIONS submissions from $ISSUE_USERS users on two GPUs, then $ISSUE_ONE_GPU on one"
+  issue_start=$SECONDS
+  SERVICE_FILE=$ISSUE_FILE SERVICE_SUBMISSIONS=$ISSUE_SUBMISSIONS SERVICE_USERS=$ISSUE_USERS service_2gpu
+  left=$(( ${ISSUE_DEADLINE_S:-540} - (SECONDS - issue_start) - 30 ))  # 30 s: the service's start and stop
+  if [ "$left" -gt 60 ]; then
+    SERVICE_FILE=$ISSUE_FILE SERVICE_ONE_GPU_SUBMISSIONS=$ISSUE_ONE_GPU SERVICE_USERS=$ISSUE_USERS service_1gpu "$left"
+  else
+    echo "no time left for the one-GPU subset (${left} s): run STEPS=\"build service_1gpu table\" with" \
+      "SERVICE_FILE=$ISSUE_FILE SERVICE_ONE_GPU_SUBMISSIONS=$ISSUE_ONE_GPU SERVICE_USERS=$ISSUE_USERS"
+  fi
+fi
+
+if has host_share; then
+  say "host share: one evaluation alone against two on one host"
+  python3 scripts/host_share_probe.py "$OUT/host_share" --file "$HOST_SHARE_FILE" --device "$DEVICE" \
+    --rounds "${HOST_SHARE_ROUNDS:-2}" "${HOST_SHARE_ARGS[@]}" 2> "$OUT/host_share.err" | tail -n 12
+fi
+
+if has scheduler; then
+  say "a TCP cluster's scheduler killed mid-run and started again"
+  python3 scripts/scheduler_restart.py "$OUT/scheduler" --file "$SCHEDULER_FILE" --device "$DEVICE" \
+    --copies "${SCHEDULER_COPIES:-4}" --kill-after-s "${SCHEDULER_KILL_AFTER_S:-5}" 2> "$OUT/scheduler.err"
+  echo "scheduler restart: exit $?"
 fi
 
 if has table; then

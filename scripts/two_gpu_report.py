@@ -95,7 +95,24 @@ def leaderboard_rows(out: Path) -> list[dict[str, Any]]:
     rows.append({"run": "2 GPUs, --cluster local, a Dask worker SIGKILLed mid-run", "wall_s": kill_wall,
                  "speed_up": None, "max_median_diff_pct": None, **counts,
                  "where": f"killed: {killed}; " + where_time_went(loaded(out / "kill" / "kill_2gpu.timeline.json"))})
+    restart = loaded(out / "scheduler" / "summary.json")
+    if restart:
+        rows.append({"run": "2 GPUs, TCP, the scheduler SIGKILLed and started again mid-run",
+                     "wall_s": restart["wall_s"], "speed_up": None, "max_median_diff_pct": None,
+                     **{key: restart[key] for key in ("entries", "ranked_once", "listed_once", "lost", "doubled")},
+                     "where": f"killed {restart['killed_at_s']} s in; {restart['sent_again']} job(s) sent again; "
+                              f"exit {restart['exit']}"})
     return rows
+
+
+def throughput_ratio(two: dict[str, Any], one: dict[str, Any]) -> float | None:
+    """Two GPUs' rate over one's, the restart's gap left out: the queue's own rates (first job's start
+    to last job's end: the clients' start is in neither), else the clients' (older summaries)."""
+    for rate in ("queue_per_min", "per_min"):
+        mine = two.get(f"{rate}_without_restart") or two.get(rate)
+        if mine and one.get(rate):
+            return mine / one[rate]
+    return None
 
 
 def service_rows(out: Path) -> list[dict[str, Any]]:
@@ -105,8 +122,7 @@ def service_rows(out: Path) -> list[dict[str, Any]]:
         summary = loaded(out / name / "summary.json")
         if summary is None:
             continue
-        ratio = (summary["per_min_without_restart"] or summary["per_min"]) / one["per_min"] \
-            if one and one.get("per_min") and name != "service_1gpu" else None
+        ratio = throughput_ratio(summary, one) if one and name != "service_1gpu" else None
         rows.append({"service": label, **summary, "throughput_vs_1gpu": ratio})
     return rows
 
@@ -125,13 +141,16 @@ def markdown(lb: list[dict[str, Any]], service: list[dict[str, Any]]) -> str:
             f"{g['label']}: {fmt(g['off_pct'], '+.2f')}% off its peers{' (FLAGGED)' if g['flagged'] else ''}"
             for g in agreement)]
     lines += ["", "| service | submissions | users | answered once | lost | answered twice | re-queued at the restart "
-              "| attempts | wall s | answered per min | without the restart's gap | vs 1 GPU | seen by another user |",
-              "|" + " --- |" * 13]
+              "| run again beyond it | wall s | answered per min | without the restart's gap | queue per min "
+              "(without the gap) | vs 1 GPU | seen by another user |",
+              "|" + " --- |" * 14]
     for row in service:
         lines.append(f"| {row['service']} | {row['submissions']} | {row['users']} | {row['answered_once']} | "
-                     f"{row['lost']} | {row['answered_twice']} | {row['requeued_at_restart']} | {row['attempts']} | "
-                     f"{fmt(row['wall_s'])} | {fmt(row['per_min'], '.2f')} | "
-                     f"{fmt(row['per_min_without_restart'], '.2f')} | {fmt(row['throughput_vs_1gpu'], '.2f')} | "
+                     f"{row['lost']} | {row['answered_twice']} | {row['requeued_at_restart']} | "
+                     f"{row.get('extra_runs', '-')} | {fmt(row['wall_s'])} | {fmt(row['per_min'], '.2f')} | "
+                     f"{fmt(row['per_min_without_restart'], '.2f')} | {fmt(row.get('queue_per_min'), '.2f')} "
+                     f"({fmt(row.get('queue_per_min_without_restart'), '.2f')}) | "
+                     f"{fmt(row['throughput_vs_1gpu'], '.2f')} | "
                      f"{len(row['own_only_problems'])} |")
     return "\n".join(lines) + "\n"
 

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from harness import __version__
 from harness.contract.results import ExitCode
 from harness.contract.task_spec import contest_problems, list_problems
+from harness.judge.worker_link import host_share
 
 COMMAND_MODULES = tuple(f"harness.commands.{name}_command" for name in (
     "new", "eval", "history", "compare", "sol", "calibrate", "leaderboard", "review", "serve", "submit", "user"))
@@ -100,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:  # a bad share is named once here, not as a traceback from inside an evaluation
+        host_share.evaluations_on_host()
+    except host_share.ShareError as error:
+        parser.error(str(error))
     return int(args.handler(args))
 

@@ -21,6 +21,8 @@ import signal
 import time
 from typing import Any
 
+from harness.judge.worker_link import host_share
+
 RESOURCE = "GPU"  # one per Dask worker; on a CPU cluster it is the worker's one evaluation slot
 ALLOWED_FAILURES = 1  # worker deaths a job survives: it is run once more, then reported lost
 CPU_WORKERS_MAX = 8
@@ -39,7 +41,8 @@ def local_gpu_indices() -> list[int]:
 
 
 def worker_slots(device: str | None) -> dict[str, dict[str, str]]:
-    """Worker name -> the environment it starts with: 'gpuN' pinned to GPU N, or 'cpuN' per core."""
+    """Worker name -> the environment it starts with: 'gpuN' pinned to GPU N, or 'cpuN' per core; each
+    told how many evaluations share the host (host_share: its thread pools take their share)."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -47,9 +50,11 @@ def worker_slots(device: str | None) -> dict[str, dict[str, str]]:
     if device != "cpu" and torch.cuda.is_available():
         # torch's index i is the i-th entry of this process's CUDA_VISIBLE_DEVICES, when it has one
         visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-        return {f"gpu{index}": {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index)}
-                for index in local_gpu_indices()}
-    return {f"cpu{index}": {} for index in range(min(os.cpu_count() or 1, CPU_WORKERS_MAX))}
+        gpus = local_gpu_indices()
+        return {f"gpu{index}": {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index),
+                                host_share.SHARE_ENV: str(len(gpus))} for index in gpus}
+    cpus = min(os.cpu_count() or 1, CPU_WORKERS_MAX)
+    return {f"cpu{index}": {host_share.SHARE_ENV: str(cpus)} for index in range(cpus)}
 
 
 def start_local_cluster(device: str | None) -> tuple[Any, float]:

@@ -30,7 +30,7 @@ from harness.judge.verdict.evaluation import CPU_TEST_CALLS, Evaluation, gpu_ind
 from harness.judge.verdict.modes import DEFAULT_MODE, Mode
 from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
 from harness.judge.verdict.score import geometric_mean
-from harness.judge.worker_link import seal, supervision
+from harness.judge.worker_link import host_share, seal, supervision
 from harness.sol import fidelity
 from harness.sol.calibration import load_calibration
 
@@ -142,6 +142,7 @@ def evaluate_submission(
     result.scope = scope_of(task, cases, device)
     for note in notes:
         progress.note(f"note: {note}")
+    host_share.size_torch_threads()  # the parent's reference and check: its share of the host, not all of it
     evaluation = Evaluation(task, file.path, mode, device, options, progress, result.device)
     evaluation.clock.add("setup", time.perf_counter() - started)
     try:

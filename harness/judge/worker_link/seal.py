@@ -11,6 +11,7 @@ replayed from another call or a missing MAC all fail here (docs/security.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import importlib.util
@@ -24,6 +25,7 @@ from typing import Any
 import torch
 
 from harness.contract.messages import Output, Rechecked
+from harness.judge.worker_link import host_share
 
 KEY_BYTES = 32
 NONCE_BYTES = 16
@@ -65,8 +67,16 @@ def _storage_bytes(tensor: torch.Tensor) -> memoryview:
 
 DIGEST_CHUNK_BYTES = 1 << 20
 """The leaf size of the output digest; the same constant as harness/worker/csrc/digest_tree.h."""
-_LEAF_HASHERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="leaf-sha256")
-"""hashlib releases the GIL on large buffers: an output's chunks are hashed side by side."""
+DIGEST_MAX_THREADS = 8
+"""The most threads hashing one output; the same constant as harness/worker/csrc/digest_tree.h."""
+
+
+@functools.cache
+def _leaf_hashers() -> ThreadPoolExecutor:
+    """hashlib releases the GIL on large buffers: an output's chunks are hashed side by side, on this
+    evaluation's share of the host's cores (host_share: two evaluations on one host each took 8)."""
+    return ThreadPoolExecutor(max_workers=min(DIGEST_MAX_THREADS, host_share.cpu_share()),
+                              thread_name_prefix="leaf-sha256")
 
 
 def _leaves(data: memoryview) -> list[bytes]:
@@ -74,7 +84,7 @@ def _leaves(data: memoryview) -> list[bytes]:
     chunks = [data[at:at + DIGEST_CHUNK_BYTES] for at in range(0, len(data), DIGEST_CHUNK_BYTES)]
     if len(chunks) <= 1:
         return [hashlib.sha256(chunk).digest() for chunk in chunks]
-    return list(_LEAF_HASHERS.map(lambda chunk: hashlib.sha256(chunk).digest(), chunks))
+    return list(_leaf_hashers().map(lambda chunk: hashlib.sha256(chunk).digest(), chunks))
 
 
 def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:

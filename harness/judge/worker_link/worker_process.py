@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from harness.contract import messages, protocol
-from harness.judge.worker_link import seal, worker_confinement
+from harness.judge.worker_link import host_share, seal, worker_confinement
 from harness.judge.worker_link.supervision import Supervision
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -50,6 +50,7 @@ def worker_environment(device: str, visible_devices: str | None) -> dict[str, st
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(host_share.thread_env(env))  # torch's threads and the core's digest: this evaluation's share
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"  # Triton submissions run through the interpreter
     if visible_devices is not None:

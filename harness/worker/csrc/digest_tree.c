@@ -1,6 +1,7 @@
 /* Leaf digests of output chunks on a few threads (see digest_tree.h). The threads touch only the
  * pinned copies the core made and the chunk table; they never call Python. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "digest_tree.h"
@@ -11,6 +12,19 @@ typedef struct {
     size_t count;
     size_t next;  /* the next chunk to take, shared by the threads (atomic) */
 } chunk_queue;
+
+static size_t thread_limit = DIGEST_MAX_THREADS;
+
+int digest_read_thread_limit(void) {
+    const char *raw = getenv("OMP_NUM_THREADS");
+    char *end = NULL;
+    long wanted = raw ? strtol(raw, &end, 10) : 0;
+    thread_limit = raw && *end == '\0' && wanted >= 1 ? (wanted < DIGEST_MAX_THREADS ? (size_t)wanted : DIGEST_MAX_THREADS)
+                                                      : DIGEST_MAX_THREADS;
+    return (int)thread_limit;
+}
+
+int digest_thread_limit(void) { return (int)thread_limit; }
 
 size_t digest_chunk_count(size_t size) { return (size + DIGEST_CHUNK_BYTES - 1) / DIGEST_CHUNK_BYTES; }
 
@@ -31,7 +45,7 @@ static void *hash_chunks(void *argument) {
 int digest_chunks(digest_chunk *chunks, size_t count) {
     chunk_queue queue = {chunks, count, 0};
     pthread_t threads[DIGEST_MAX_THREADS - 1];
-    size_t helpers = count < DIGEST_MAX_THREADS ? (count ? count - 1 : 0) : DIGEST_MAX_THREADS - 1, started = 0;
+    size_t helpers = count < thread_limit ? (count ? count - 1 : 0) : thread_limit - 1, started = 0;
     for (; started < helpers; started++)  /* a thread that cannot start leaves its share to the others */
         if (pthread_create(&threads[started], NULL, hash_chunks, &queue) != 0) break;
     hash_chunks(&queue);

@@ -1,7 +1,9 @@
 /* The digest the MAC covers, for outputs of any size: SHA-256 over each output's description and
  * the SHA-256 of each DIGEST_CHUNK_BYTES chunk of its bytes (harness.judge.worker_link.seal.output_digest
  * mirrors it). The chunks are hashed on several threads: one thread took 29 ms for the copies,
- * comparison and digest of a 15 MB output on the H100's host (docs/results.md run 11). */
+ * comparison and digest of a 15 MB output on the H100's host (docs/results.md run 11). At most
+ * OMP_NUM_THREADS of them: the evaluation's share of the host's cores, which the parent sets in the
+ * worker's environment (harness/judge/worker_link/host_share.py), read once at the core's import. */
 #ifndef NVFP4_DIGEST_TREE_H
 #define NVFP4_DIGEST_TREE_H
 #include <stddef.h>
@@ -20,7 +22,12 @@ typedef struct {
 
 /* Chunks needed for ``size`` bytes (an empty output has none). */
 size_t digest_chunk_count(size_t size);
-/* Hash every chunk's bytes into its leaf (and compare it with its second copy), on up to
- * DIGEST_MAX_THREADS threads; returns 1 when any chunk differs from its second copy. */
+/* Read the thread limit from OMP_NUM_THREADS (1..DIGEST_MAX_THREADS; unset or bad: DIGEST_MAX_THREADS);
+ * called once, before the submission is imported. Returns the limit. */
+int digest_read_thread_limit(void);
+/* The limit read. */
+int digest_thread_limit(void);
+/* Hash every chunk's bytes into its leaf (and compare it with its second copy), on up to the
+ * thread limit; returns 1 when any chunk differs from its second copy. */
 int digest_chunks(digest_chunk *chunks, size_t count);
 #endif

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core_state.h"
+#include "digest_tree.h"
 #include "gpu_window.h"
 #include "python_hooks.h"
 #include "sealed_outputs.h"
@@ -290,6 +291,10 @@ static PyObject *sealed_sha256_backend(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(sha256_backend());
 }
 
+static PyObject *sealed_digest_threads(PyObject *self, PyObject *unused) {
+    return PyLong_FromLong(digest_thread_limit());
+}
+
 static PyMethodDef methods[] = {
     {"init", sealed_init, METH_VARARGS, "Read the run key from a pipe fd, then set up the CUDA timer."},
     {"bind", sealed_bind, METH_VARARGS, "Import the submission through a loader and bind its custom_kernel."},
@@ -297,9 +302,13 @@ static PyMethodDef methods[] = {
     {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
     {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
     {"sha256_backend", sealed_sha256_backend, METH_NOARGS, "'sha-ni' or 'portable': which SHA-256 digests and signs results."},
+    {"digest_threads", sealed_digest_threads, METH_NOARGS, "Threads hashing an output (OMP_NUM_THREADS, 1..8; self-test)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_sealed", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__sealed(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__sealed(void) {
+    digest_read_thread_limit();  /* before the submission's import: its changes to the environment come too late */
+    return PyModule_Create(&module_def);
+}

@@ -243,8 +243,8 @@ class _RecheckingSession(WorkerSession):
     """The parent's own session (its recheck: MAC check, the in-use check, adoption) over a scripted core.
 
     Each recheck answers the next (fresh, spread) of ``rechecks``, signed under the run's key; the core
-    adopts a consistent one no higher than its first plus 0.1 us (as sealed.c's recheck does), and each call's time is RAW_EVENT_US minus
-    the overhead the core holds, the value its MAC covers."""
+    adopts a consistent one no higher than its first plus 0.1 us (as sealed.c's recheck does), and each
+    call's time is RAW_EVENT_US minus the overhead the core holds, the value its MAC covers."""
 
     def __init__(self, reference, rechecks, first_us=2.4):
         super().__init__(load_task("nvfp4_gemv"), REPO / "submissions/nvfp4_gemv/torch_reference.py", "cpu")

@@ -1,7 +1,8 @@
 /* The digest the MAC covers, for outputs of any size: SHA-256 over each output's description and
  * the SHA-256 of each DIGEST_CHUNK_BYTES chunk of its bytes (harness.judge.worker_link.seal.output_digest
  * mirrors it). The chunks are hashed on several threads: one thread took 29 ms for the copies,
- * comparison and digest of a 15 MB output on the H100's host (docs/results.md run 11). */
+ * comparison and digest of a 15 MB output on the H100's host (docs/results.md run 11). The same
+ * threads copy outputs into the parent's mapping (sealed_outputs.c: place_outputs). */
 #ifndef NVFP4_DIGEST_TREE_H
 #define NVFP4_DIGEST_TREE_H
 #include <stddef.h>
@@ -13,6 +14,7 @@
 typedef struct {
     const uint8_t *bytes;  /* the chunk in the first copy of the outputs */
     const uint8_t *again;  /* the same chunk in the second copy, or NULL: compared, not hashed */
+    uint8_t *to;           /* set: the chunk is only copied there (no hash, no comparison) */
     size_t size;
     uint8_t leaf[32];
     int differs;
@@ -20,7 +22,11 @@ typedef struct {
 
 /* Chunks needed for ``size`` bytes (an empty output has none). */
 size_t digest_chunk_count(size_t size);
-/* Hash every chunk's bytes into its leaf (and compare it with its second copy), on up to
- * DIGEST_MAX_THREADS threads; returns 1 when any chunk differs from its second copy. */
+/* Hash every chunk's bytes into its leaf (and compare it with its second copy), or copy it where
+ * its ``to`` says, on up to DIGEST_MAX_THREADS threads; returns 1 when any chunk differs from its
+ * second copy. */
 int digest_chunks(digest_chunk *chunks, size_t count);
+/* ``size`` bytes from ``from`` to ``to`` in DIGEST_CHUNK_BYTES pieces on the same threads; -1 when
+ * the chunk table cannot be allocated. */
+int copy_chunked(uint8_t *to, const uint8_t *from, size_t size);
 #endif

@@ -83,6 +83,12 @@ index, reply = answer(big)
 result, got = verdict(index, reply)
 found["big"] = [result, [sorted(e) for e in got.entries], torch.equal(got.tensors[0], big * 2),
                 torch.equal(got.tensors[1], big[:3] + 1)]
+huge = torch.zeros((65 << 20) // 4, dtype=torch.float32)  # past the core's first 64 MiB mapping: mapped again
+huge[-1] = 3.0
+index, reply = answer(huge)
+result, got = verdict(index, reply)
+found["grown"] = [result, torch.equal(got.tensors[0], huge * 2)]
+del got, huge
 small = torch.arange(8, dtype=torch.float32)
 index, reply = answer(small)
 result, got = verdict(index, reply)
@@ -160,6 +166,10 @@ def test_a_large_output_of_several_chunks_round_trips_through_the_file_and_verif
     result, entries, first_equal, second_equal = found["big"]
     assert result == "sealed" and first_equal and second_equal
     assert all(output_file.FILE_KEY in keys for keys in entries)  # nothing of either crossed the pipe
+
+
+def test_an_output_larger_than_the_cores_mapping_maps_the_file_again(found):
+    assert found["grown"] == ["sealed", True]
 
 
 def test_a_small_output_still_crosses_the_pipe(found):

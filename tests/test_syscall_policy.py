@@ -111,3 +111,12 @@ def test_span_rounds_to_whole_pages():
     assert span(0x1001, 1) == (0x1000, 0x2000)
     assert span(0x1000, 0x1001) == (0x1000, 0x3000)
     assert span(0x1000, 0) == (0x1000, 0x1000)
+
+
+def test_the_core_maps_the_parents_output_file_again_for_a_larger_output():
+    """A shared read-write mapping of a file (MAP_SHARED, at an address the kernel picks), and the
+    release of the smaller one, are not the core's pages nor code: the filter lets them run (issue 33)."""
+    MAP_SHARED, OUTPUT_MAP = 0x01, (0x3000_0000, 0x3400_0000)
+    assert rule("mmap", 0, 128 << 20, R | W, MAP_SHARED, 14, 0) is None
+    assert rule("munmap", OUTPUT_MAP[0], OUTPUT_MAP[1] - OUTPUT_MAP[0]) is None
+    assert rule("dup2", 9, 14, guarded=worker(channels=frozenset({3, 4, 14}))) == "channels"  # row f02

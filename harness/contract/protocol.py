@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import torch
 
 from harness.contract.messages import KIND_KEY, Message, ProtocolError, decode, encode
+from harness.contract.output_file import FILE_KEY
+
+Fetch = Callable[[int, int], torch.Tensor]
+"""The parent's reader of its output file: (offset, nbytes) -> a uint8 tensor of its own memory."""
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSOR_BYTES = 1 << 31
@@ -99,6 +103,16 @@ def storage_entry(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], o
             "nbytes": len(payload)}
 
 
+def storage_part(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
+                 payload: bytes | tuple[int, int]) -> tuple[dict[str, Any], bytes]:
+    """Header entry and pipe bytes of an output the core copied: its ``payload`` bytes, or (where,
+    size) in the parent's output file, which then sends nothing down the pipe."""
+    if isinstance(payload, tuple):
+        at, nbytes = payload
+        return {**storage_entry(dtype, shape, stride, offset, b""), "nbytes": nbytes, FILE_KEY: at}, b""
+    return storage_entry(dtype, shape, stride, offset, payload), payload
+
+
 def _as_bytes_tensor(payload: bytes | torch.Tensor) -> torch.Tensor:
     """A payload as a flat uint8 tensor: received payloads already are one (no copy)."""
     if isinstance(payload, torch.Tensor):
@@ -161,8 +175,21 @@ def send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = N
         _write_all(fd, payload)
 
 
-def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
-    """Read one message; raise ProtocolError on anything malformed, EOFError on a closed channel."""
+def _payload(fd: int, entry: dict[str, Any], nbytes: int, fetch: Fetch | None) -> torch.Tensor:
+    """An entry's bytes: from the pipe, or (an entry with FILE_KEY) from the parent's output file."""
+    if FILE_KEY not in entry:
+        return _read_payload(fd, nbytes)
+    at = entry[FILE_KEY]
+    if fetch is None:
+        raise ProtocolError("a tensor entry in an output file this side does not have")
+    if type(at) is not int or not 0 <= at <= MAX_TENSOR_BYTES - nbytes:
+        raise ProtocolError("a tensor entry at a bad place in the output file")
+    return fetch(at, nbytes)
+
+
+def receive(fd: int, fetch: Fetch | None = None) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
+    """Read one message; raise ProtocolError on anything malformed, EOFError on a closed channel.
+    ``fetch``: the parent's reader of its output file, for entries that lie there."""
     (length,) = struct.unpack("<I", _read_exact(fd, 4))
     if length > MAX_HEADER_BYTES:
         raise ProtocolError(f"a {length}-byte header is not one the harness writes")
@@ -180,7 +207,7 @@ def receive(fd: int) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
         nbytes = entry.get("nbytes") if isinstance(entry, dict) else None
         if type(nbytes) is not int or not 0 <= nbytes <= MAX_TENSOR_BYTES:
             raise ProtocolError("a tensor entry with a bad size")
-        payload = _read_payload(fd, nbytes)
+        payload = _payload(fd, entry, nbytes, fetch)
         try:
             tensors.append(tensor_from_wire(entry, payload))
         except (TypeError, ValueError, KeyError, OverflowError) as error:  # fields of the wrong kind
@@ -202,8 +229,9 @@ def send_message(fd: int, message: Message, tensors: list[torch.Tensor] | None =
     send(fd, encode(message), tensors, parts)
 
 
-def receive_message(fd: int, expected: Mapping[str, type]) -> Received:
-    """Read one message that must be one of the ``expected`` kinds (messages.REQUESTS or REPLIES)."""
-    header, tensors = receive(fd)
+def receive_message(fd: int, expected: Mapping[str, type], fetch: Fetch | None = None) -> Received:
+    """Read one message that must be one of the ``expected`` kinds (messages.REQUESTS or REPLIES);
+    ``fetch`` as ``receive``."""
+    header, tensors = receive(fd, fetch)
     entries = header.pop("tensors", [])
     return Received(decode(header, expected), entries, tensors)

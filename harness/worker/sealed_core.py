@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from harness.contract import output_file
+
 try:
     from harness.worker import _sealed
 except ImportError:  # built by `pip install -e .` where a C compiler exists (setup.py)
@@ -77,6 +79,12 @@ class SealedTimer:
     def bind(loader: Callable[[Any], Any], path: Any) -> bool:
         """Import the submission through ``loader``; False when it defines no callable custom_kernel."""
         return bool(_sealed.bind(loader, path))
+
+    @staticmethod
+    def map_outputs(fd: int) -> None:
+        """Hand the core the parent's output file: outputs at least as large as the one rule says
+        (harness.contract.output_file) are copied there after the MAC instead of crossing the pipe."""
+        _sealed.map_outputs(fd, output_file.FILE_MIN_BYTES)
 
     @staticmethod
     def time_call(data: Any, index: int, seed: int, sleep_us: float) -> tuple[Any, ...]:

@@ -50,6 +50,7 @@ class Worker:
         self.submission_file: str | None = None  # whose deepest line a failure's reason names
         self.stacks_fd: int | None = None  # a file of the parent's for every thread's stack at a time limit
         self.supervisor_fd: int | None = None  # the socket to the syscall supervisor, until the filter is on
+        self.outputs_fd: int | None = None  # the parent's output file (large outputs go there, not the pipe)
         self.channels = [commands_fd, results_fd]  # the fds the filter keeps dup2 and close off
 
     def send(self, reply: messages.Reply, tensors: list[torch.Tensor] | None = None,
@@ -69,6 +70,8 @@ class Worker:
         self.reference = importlib.import_module(request.reference_module)
         contest_modules.install(self.reference, Path(request.task_py))
         self.timer = self._make_timer(unsealed=request.unsealed)
+        if isinstance(self.timer, sealed_core.SealedTimer) and self.outputs_fd is not None:
+            self.timer.map_outputs(self.outputs_fd)  # mapped before the syscall filter exists
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol,
                                                    messages))
         if self.supervisor_fd is not None:  # the last step before the submission's code exists
@@ -193,7 +196,7 @@ class Worker:
         if answer[0] != "ok":
             self._refused(*answer)
         _, time_us, host_us, unfinished, exposed, structure, views, mac, result, clock = answer
-        parts = [(protocol.storage_entry(str(dtype), shape, stride, offset, payload), payload)
+        parts = [protocol.storage_part(str(dtype), shape, stride, offset, payload)
                  for dtype, shape, stride, offset, payload in views]
         event_us, clock_us, gap_us, allowance_us = clock
         reply = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished,
@@ -314,6 +317,9 @@ def main(argv: list[str]) -> int:
     arm_stack_dump(worker.stacks_fd)
     worker.channels.append(worker.stacks_fd)
     worker.supervisor_fd = int(argv[5]) if len(argv) > 5 and argv[5] != "-" else None
+    if len(argv) > 6 and argv[6] != "-":
+        worker.outputs_fd = int(argv[6])
+        worker.channels.append(worker.outputs_fd)
     # Confined before any submission code exists; the report travels in the Ready reply.
     worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import functools
 import os
 import queue
 import signal
@@ -25,7 +26,7 @@ from pathlib import Path
 import torch
 
 from harness.contract import messages, protocol
-from harness.judge.worker_link import host_share, seal, worker_confinement
+from harness.judge.worker_link import host_share, output_reader, seal, worker_confinement
 from harness.judge.worker_link.supervision import Supervision
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -256,12 +257,16 @@ class WorkerProcess:
         # folder: the worker holds only the descriptor, so it cannot point the parent at another file.
         self._stacks = tempfile.TemporaryFile(prefix="nvfp4-stacks-")  # noqa: SIM115 (closed by close())
         stacks_w = self._stacks.fileno()
+        # Large outputs come back through a file of the parent's, not the result pipe (output_reader).
+        self._outputs = output_reader.create()
+        outputs = [] if self._outputs is None else [self._outputs]
         env = worker_environment(self.device, self.visible_devices)
         env.update(HOME=self._workdir.name, TMPDIR=self._workdir.name,
                    TRITON_CACHE_DIR=str(Path(self._workdir.name) / "triton-cache"), NVFP4_WORKDIR=self._workdir.name)
-        worker_fds = [commands_r, results_w, key_r, stacks_w] + ([guard.worker_end] if guard.expected else [])
+        worker_fds = [commands_r, results_w, key_r, stacks_w, *outputs] + ([guard.worker_end] if guard.expected else [])
         command = [*self.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
-                   str(key_r), ",".join(steps), str(stacks_w), str(guard.worker_end) if guard.expected else "-"]
+                   str(key_r), ",".join(steps), str(stacks_w), str(guard.worker_end) if guard.expected else "-",
+                   str(outputs[0]) if outputs else "-"]
         if REAPED:
             command = [sys.executable, "-c", _REAPER_ENTRY, "-" if drop_to_uid is None else str(drop_to_uid),
                        "pidns" if "pidns" in steps else "-", ",".join(map(str, worker_fds)),
@@ -269,7 +274,7 @@ class WorkerProcess:
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 command,
-                pass_fds=(commands_r, results_w, key_r, stacks_w, *guard.passed_fds()),
+                pass_fds=(commands_r, results_w, key_r, stacks_w, *outputs, *guard.passed_fds()),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -284,9 +289,10 @@ class WorkerProcess:
         threading.Thread(target=self._read_results, daemon=True).start()
 
     def _read_results(self) -> None:
+        fetch = None if self._outputs is None else functools.partial(output_reader.read, self._outputs)
         while True:
             try:
-                self.messages.put(protocol.receive_message(self._results_r, messages.REPLIES))
+                self.messages.put(protocol.receive_message(self._results_r, messages.REPLIES, fetch))
             except BaseException as error:  # EOF, a malformed message: either ends the channel
                 self.messages.put(error)
                 return
@@ -361,6 +367,8 @@ class WorkerProcess:
         os.close(self._commands_w)
         os.close(self._results_r)
         self._stacks.close()
+        if self._outputs is not None:
+            os.close(self._outputs)
         self._workdir.cleanup()
         self.process = None
 

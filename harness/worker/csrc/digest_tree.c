@@ -1,5 +1,5 @@
 /* Leaf digests of output chunks on a few threads (see digest_tree.h). The threads touch only the
- * pinned copies the core made and the chunk table; they never call Python. */
+ * copies the core made, the parent's mapping and the chunk table; they never call Python. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,10 @@ static void *hash_chunks(void *argument) {
         size_t index = __atomic_fetch_add(&queue->next, 1, __ATOMIC_RELAXED);
         if (index >= queue->count) return NULL;
         digest_chunk *chunk = &queue->chunks[index];
+        if (chunk->to) {
+            memcpy(chunk->to, chunk->bytes, chunk->size);
+            continue;
+        }
         sha256_ctx ctx;
         sha256_init(&ctx);
         sha256_update(&ctx, chunk->bytes, chunk->size);
@@ -53,4 +57,18 @@ int digest_chunks(digest_chunk *chunks, size_t count) {
     int differs = 0;
     for (size_t i = 0; i < count; i++) differs |= chunks[i].differs;
     return differs;
+}
+
+int copy_chunked(uint8_t *to, const uint8_t *from, size_t size) {
+    size_t count = digest_chunk_count(size);
+    digest_chunk *chunks = calloc(count ? count : 1, sizeof *chunks);
+    if (!chunks) return -1;
+    for (size_t i = 0, at = 0; i < count; i++, at += DIGEST_CHUNK_BYTES) {
+        chunks[i].bytes = from + at;
+        chunks[i].to = to + at;
+        chunks[i].size = size - at < DIGEST_CHUNK_BYTES ? size - at : DIGEST_CHUNK_BYTES;
+    }
+    digest_chunks(chunks, count);
+    free(chunks);
+    return 0;
 }

@@ -3,7 +3,8 @@
  * mirrors it). The chunks are hashed on several threads: one thread took 29 ms for the copies,
  * comparison and digest of a 15 MB output on the H100's host (docs/results.md run 11). At most
  * OMP_NUM_THREADS of them: the evaluation's share of the host's cores, which the parent sets in the
- * worker's environment (harness/judge/worker_link/host_share.py), read once at the core's import. */
+ * worker's environment (harness/judge/worker_link/host_share.py), read once at the core's import.
+ * The same threads copy outputs into the parent's mapping (sealed_outputs.c: place_outputs). */
 #ifndef NVFP4_DIGEST_TREE_H
 #define NVFP4_DIGEST_TREE_H
 #include <stddef.h>
@@ -15,6 +16,7 @@
 typedef struct {
     const uint8_t *bytes;  /* the chunk in the first copy of the outputs */
     const uint8_t *again;  /* the same chunk in the second copy, or NULL: compared, not hashed */
+    uint8_t *to;           /* set: the chunk is only copied there (no hash, no comparison) */
     size_t size;
     uint8_t leaf[32];
     int differs;
@@ -27,7 +29,10 @@ size_t digest_chunk_count(size_t size);
 int digest_read_thread_limit(void);
 /* The limit read. */
 int digest_thread_limit(void);
-/* Hash every chunk's bytes into its leaf (and compare it with its second copy), on up to the
- * thread limit; returns 1 when any chunk differs from its second copy. */
+/* Hash every chunk's bytes into its leaf (and compare it with its second copy), or copy it where
+ * its ``to`` says, on up to the thread limit; returns 1 when any chunk differs from its second copy. */
 int digest_chunks(digest_chunk *chunks, size_t count);
+/* ``size`` bytes from ``from`` to ``to`` in DIGEST_CHUNK_BYTES pieces on the same threads; -1 when
+ * the chunk table cannot be allocated. */
+int copy_chunked(uint8_t *to, const uint8_t *from, size_t size);
 #endif

@@ -121,10 +121,13 @@ static PyObject *read_outputs(PyObject *result, output_view *views, int *count, 
     return *why || PyErr_Occurred() ? NULL : PyUnicode_FromString(list ? "list" : "tensor");
 }
 
-/* The outputs as the worker sends them: (dtype, shape, stride, offset, bytes) each. */
-static PyObject *output_entries(const output_view *views, int count, const uint8_t *bytes) {
-    PyObject *outputs = PyList_New(count);
-    size_t at = 0;
+/* The outputs as the worker sends them: (dtype, shape, stride, offset, bytes or, when they went into
+ * the parent's file, (where, size)) each. */
+static PyObject *output_entries(const output_view *views, int count, const uint8_t *bytes, size_t total) {
+    long long at[MAX_OUTPUTS];
+    int mapped = place_outputs(views, count, bytes, total, at);
+    PyObject *outputs = mapped < 0 ? NULL : PyList_New(count);
+    size_t offset = 0;
     for (int i = 0; outputs && i < count; i++) {
         PyObject *shape = PyTuple_New(views[i].ndim), *stride = PyTuple_New(views[i].ndim), *entry = NULL;
         for (int d = 0; shape && stride && d < views[i].ndim; d++) {
@@ -132,13 +135,14 @@ static PyObject *output_entries(const output_view *views, int count, const uint8
             PyTuple_SET_ITEM(stride, d, PyLong_FromLongLong(views[i].stride[d]));
         }
         if (shape && stride && !PyErr_Occurred())
-            entry = Py_BuildValue("(sOOLy#)", views[i].dtype, shape, stride, views[i].offset, (const char *)bytes + at,
-                                  (Py_ssize_t)views[i].nbytes);
+            entry = mapped ? Py_BuildValue("(sOOL(LK))", views[i].dtype, shape, stride, views[i].offset, at[i], views[i].nbytes)
+                           : Py_BuildValue("(sOOLy#)", views[i].dtype, shape, stride, views[i].offset,
+                                           (const char *)bytes + offset, (Py_ssize_t)views[i].nbytes);
         Py_XDECREF(shape);
         Py_XDECREF(stride);
         if (!entry) { Py_CLEAR(outputs); break; }
         PyList_SET_ITEM(outputs, i, entry);
-        at += views[i].nbytes;
+        offset += views[i].nbytes;
     }
     return outputs;
 }
@@ -184,7 +188,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     clear_thread_hooks(); /* a hook custom_kernel set watches nothing: the next inputs do not exist yet */
     PyObject *answer = NULL, *outputs = NULL;
     if (!failed && why) answer = Py_BuildValue("(sOs)", why, result, detail);
-    else if (!failed && (outputs = output_entries(views, count, first)))
+    else if (!failed && (outputs = output_entries(views, count, first, total)))
         answer = Py_BuildValue("(sddOOOOy#O(dddd))", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
                                exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result,
                                clock.event_us, clock.clock_us, clock.gap_us, clock.allowance_us);
@@ -300,6 +304,7 @@ static PyMethodDef methods[] = {
     {"bind", sealed_bind, METH_VARARGS, "Import the submission through a loader and bind its custom_kernel."},
     {"time_call", sealed_time_call, METH_VARARGS, "Time one call of the bound kernel; returns a sealed result."},
     {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
+    {"map_outputs", map_outputs, METH_VARARGS, "Take the parent's output file: large outputs go there, not the pipe."},
     {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
     {"sha256_backend", sealed_sha256_backend, METH_NOARGS, "'sha-ni' or 'portable': which SHA-256 digests and signs results."},
     {"digest_threads", sealed_digest_threads, METH_NOARGS, "Threads hashing an output (OMP_NUM_THREADS, 1..8; self-test)."},

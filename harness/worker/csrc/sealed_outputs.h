@@ -35,4 +35,10 @@ int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, outp
  * from ``bytes``; -1 with an exception when memory runs out. */
 int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *again, uint8_t out[32],
                    int *differs);
+/* map_outputs(fd, min_bytes), once, before the syscall filter: the parent's output file. From then on
+ * a call whose outputs hold min_bytes or more in all is copied into it after the MAC (place_outputs). */
+PyObject *map_outputs(PyObject *self, PyObject *args);
+/* 1: the outputs' ``bytes`` (``total`` in all) were copied into the parent's file, output i at at[i];
+ * 0: they go through the pipe (no file, or smaller than its threshold); -1 with an exception. */
+int place_outputs(const output_view *views, int count, const uint8_t *bytes, size_t total, long long *at);
 #endif

@@ -59,6 +59,7 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void compress_shani(uint32_t 
     __m128i abef = _mm_alignr_epi8(cdab, efgh, 8), cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
     for (; blocks; blocks--, data += 64) {
         __m128i abef_start = abef, cdgh_start = cdgh, group[4];
+#pragma GCC unroll 16 /* kept rolled, `group` lives in memory: 0.7 against 1.0 GB/s (OpenSSL's), 2-core CPU */
         for (int i = 0; i < 16; i++) {
             __m128i words;
             if (i < 4) {

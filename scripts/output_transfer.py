@@ -18,7 +18,7 @@ import time
 
 from harness.contract import messages, protocol
 from harness.judge.worker_link import seal
-from harness.judge.worker_link.worker_process import _widen_pipe
+from harness.judge.worker_link.worker_spawn import _widen_pipe
 
 REPEATS = 30
 

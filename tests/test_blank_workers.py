@@ -1,0 +1,139 @@
+"""Blank workers: started before the parent's heavy imports, each handed exactly one file, the rest killed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.execution import eval_job
+from harness.execution.eval_job import EvalJob
+from harness.judge.worker_link import blank_workers, worker_spawn
+from harness.judge.worker_link.blank_workers import Shelf
+from harness.judge.worker_link.worker_process import WorkerProcess
+from harness.judge.worker_link.worker_spawn import WorkerSpec
+from tests.user_paths import without_user_settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+BEFORE_TORCH = textwrap.dedent("""
+    import json, sys
+    from harness.judge.worker_link import blank_workers
+    blank_workers.prestart_for_command(["eval", "x.py", "--device", "cpu", "--mode=test"])
+    [blank] = blank_workers.SHELF.waiting()
+    seen = {"torch_in_parent": "torch" in sys.modules, "worker_running": blank.process.poll() is None}
+    import torch  # the parent's heavy import, now beside the worker's
+    print(json.dumps(seen))
+""")
+
+
+def test_the_eval_command_starts_its_worker_before_the_parent_imports_torch():
+    run = subprocess.run([sys.executable, "-c", BEFORE_TORCH], capture_output=True, text=True, cwd=REPO,
+                         timeout=120, env=without_user_settings())
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"torch_in_parent": False, "worker_running": True}
+
+
+def test_the_command_line_is_read_only_as_far_as_the_worker_needs():
+    shelf_specs = []
+
+    class Recorder(Shelf):
+        def put(self, spec, warm=False):
+            shelf_specs.append((spec, warm))
+
+    recorder = Recorder()
+    original, blank_workers.SHELF = blank_workers.SHELF, recorder
+    try:
+        for argv in (["eval", "f.py", "--device", "cuda"], ["eval", "p", "f.py", "--device=cpu"],
+                     ["eval", "f.py", "--mode", "sanitize"], ["eval", "--help"], ["leaderboard"], []):
+            blank_workers.prestart_for_command(argv)
+    finally:
+        blank_workers.SHELF = original
+    assert shelf_specs == [(WorkerSpec("cuda"), True), (WorkerSpec("cpu"), False)]
+
+
+@pytest.fixture
+def shelf(monkeypatch):
+    """A shelf of this test's own, its workers killed at the end whatever happened."""
+    own = Shelf()
+    monkeypatch.setattr(blank_workers, "SHELF", own)
+    spawned = []
+    real_spawn = worker_spawn.spawn
+
+    def spawn(*args, **kwargs):
+        spawned.append(real_spawn(*args, **kwargs))
+        return spawned[-1]
+
+    monkeypatch.setattr(worker_spawn, "spawn", spawn)
+    yield own, spawned
+    own.discard()
+    for worker in spawned:
+        if worker.process.poll() is None:
+            worker.kill()
+
+
+def test_a_blank_worker_is_handed_exactly_one_file_and_the_one_left_over_is_killed(shelf, tmp_path):
+    own, spawned = shelf
+    own.ahead = True  # files in a row (run_job): each worker taken is replaced by a blank one
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    workers = [WorkerProcess(path, "cpu", None, []) for path in (first, second, second)]
+    workers[0].spawn()
+    assert [w.process for w in own.waiting()] == [spawned[1].process]  # the next file's, started at once
+    workers[1].spawn()
+    assert workers[1].spawned is spawned[1] and own.handed == 1
+    workers[2].spawn()  # a fresh worker for the same file again (after a crash, say) takes the next blank
+    pids = [w.process.pid for w in workers]
+    assert len(set(pids)) == 3 and own.handed == 2
+    assert all(w.spawned is not blank for w in workers for blank in own.waiting())
+    left_over = own.waiting()[0]
+    for worker in workers:
+        worker.close()
+    own.discard()
+    assert left_over.process.poll() is not None and own.waiting() == []
+
+
+def test_a_blank_worker_that_does_not_fit_the_file_is_killed_not_handed(shelf, tmp_path, monkeypatch):
+    own, _ = shelf
+    own.put(WorkerSpec("cpu"))
+    blank = own.waiting()[0]
+    assert blank.drop_to_uid is None
+    # This file would let the worker drop to uid 65534; the blank one was started without dropping.
+    monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: 65534)
+    monkeypatch.setattr(worker_spawn.worker_confinement, "chosen_steps", lambda: frozenset({"uid"}))
+    assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None
+    assert blank.process.poll() is not None
+    own.put(WorkerSpec("cpu"))
+    assert own.take(WorkerSpec("cuda"), tmp_path / "a.py") is None  # another device: not handed, still waiting
+    assert own.take(WorkerSpec("cpu", command_prefix=("compute-sanitizer",)), tmp_path / "a.py") is None
+    assert len(own.waiting()) == 1 and own.handed == 0
+
+
+def test_run_job_keeps_a_blank_worker_ahead_and_the_serial_executor_kills_it(monkeypatch):
+    from harness.execution.serial_executor import SerialExecutor
+    from harness.judge import run
+
+    own = Shelf()
+    monkeypatch.setattr(blank_workers, "SHELF", own)
+    discarded = []
+    monkeypatch.setattr(own, "discard", lambda: discarded.append(True))
+    seen = []
+    monkeypatch.setattr(run, "evaluate_submission", lambda *a, **k: seen.append(own.ahead) or (_ for _ in ()).throw(
+        RuntimeError("stop here")))
+    executor = SerialExecutor()
+    executor.submit(EvalJob(key="k", problem="nvfp4_gemv", filename="s.py", source=b"", cache_owner="user\0bob"))
+    [(_, result)] = executor.completed(timeout_s=60)
+    executor.close()
+    assert seen == [True] and isinstance(result, eval_job.HarnessFailure) and discarded == [True]
+
+
+def test_a_crashed_blank_worker_is_not_handed(shelf, tmp_path):
+    own, _ = shelf
+    own.put(WorkerSpec("cpu"))
+    blank = own.waiting()[0]
+    os.kill(blank.process.pid, signal.SIGTERM)  # the reaper ends the worker with itself
+    blank.process.wait()
+    assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None and own.handed == 0

@@ -137,3 +137,17 @@ def test_a_crashed_blank_worker_is_not_handed(shelf, tmp_path):
     os.kill(blank.process.pid, signal.SIGTERM)  # the reaper ends the worker with itself
     blank.process.wait()
     assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None and own.handed == 0
+
+
+def test_the_eval_commands_worker_comes_off_the_shelf(tmp_path):
+    """`python -m harness eval`: the worker that imports the file is the one started before the
+    parent's imports (its head start is booked apart from the wall time's phases)."""
+    submission = tmp_path / "broken.py"
+    submission.write_text("raise ImportError('no such kernel')\n")
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, "-m", "harness", "eval", "nvfp4_gemv", str(submission), "--device", "cpu",
+                          "--mode", "test", "--json", str(out), "--no-history"], capture_output=True, text=True,
+                         cwd=REPO, timeout=300, env=without_user_settings())
+    assert run.returncode != 0 and out.exists(), run.stderr
+    wall = json.loads(out.read_text())["wall_s"]
+    assert wall["worker_head_start"] > 0 and "worker_start" in wall

@@ -92,7 +92,8 @@ class Evaluation:
             session.spawn()
         # A worker started before this file (blank_workers): the span it had already run, overlapped
         # with the parent's start or the previous file; part of no phase (the wall time did not pay it).
-        self.clock.add("worker_head_start", session.worker.head_start_s)
+        if session.worker.head_start_s:
+            self.clock.add("worker_head_start", session.worker.head_start_s)
         try:
             yield session
         finally:

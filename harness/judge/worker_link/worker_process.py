@@ -125,7 +125,7 @@ class WorkerProcess:
     def spawn(self) -> None:
         """Take a blank worker that fits, else start one; its messages are read on a thread into ``messages``."""
         self.spawned = blank_workers.SHELF.worker_for(self.spec, self.submission)
-        self.head_start_s = time.perf_counter() - self.spawned.started_at
+        self.head_start_s = time.perf_counter() - self.spawned.started_at if self.spawned.blank else 0.0
         self.supervision = self.spawned.supervision
         self.log_path = self.spawned.log_path
         self._stacks = self.spawned.stacks

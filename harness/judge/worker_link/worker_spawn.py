@@ -198,6 +198,7 @@ class SpawnedWorker:
     steps: frozenset[str]
     drop_to_uid: int | None
     cache_root: Path | None  # the compile caches' root the worker may write under until its Start
+    blank: bool  # started before its submission was known (blank_workers)
     started_at: float = field(default_factory=time.perf_counter)
 
     @property
@@ -278,4 +279,5 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
     for fd in (commands_r, results_w, key_r):
         os.close(fd)
     guard.spawned()
-    return SpawnedWorker(spec, process, commands_w, results_r, key, workdir, stacks, guard, steps, drop_to_uid, root)
+    return SpawnedWorker(spec, process, commands_w, results_r, key, workdir, stacks, guard, steps, drop_to_uid, root,
+                         submission is None)

@@ -25,6 +25,9 @@
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
+#               (empty compile caches: each file's first ranked run, as on a fresh machine)
+#   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
+#               caches) and a leaderboard over submissions/ on one GPU, each timed whole (scripts/coldstart.py)
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
 #   fidelity    every Triton baseline by independent graph replay, against throughput's (or eval's) medians
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
@@ -157,6 +160,7 @@ for step in $steps; do
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
+    coldstart) run_step coldstart python3 scripts/coldstart.py "$WORK/coldstart" ;;
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput

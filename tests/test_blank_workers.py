@@ -151,3 +151,13 @@ def test_the_eval_commands_worker_comes_off_the_shelf(tmp_path):
     assert run.returncode != 0 and out.exists(), run.stderr
     wall = json.loads(out.read_text())["wall_s"]
     assert wall["worker_head_start"] > 0 and "worker_start" in wall
+
+
+def test_the_wall_line_books_the_head_start_apart_from_the_phases():
+    from harness.contract.results import RunResult, Status
+    from harness.display import report
+
+    run = RunResult("nvfp4_gemv", "s.py", "", "test", {"type": "cpu"}, "0", status=Status.PASSED,
+                    wall_s={"start": 1.0, "worker_start": 0.2, "worker_head_start": 3.0, "tests": 1.0})
+    text = report.render(run, verbose=True)
+    assert "Wall time 2.2 s: start and imports 1.0, worker start 0.2 (after 3.0 started ahead, not counted)" in text

@@ -96,16 +96,23 @@ def test_a_blank_worker_is_handed_exactly_one_file_and_the_one_left_over_is_kill
     assert left_over.process.poll() is not None and own.waiting() == []
 
 
-def test_a_blank_worker_that_does_not_fit_the_file_is_killed_not_handed(shelf, tmp_path, monkeypatch):
+def test_a_blank_worker_that_does_not_fit_the_file_is_killed_not_handed(shelf, tmp_path):
     own, _ = shelf
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(worker_spawn.worker_confinement, "chosen_steps", lambda: frozenset({"uid"}))
+        own.put(WorkerSpec("cpu"))
+        blank = own.waiting()[0]
+        assert blank.drop_to_uid is None
+        # This file would let the worker drop to uid 65534; the blank one was started without dropping.
+        patch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: 65534)
+        assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None
+        assert blank.process.poll() is not None
     own.put(WorkerSpec("cpu"))
     blank = own.waiting()[0]
-    assert blank.drop_to_uid is None
-    # This file would let the worker drop to uid 65534; the blank one was started without dropping.
-    monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: 65534)
-    monkeypatch.setattr(worker_spawn.worker_confinement, "chosen_steps", lambda: frozenset({"uid"}))
-    assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None
-    assert blank.process.poll() is not None
+    with pytest.MonkeyPatch.context() as patch:  # other sandbox steps chosen since it started
+        patch.setattr(worker_spawn.worker_confinement, "chosen_steps", lambda: frozenset({"landlock"}))
+        assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None
+        assert blank.process.poll() is not None
     own.put(WorkerSpec("cpu"))
     assert own.take(WorkerSpec("cuda"), tmp_path / "a.py") is None  # another device: not handed, still waiting
     assert own.take(WorkerSpec("cpu", command_prefix=("compute-sanitizer",)), tmp_path / "a.py") is None

@@ -24,7 +24,7 @@ import os
 import threading
 from pathlib import Path
 
-from harness.judge.worker_link import worker_spawn
+from harness.judge.worker_link import worker_confinement, worker_spawn
 from harness.judge.worker_link.worker_spawn import SpawnedWorker, WorkerSpec
 
 
@@ -50,12 +50,15 @@ class Shelf:
 
     def take(self, spec: WorkerSpec, submission: Path) -> SpawnedWorker | None:
         """The blank worker for ``spec`` that fits ``submission`` (off the shelf for good), or None.
-        One that does not fit (it dropped to another uid than this file allows) or died is killed."""
+        One that does not fit (another uid than this file allows, other sandbox steps than chosen now)
+        or died is killed."""
         with self._lock:
             blank = self._blank.pop(spec, None)
         if blank is None:
             return None
-        if blank.process.poll() is None and blank.drop_to_uid == spec.drop_to_uid(blank.steps, submission):
+        steps = worker_confinement.chosen_steps()
+        if blank.process.poll() is None and blank.steps == steps and blank.drop_to_uid == spec.drop_to_uid(
+                steps, submission):
             self.handed += 1
             return blank
         blank.end()
@@ -65,7 +68,7 @@ class Shelf:
         """A worker for ``submission``: a blank one when one fits, else a fresh one; with ``ahead``,
         a blank one for the next file is started right after."""
         spawned = self.take(spec, submission) or worker_spawn.spawn(spec, submission)
-        if self.ahead and not spec.command_prefix:
+        if self.ahead and spec == WorkerSpec(spec.device, spec.visible_devices):  # plain workers only
             self.put(spec)
         return spawned
 

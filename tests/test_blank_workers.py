@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -28,14 +29,31 @@ BEFORE_TORCH = textwrap.dedent("""
     seen = {"torch_in_parent": "torch" in sys.modules, "worker_running": blank.process.poll() is None}
     import torch  # the parent's heavy import, now beside the worker's
     print(json.dumps(seen))
+    print(blank.process.pid)  # never taken: killed when this process exits
 """)
+
+
+def _gone(pid: int, wait_s: float = 30.0) -> bool:
+    """Whether process ``pid`` has ended (waiting up to ``wait_s`` for its exit to be reaped)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def test_the_eval_command_starts_its_worker_before_the_parent_imports_torch():
     run = subprocess.run([sys.executable, "-c", BEFORE_TORCH], capture_output=True, text=True, cwd=REPO,
                          timeout=120, env=without_user_settings())
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == {"torch_in_parent": False, "worker_running": True}
+    seen, pid = run.stdout.splitlines()
+    assert json.loads(seen) == {"torch_in_parent": False, "worker_running": True}
+    assert _gone(int(pid))
 
 
 def test_the_command_line_is_read_only_as_far_as_the_worker_needs():

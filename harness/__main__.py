@@ -16,6 +16,9 @@ def _install_hint(module: str) -> str:
 
 
 def _run() -> int:
+    from harness.judge.worker_link.blank_workers import prestart_for_command
+
+    prestart_for_command(sys.argv[1:])  # `eval`'s worker starts now, beside the imports below (issue 33)
     from harness.commands.main import main
 
     return main()

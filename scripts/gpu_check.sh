@@ -29,6 +29,9 @@
 #   transfer    a large output's way back: the result pipe against the parent's output file, and
 #               SHA-256 speeds on both sides (scripts/output_transfer.py; run after build)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
+#               (empty compile caches: each file's first ranked run, as on a fresh machine)
+#   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
+#               caches) and a leaderboard over submissions/ on one GPU, each timed whole (scripts/coldstart.py)
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
 #   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) by graph replay under the reading
 #               flush, beside throughput's (or window's, or eval's) medians, each row's verdict; files without
@@ -165,6 +168,7 @@ for step in $steps; do
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
     transfer) run_step transfer python3 scripts/output_transfer.py --out "$WORK/output_transfer.json" ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
+    coldstart) run_step coldstart python3 scripts/coldstart.py "$WORK/coldstart" ;;
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput

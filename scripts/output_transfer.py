@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.contract import messages, protocol  # noqa: E402 (this checkout's harness, not an installed one)
-from harness.judge.worker_link import output_reader, seal  # noqa: E402
-from harness.judge.worker_link.worker_process import _widen_pipe  # noqa: E402
+from harness.judge.worker_link import output_reader, seal, worker_spawn  # noqa: E402
+from harness.judge.worker_link.worker_spawn import _widen_pipe  # noqa: E402
 
 SIZES = (64 << 10, 1 << 20, 8 << 20, 15 << 20, 4096 * 24576 * 2)
 """The threshold, the GEMM's 1.75 MiB class, the grouped GEMM's 8 MiB and 15 MB, the fp8 blockwise GEMM's 200 MB."""
@@ -71,7 +71,7 @@ def exchange(size: int, through_file: bool, device: str, repeats: int) -> dict[s
     commands_r, commands_w = os.pipe()
     results_r, results_w = os.pipe()
     _widen_pipe(results_w)
-    file_fd = output_reader.create() if through_file else None
+    file_fd = worker_spawn.new_output_file() if through_file else None
     passed = [key_r, commands_r, results_w] + ([file_fd] if file_fd is not None else [])
     command = [sys.executable, __file__, "--child", str(key_r), str(commands_r), str(results_w),
                str(file_fd) if file_fd is not None else "-", str(size), device]
@@ -134,7 +134,7 @@ def digest_speeds() -> dict[str, object]:
 def read_costs(size: int) -> dict[str, float]:
     """ms to read ``size`` bytes of the output file into fresh memory (as the parent does) and into a
     buffer already touched (what a reused buffer would cost)."""
-    fd = output_reader.create()
+    fd = worker_spawn.new_output_file()
     os.pwrite(fd, os.urandom(1 << 20) * (size >> 20) + os.urandom(size % (1 << 20)), 0)
     reused = torch.empty(size, dtype=torch.uint8)
     view = memoryview(reused.numpy())
@@ -157,7 +157,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--out", help="also write the figures here as JSON")
     args = parser.parse_args()
-    if output_reader.create() is None:
+    if worker_spawn.new_output_file() is None:
         print("no memfd here: outputs can only cross the pipe")
         return 1
     found: dict[str, object] = {"device": args.device, "digest": digest_speeds(), "sizes": {}}

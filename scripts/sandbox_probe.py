@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from harness.judge.worker_link import worker_confinement, worker_process
+from harness.judge.worker_link import worker_confinement, worker_spawn
 
 CHILD = """
 import ctypes, os, sys
@@ -77,7 +77,7 @@ def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[
            "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     command = [sys.executable, "-c", CHILD.format(repo=str(Path(__file__).resolve().parent.parent)), ",".join(steps)]
     if reaped:
-        command = [sys.executable, "-c", worker_process._REAPER_ENTRY, "-" if uid is None else str(uid), "pidns", "",
+        command = [sys.executable, "-c", worker_spawn._REAPER_ENTRY, "-" if uid is None else str(uid), "pidns", "",
                    *command]
     try:
         done = subprocess.run(command, cwd=workdir, env=env, preexec_fn=child, capture_output=True, text=True,

@@ -4,7 +4,9 @@ Per file: the wall time of the whole `harness eval --mode leaderboard` process (
 import and JIT included; its output, each line stamped with the seconds since the start, in
 OUT_DIR/<file>.log), and per benchmark shape the timed calls and the harness's own time per
 timed call (`overhead_ms`: everything but the call's measured time). Goals (issue 14): under 10 s
-per file with at least 100 timed calls per shape, under 10 ms of harness time per call.
+per file with at least 100 timed calls per shape, under 10 ms of harness time per call. Every file
+starts with empty compile caches (a fresh NVFP4_COMPILE_CACHE root per file): its first ranked run,
+as on a fresh machine, whatever ran here before (scripts/coldstart.py measures the warm second run).
 
     python3 scripts/throughput.py OUT_DIR [FILE ...]   (default: every submissions/*/triton_*.py)
 """
@@ -12,9 +14,11 @@ per file with at least 100 timed calls per shape, under 10 ms of harness time pe
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,10 +27,18 @@ EVAL_LIMIT_S = 600
 """One ranked eval may take this long before it is killed (a hung file must not hang the device call)."""
 
 
+def empty_compile_caches() -> dict[str, str]:
+    """The environment with a fresh compile-cache root, searchable by the workers' uid 65534."""
+    folder = tempfile.mkdtemp(prefix="nvfp4-throughput-")
+    os.chmod(folder, 0o711)
+    return {**os.environ, "NVFP4_COMPILE_CACHE": os.path.join(folder, "compile")}
+
+
 def timeline(log: Path, started: float, command: list[str]) -> int:
     """Run the command; every line it prints goes to ``log`` stamped with seconds since ``started``.
     Killed after EVAL_LIMIT_S (exit code -9)."""
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run, \
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=empty_compile_caches()) as run, \
             log.open("w") as handle:
         watchdog = threading.Timer(EVAL_LIMIT_S, run.kill)
         watchdog.start()

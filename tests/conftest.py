@@ -86,3 +86,14 @@ def _fresh_history(_private_user_paths: Path, monkeypatch: pytest.MonkeyPatch) -
     folder = _private_user_paths / "history"
     folder.mkdir(exist_ok=True)
     monkeypatch.setenv("NVFP4_HISTORY_DB", tempfile.mkdtemp(dir=folder) + "/history.db")
+
+
+@pytest.fixture(autouse=True)
+def _no_blank_workers_between_tests() -> Iterator[None]:
+    """A test that runs ``run_job`` switches its process to keeping a blank worker ahead; the next
+    test starts without one (its worker must see that test's environment) and without the switch."""
+    from harness.judge.worker_link import blank_workers
+
+    yield
+    blank_workers.SHELF.ahead = False
+    blank_workers.SHELF.discard()

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from harness.contract import messages, output_file, protocol
-from harness.judge.worker_link import output_reader
+from harness.judge.worker_link import output_reader, worker_spawn
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,12 +23,12 @@ FILE_CHECK = r'''
 import json, os, threading, types
 import torch
 from harness.contract import messages, output_file, protocol
-from harness.judge.worker_link import output_reader, seal
+from harness.judge.worker_link import output_reader, seal, worker_spawn
 from harness.worker import _sealed, sealed_core
 
 key, read_fd = seal.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
-fd = output_reader.create()
+fd = worker_spawn.new_output_file()
 worker_fd = os.dup(fd)  # the worker's own descriptor of the parent's file
 timer.map_outputs(worker_fd)
 during = []
@@ -152,7 +152,7 @@ def _file_check(portable: bool) -> dict:
 
 @pytest.fixture(scope="module", params=[False, True], ids=["own-sha256", "portable-sha256"])
 def found(request):
-    if output_reader.create() is None:
+    if worker_spawn.new_output_file() is None:
         pytest.skip("no memfd on this system: outputs use the pipe")
     return _file_check(request.param)
 
@@ -220,7 +220,7 @@ def test_an_entry_in_an_output_file_the_reader_was_not_given_is_a_protocol_error
 
 
 def test_a_read_fills_the_parents_own_memory_from_any_offset():
-    fd = output_reader.create()
+    fd = worker_spawn.new_output_file()
     if fd is None:
         pytest.skip("no memfd on this system: outputs use the pipe")
     data = os.urandom(3 * output_reader.PIECE_BYTES + 11)

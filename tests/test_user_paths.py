@@ -16,6 +16,7 @@ from harness.service.client import CONFIG_ENV, DEFAULT_CONFIG
 from harness.history.run_history import default_path
 from harness.judge.passes.vendor_cache import cache_path
 from harness.sol.calibration import default_cache_path
+from harness.judge.worker_link.compile_cache import default_root
 import os
 print(json.dumps({
     "history": str(default_path()),
@@ -28,6 +29,7 @@ print(json.dumps({
     "user config": platformdirs.user_config_dir("nvfp4-harness"),
     "triton cache": os.environ.get("TRITON_CACHE_DIR", ""),
     "torch extensions": os.environ.get("TORCH_EXTENSIONS_DIR", ""),
+    "compile caches": str(default_root()),
 }))
 """
 

@@ -16,6 +16,7 @@ PATH_VARIABLES = {
     "XDG_STATE_HOME": "state",
     "TRITON_CACHE_DIR": "cache/triton",
     "TORCH_EXTENSIONS_DIR": "cache/torch_extensions",
+    "NVFP4_COMPILE_CACHE": "cache/nvfp4-compile",
 }
 """Each variable that names a user path, and where it points inside the session's temporary home."""
 

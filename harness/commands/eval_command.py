@@ -65,7 +65,7 @@ def _handle(args: argparse.Namespace) -> int:
                          sanitizer_tool=args.tool,
                          sanitizer_report=json_path.with_suffix(".sanitizer.txt") if json_path else None,
                          ncu_report_dir=json_path.with_suffix(".ncu") if json_path else None,
-                         vendor_first_use=measure_vendor)
+                         vendor_first_use=measure_vendor, cache_owner=f"file:{Path(submission).resolve()}")
     start_s = process_age_s()  # the interpreter's start and imports, before the evaluation's own clock
     try:
         result = evaluate_submission(problem, Path(submission), mode, args.device, options, progress)

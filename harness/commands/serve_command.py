@@ -20,7 +20,7 @@ DEFAULT_DB = "results/service.db"
 def same_user_refusal() -> str:
     """Why workers would run as the service's own user, naming what stops uid 65534, and what to do."""
     from harness.judge.worker_link import worker_confinement
-    from harness.judge.worker_link.worker_process import unreachable_code
+    from harness.judge.worker_link.worker_spawn import unreachable_code
 
     uid = worker_confinement.UNPRIVILEGED_UID
     blocked = unreachable_code()
@@ -44,7 +44,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     from harness.contract.task_spec import contest_problems
     from harness.execution.dask_executor import ClusterError, open_executor
-    from harness.judge.worker_link.worker_process import workers_run_unprivileged
+    from harness.judge.worker_link.worker_spawn import workers_run_unprivileged
     from harness.service.app import create_app
     from harness.service.db import ServiceDb, claim
     from harness.service.dispatcher import Dispatcher

@@ -36,6 +36,7 @@ class Start:
     submission: str
     unsealed: bool = False
     limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+    compile_cache: dict[str, Any] = field(default_factory=dict)  # the owner's cache variables (empty: its own folder)
 
 
 @dataclass(frozen=True)

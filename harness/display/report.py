@@ -96,7 +96,10 @@ def _wall_lines(result: RunResult) -> list[str]:
         if seconds is None or (seconds < 0.05 and name not in ("timed", "tests")):
             continue
         own = result.wall_s.get("submission_import") if name == "worker_start" else None
-        parts.append(f"{words} {seconds:.1f}" + (f" (its import {own:.1f})" if own is not None else ""))
+        ahead = result.wall_s.get("worker_head_start", 0.0) if name == "worker_start" else 0.0
+        notes = ([f"its import {own:.1f}"] if own is not None else []) + (
+            [f"after {ahead:.1f} started ahead, not counted"] if ahead >= 0.05 else [])
+        parts.append(f"{words} {seconds:.1f}" + (f" ({'; '.join(notes)})" if notes else ""))
     notifications = result.wall_s.get("supervisor_notifications")
     if notifications:
         parts.append(f"syscall supervisor {result.wall_s.get('supervisor', 0.0):.2f} over {notifications:.0f} "

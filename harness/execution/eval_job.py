@@ -42,6 +42,7 @@ class EvalJob:
     secret_seed: int | None = field(default=None, repr=False)  # never in a log line
     expected_s: float | None = None  # a stored duration of this file, for longest-first ordering
     worker: str | None = None  # a cluster worker's name it should run on (a GPU check's copies), None: any
+    cache_owner: str | None = None  # whose compile caches it reuses (an author, a user), None: none kept
 
 
 @dataclass
@@ -100,7 +101,9 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: LineCall
     from harness.judge.run import evaluate_submission
     from harness.judge.verdict.modes import mode_named
     from harness.judge.verdict.run_options import RunOptions
+    from harness.judge.worker_link import blank_workers
 
+    blank_workers.keep_one_ahead()  # files come one after another here: the next one's worker starts early
     try:
         with tempfile.TemporaryDirectory(prefix="nvfp4-job-") as folder:
             path = Path(folder) / Path(job.filename).name
@@ -110,7 +113,8 @@ def run_job(job: EvalJob, visible_devices: str | None = None, progress: LineCall
             # (root on the GPU hosts). Searchable, not listable: the folder's random name stays private.
             os.chmod(folder, 0o711)
             path.chmod(0o644)
-            options = RunOptions(secret_seed=job.secret_seed, visible_devices=visible_devices)
+            options = RunOptions(secret_seed=job.secret_seed, visible_devices=visible_devices,
+                                 cache_owner=job.cache_owner)
             result = evaluate_submission(job.problem, path, mode=mode_named(job.mode), device=job.device,
                                          options=options, progress=progress)
         if not isinstance(result, RunResult):

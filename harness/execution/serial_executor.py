@@ -9,6 +9,7 @@ from typing import Protocol
 
 from harness.contract.results import RunResult
 from harness.execution.eval_job import EvalJob, LineCallback, run_job
+from harness.judge.worker_link import blank_workers
 
 
 class Executor(Protocol):
@@ -86,7 +87,8 @@ class SerialExecutor:
         return finished
 
     def close(self) -> None:
-        """Drop the jobs not started; wait for the thread unless a job is running."""
+        """Drop the jobs not started; wait for the thread unless a job is running; kill the blank
+        worker started for a next file that never came."""
         self._closing = True
         with contextlib.suppress(queue.Empty):
             while True:
@@ -95,3 +97,4 @@ class SerialExecutor:
         self._caller_ready.set()
         if self._running is None:
             self._thread.join()
+            blank_workers.SHELF.discard()

@@ -54,6 +54,12 @@ class Outcome:
 
 
 # -- discovery ---------------------------------------------------------------------------
+def cache_owner(submission: Submission) -> str:
+    """Whose compile caches a file's worker reuses: its author, and its path, which the organizer
+    chose (an author line is the file's own claim: another file claiming the name gets another cache)."""
+    return f"leaderboard\0{submission.author}\0{submission.path.resolve()}"
+
+
 def git_author(path: Path) -> str | None:
     """The author of the file's last commit, or None outside git (or without git)."""
     try:
@@ -239,7 +245,8 @@ def run_all(
     expected = expected_durations(store, submissions)
     jobs = longest_first([
         EvalJob(key=key, problem=s.problem, filename=s.path.name, source=s.path.read_bytes(), mode=RANKED_MODE.name,
-                device=device, secret_seed=secret_seed, expected_s=expected[(s.problem, s.sha256)])
+                device=device, secret_seed=secret_seed, expected_s=expected[(s.problem, s.sha256)],
+                cache_owner=cache_owner(s))
         for key, (_, s) in pending.items()
     ])
     checks: dict[str, str] = {}  # job key -> the gpu_checks key its result is a sample under

@@ -83,7 +83,7 @@ class Dispatcher:
             try:
                 self._executor.submit(EvalJob(key=str(job.id), problem=job.problem, filename=job.filename,
                                               source=job.source, mode=job.mode, device=self._device,
-                                              secret_seed=secret))
+                                              secret_seed=secret, cache_owner=f"user\0{job.user_name}"))
             except Exception:  # the executor is gone (a Dask scheduler lost): the job waits in the queue
                 with self._db.locked() as store:
                     jobs.release(store.connection, job.id)

@@ -90,8 +90,9 @@ def _yama_scope() -> str:
         return "absent"
 
 
-def in_worker(workdir: str, steps: frozenset[str]) -> dict[str, str]:
-    """Apply what the worker can to itself, before the submission exists; report every step."""
+def in_worker(workdir: str, steps: frozenset[str], cache_root: str | None = None) -> dict[str, str]:
+    """Apply what the worker can to itself, before the submission exists; report every step.
+    ``cache_root``: the compile caches' root, writable only until ``narrow_writes`` (the Start request)."""
     if os.uname().sysname != "Linux":
         return {"sandbox": "off (not Linux)"}
     libc = _libc()
@@ -106,5 +107,12 @@ def in_worker(workdir: str, steps: frozenset[str]) -> dict[str, str]:
     report["processes"] = os.environ.get(process_guard.ENV, process_guard.UNGUARDED)
     report["uid"] = f"{os.getuid()}" + (" (root: not dropped)" if os.getuid() == 0 else "")
     if "landlock" in steps:
-        report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS])
+        report["writes"] = _landlock([workdir, *WRITABLE_SYSTEM_PATHS, *filter(None, [cache_root])])
     return report
+
+
+def narrow_writes(workdir: str, folders: list[str]) -> str:
+    """A second Landlock layer, before the submission exists: writes only in the worker's folder,
+    the device nodes and ``folders`` (one owner's compile caches), no longer anywhere under the
+    caches' root a blank worker was started with (layers only ever narrow what is allowed)."""
+    return _landlock([workdir, *WRITABLE_SYSTEM_PATHS, *folders])

@@ -52,12 +52,17 @@ class Worker:
         self.supervisor_fd: int | None = None  # the socket to the syscall supervisor, until the filter is on
         self.outputs_fd: int | None = None  # the parent's output file (large outputs go there, not the pipe)
         self.channels = [commands_fd, results_fd]  # the fds the filter keeps dup2 and close off
+        self.workdir = os.getcwd()  # the worker's own folder (NVFP4_WORKDIR), the one it always may write in
+        self.steps: frozenset[str] = frozenset()  # the sandbox steps the parent chose
+        self.cache_root: str | None = None  # the compile caches' root, writable until Start narrows it
+        self.sandbox: dict[str, str] = {}
 
     def send(self, reply: messages.Reply, tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
         protocol.send_message(self.results_fd, reply, tensors, parts)
 
     def start(self, request: Start) -> None:
+        self._own_caches(request.compile_cache)
         self.device = torch.device(request.device)
         if self.device.type == "cuda":
             if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
@@ -94,6 +99,16 @@ class Worker:
         self.send(messages.Ready(import_s=timers._perf_counter() - start, timer=self.timer.method,
                                  persisting_l2_reset=self.timer.persisting_l2_reset, sealed=sealed,
                                  overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox))
+
+    def _own_caches(self, variables: dict[str, Any]) -> None:
+        """The submission's owner's compile caches (Triton, inductor, load_inline), before the
+        submission exists: the variables the compilers read, and writes narrowed from the caches'
+        root (a blank worker's) to these folders. Neither compiler has read its variable yet: torch's
+        import loads neither Triton nor inductor."""
+        os.environ.update({str(name): str(folder) for name, folder in variables.items()})
+        if self.cache_root is not None and "landlock" in self.steps:
+            owner = [os.path.commonpath([str(f) for f in variables.values()])] if variables else []
+            self.sandbox["writes"] = sandbox.narrow_writes(self.workdir, owner)
 
     def _make_timer(self, unsealed: bool = False) -> sealed_core.SealedTimer | timers.CudaTimer | timers.CpuTimer:
         """The compiled core when built (it reads the key and closes its pipe), else a Python timer;
@@ -311,17 +326,29 @@ def arm_stack_dump(fd: int) -> None:
     faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True)
 
 
+def warm_cuda() -> None:
+    """Make this process's CUDA context now, while the parent still imports (``python -m harness
+    eval``'s own worker, issue 33); the parent asks only where no other run can be on the GPU. A
+    failure is left for the Start request to meet and report."""
+    with contextlib.suppress(Exception):
+        torch.zeros(1, device="cuda")
+
+
 def main(argv: list[str]) -> int:
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
     worker.stacks_fd = int(argv[4])
     arm_stack_dump(worker.stacks_fd)
     worker.channels.append(worker.stacks_fd)
     worker.supervisor_fd = int(argv[5]) if len(argv) > 5 and argv[5] != "-" else None
-    if len(argv) > 6 and argv[6] != "-":
-        worker.outputs_fd = int(argv[6])
+    worker.cache_root = argv[7] if len(argv) > 7 and argv[7] != "-" else None
+    if len(argv) > 8 and argv[8] != "-":  # the parent's output file (harness.contract.output_file)
+        worker.outputs_fd = int(argv[8])
         worker.channels.append(worker.outputs_fd)
+    worker.workdir, worker.steps = os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(","))
     # Confined before any submission code exists; the report travels in the Ready reply.
-    worker.sandbox = sandbox.in_worker(os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(",")))
+    worker.sandbox = sandbox.in_worker(worker.workdir, worker.steps, worker.cache_root)
+    if len(argv) > 6 and argv[6] == "cuda":
+        warm_cuda()
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

@@ -13,7 +13,7 @@ from .conftest import harness
 
 def test_serve_refuses_workers_that_would_run_as_its_own_user(tmp_path):
     """Here (root, with Python under a folder uid 65534 cannot search) workers cannot drop privileges."""
-    from harness.judge.worker_link.worker_process import workers_run_unprivileged
+    from harness.judge.worker_link.worker_spawn import workers_run_unprivileged
 
     if workers_run_unprivileged():
         pytest.skip("workers drop to uid 65534 on this host: nothing to refuse")
@@ -26,7 +26,7 @@ def test_serve_refuses_workers_that_would_run_as_its_own_user(tmp_path):
 
 def test_the_refusal_names_the_folder_uid_65534_cannot_search(monkeypatch):
     from harness.commands import serve_command
-    from harness.judge.worker_link import worker_confinement, worker_process
+    from harness.judge.worker_link import worker_confinement, worker_spawn
 
     open_folder = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own tmp_path sits under a private folder
     open_folder.chmod(0o755)
@@ -35,7 +35,7 @@ def test_the_refusal_names_the_folder_uid_65534_cannot_search(monkeypatch):
     python = private / "python3"
     python.write_text("")
     python.chmod(0o755)
-    monkeypatch.setattr(worker_process.sys, "executable", str(python))
+    monkeypatch.setattr(worker_spawn.sys, "executable", str(python))
     monkeypatch.setattr(serve_command.os, "geteuid", lambda: 0)
     try:
         assert worker_confinement.blocked_at(python) == private

@@ -53,6 +53,7 @@ class Evaluation:
         self.mode = mode
         self.device = device
         self.visible_devices = options.visible_devices
+        self.cache_owner = options.cache_owner
         self.progress = progress
         # The parent checks on the GPU the worker was given, so parallel runs stay apart.
         check_device = torch.device("cuda", gpu_index(self.visible_devices)) if device == "cuda" else (
@@ -86,9 +87,13 @@ class Evaluation:
         what it printed is kept as the run's ``stdout_tail`` when it ends."""
         task = self.task.with_timeouts_scaled(timeout_scale)
         session = WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
-                                keep_uid, unsealed)
+                                keep_uid, unsealed, self.cache_owner)
         with self.clock.phase("worker_start"):
             session.spawn()
+        # A worker started before this file (blank_workers): the span it had already run, overlapped
+        # with the parent's start or the previous file; part of no phase (the wall time did not pay it).
+        if session.worker.head_start_s:
+            self.clock.add("worker_head_start", session.worker.head_start_s)
         try:
             yield session
         finally:

@@ -20,7 +20,10 @@ class RunOptions:
     Compute keeps its .ncu-rep files in ``ncu_report_dir`` (default: a new temp folder).
     ``vendor_first_use`` (the contestant's `eval`: harness.commands.calibrate_command.measure_vendor):
     on a GPU whose vendor time is not cached yet, called once to measure it, so the "% vendor" column
-    is filled; passed in, since the measurement is itself an evaluation.
+    is filled; passed in, since the measurement is itself an evaluation. ``cache_owner``: whose
+    compile caches (Triton, inductor, load_inline) the workers keep between runs: the file's path
+    for a contestant's `eval`, the author or user on a leaderboard or the service; None: none kept
+    (harness.judge.worker_link.compile_cache).
     """
 
     secret_seed: int | None = field(default=None, repr=False)  # ranked mode's secret; never in a log line
@@ -31,6 +34,7 @@ class RunOptions:
     sanitizer_report: Path | None = None
     ncu_report_dir: Path | None = None
     vendor_first_use: Callable[[Task, str], object] | None = None
+    cache_owner: str | None = None
 
 
 DEFAULT_OPTIONS = RunOptions()

@@ -18,7 +18,11 @@ before the evaluation began (known for a command-line run, absent in a long-live
 ``other`` is what the evaluation spent outside every named phase. ``submission_import``, the worker's
 own figure, is a part of ``worker_start``, not a phase of its own; so are ``supervisor`` (seconds the
 syscall supervisor spent answering the worker's notified syscalls, while the worker waited) and
-``supervisor_notifications`` (how many: a count, not seconds)."""
+``supervisor_notifications`` (how many: a count, not seconds). ``worker_head_start`` is no part of the
+wall time at all: the seconds the run's workers had already been starting, before the file was
+handed to them (``python -m harness eval`` starts its worker beside the parent's own imports, a
+queue of files starts the next file's worker during the current one: issue 33), overlapped with
+``start`` or another file's run."""
 
 
 class WallClock:

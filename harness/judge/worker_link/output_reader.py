@@ -1,8 +1,9 @@
-"""The parent's output file for one worker: created sealed, read back into the parent's own memory.
+"""The parent's output file for one worker, read back into the parent's own memory.
 
-Outputs of ``harness.contract.output_file.FILE_MIN_BYTES`` or more lie in a memfd the parent
-created instead of crossing the result pipe. The worker can write that file at any time (its
-mapping is in the submission's process), so the parent never checks it in place: ``read`` copies
+Outputs of ``harness.contract.output_file.FILE_MIN_BYTES`` or more lie in a sealed memfd the parent
+created (``worker_spawn.new_output_file``) instead of crossing the result pipe. The worker can
+write that file at any time (its mapping is in the submission's process), so the parent never
+checks it in place: ``read`` copies
 the bytes into the parent's own memory first, and the MAC check digests that copy
 (``harness.judge.worker_link.seal``). A byte changed after the core's digest, a stale file or a
 file that ends early therefore fails there or here, and nothing changes the copy afterwards.
@@ -10,32 +11,17 @@ file that ends early therefore fails there or here, and nothing changes the copy
 
 from __future__ import annotations
 
-import fcntl
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
 from harness.contract.messages import ProtocolError
-from harness.contract.output_file import FILE_BYTES
 
 PIECE_BYTES = 1 << 20
 _READERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="output-read")
 """os.preadv releases the GIL: a large output is read on several threads (and the fresh buffer's
 pages are faulted in by several)."""
-
-
-def create() -> int | None:
-    """A new output file for one worker (None where the system has no memfd: outputs use the pipe).
-
-    Its size is fixed at FILE_BYTES and sealed: the worker can neither grow it (host memory beyond
-    the largest output) nor shrink it (a mapping of it past its end would fault)."""
-    if not hasattr(os, "memfd_create") or not hasattr(fcntl, "F_ADD_SEALS"):
-        return None
-    fd = os.memfd_create("nvfp4-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    os.ftruncate(fd, FILE_BYTES)
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
-    return fd
 
 
 def _read_piece(fd: int, view: memoryview, at: int) -> int:

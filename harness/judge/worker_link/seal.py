@@ -15,8 +15,6 @@ import functools
 import hashlib
 import hmac
 import importlib.util
-import os
-import secrets
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,8 +24,8 @@ import torch
 
 from harness.contract.messages import Output, Rechecked
 from harness.judge.worker_link import host_share
+from harness.judge.worker_link.worker_spawn import KEY_BYTES, new_key_pipe  # noqa: F401 (made where workers start)
 
-KEY_BYTES = 32
 NONCE_BYTES = 16
 
 
@@ -46,17 +44,6 @@ def sealed_core_built() -> bool:
     """Whether this install has the compiled core: then every GPU result must come sealed (a worker
     that says it has none is lying). Looked up, not imported: the parent never loads worker code."""
     return importlib.util.find_spec(SEALED_MODULE) is not None
-
-
-def new_key_pipe() -> tuple[bytes, int]:
-    """A fresh key, and the read end of a pipe holding it (for the worker; close it after spawning)."""
-    key = secrets.token_bytes(KEY_BYTES)
-    read_fd, write_fd = os.pipe()
-    try:
-        os.write(write_fd, key)
-    finally:
-        os.close(write_fd)
-    return key, read_fd
 
 
 def _storage_bytes(tensor: torch.Tensor) -> memoryview:

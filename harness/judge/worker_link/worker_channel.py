@@ -20,7 +20,7 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import compile_cache, seal
 from harness.judge.worker_link.worker_process import WorkerProcess
 
 R = TypeVar("R")
@@ -80,8 +80,10 @@ class WorkerSession:
     """The parent's conversation with one worker for one submission; use as a context manager."""
 
     def __init__(self, task: Task, submission: Path, device: str, visible_devices: str | None = None,
-                 command_prefix: list[str] | None = None, keep_uid: bool = False, unsealed: bool = False) -> None:
+                 command_prefix: list[str] | None = None, keep_uid: bool = False, unsealed: bool = False,
+                 cache_owner: str | None = None) -> None:
         self.task = task
+        self.cache_owner = cache_owner  # whose compile caches the worker keeps (None: its own, thrown away)
         self.submission = submission
         self.device = device
         self.unsealed = unsealed  # a worker without the compiled core (under Nsight Compute): never ranked
@@ -181,9 +183,12 @@ class WorkerSession:
     def start(self) -> Ready:
         """Import the submission in the worker; returns the worker's Ready reply."""
         limit_s = self.task.timeouts_s["import"]
+        spawned = self.worker.spawned
+        caches = compile_cache.owner_variables(spawned.cache_root, self.cache_owner, spawned.drop_to_uid) if (
+            spawned is not None and spawned.cache_root is not None and self.cache_owner) else {}
         self.worker.send(messages.Start(device=self.device, reference_module=self.task.reference_module,
                                         task_py=str(self.task.task_py), submission=str(self.submission),
-                                        unsealed=self.unsealed, limit_s=limit_s))
+                                        unsealed=self.unsealed, limit_s=limit_s, compile_cache=caches))
         ready, _ = self._expect(Ready, "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.

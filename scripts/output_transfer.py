@@ -56,12 +56,14 @@ def child(key_fd: int, commands: int, results: int, file_fd: int | None, size: i
     index = 0
     while os.read(commands, 1):
         started = time.perf_counter()
-        _, time_us, host_us, unfinished, exposed, structure, views, mac, _ = timer.time_call(None, index, 0, 0.0)
+        _, time_us, host_us, unfinished, exposed, structure, views, mac, _, clock = timer.time_call(None, index, 0, 0.0)
         core_ms = 1e3 * (time.perf_counter() - started)
         parts = [protocol.storage_part(str(d), s, st, o, p) for d, s, st, o, p in views]
         protocol.send_message(results, messages.Output(time_us=time_us, host_us=host_us, structure=structure,
                                                        unfinished=unfinished, exposed=exposed, mac=mac,
-                                                       spent_ms={"core": core_ms}), parts=parts)
+                                                       event_us=clock[0], clock_us=clock[1], clock_gap_us=clock[2],
+                                                       clock_allowance_us=clock[3], spent_ms={"core": core_ms}),
+                              parts=parts)
         index += 1
 
 

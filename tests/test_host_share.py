@@ -15,7 +15,7 @@ from harness.commands.main import main
 from harness.contract.results import ExitCode
 from harness.execution.local_cluster import worker_slots
 from harness.judge.worker_link import host_share, seal
-from harness.judge.worker_link.worker_process import worker_environment
+from harness.judge.worker_link.worker_spawn import worker_environment
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -51,13 +51,14 @@ def answer(data):
 
 
 def received(reply, tamper_parts=None, fetch_fd=fd):
-    _, time_us, host_us, unfinished, exposed, structure, views, mac, _ = reply
+    _, time_us, host_us, unfinished, exposed, structure, views, mac, _, clock = reply
     parts = [protocol.storage_part(str(d), s, st, o, p) for d, s, st, o, p in views]
     if tamper_parts:
         tamper_parts(parts)
     read_end, write_end = os.pipe()
     output = messages.Output(time_us=time_us, host_us=host_us, structure=structure, unfinished=unfinished,
-                             exposed=exposed, mac=mac)
+                             exposed=exposed, mac=mac, event_us=clock[0], clock_us=clock[1], clock_gap_us=clock[2],
+                             clock_allowance_us=clock[3])
     sender = threading.Thread(target=protocol.send_message, args=(write_end, output), kwargs={"parts": parts})
     sender.start()
     try:

@@ -26,6 +26,8 @@
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
+#   references  every NVFP4 test and benchmark shape: old (float64 decode) and new (block kernel)
+#               reference timed, bit-identical or the step fails (scripts/parent_costs.py --references)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
 #   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) by graph replay under the reading
@@ -161,6 +163,7 @@ for step in $steps; do
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
+    references) run_step references python3 scripts/parent_costs.py "$WORK/references.json" --references ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's

@@ -244,7 +244,7 @@ cpu = torch.device("cpu")
 digest = lambda t: hashlib.sha256(t.numpy().tobytes()).hexdigest()
 result = {"keys": [], "streams": [], "codes": []}
 for k0, k1 in keys:
-    result["keys"].append([digest(rng._hash_triton(count, k0, k1, cpu)) for count in counts])
+    result["keys"].append([digest(w) for w in rng._hash_triton([(count, k0, k1) for count in counts], cpu)])
 for seed in seeds:
     words = rng._words_triton(seed, streams, cpu)
     result["streams"].append({

@@ -14,8 +14,9 @@ touches the bits, so every device that implements int64 arithmetic exactly (CPU 
 do) produces identical words, and the words are generated where they are used: no host draw
 and copy.
 
-On CUDA the same function is one fused Triton kernel per stream (:func:`_words_triton`): uint32
-arithmetic, where multiplication wraps mod 2^32 by definition, in registers, one store per word.
+On CUDA the same function is one fused Triton kernel for all of a draw's streams
+(:func:`_words_triton`): uint32 arithmetic, where multiplication wraps mod 2^32 by definition,
+in registers, one store per word.
 Triton is imported only there; without it CUDA falls back to the torch evaluation.
 
 Bytes are the words' little-endian bytes in order; e4m3 and e8m0 scales come from one word each
@@ -172,15 +173,22 @@ def _triton_kernels():
     except ImportError:
         return None
 
-    @triton.jit(do_not_specialize=["count", "k0", "k1"])
-    def hash_kernel(out_ptr, count, k0, k1, BLOCK: tl.constexpr):
-        # Counters are int64 offsets (a stream has up to 2^32 words); each is below 2^32, so the
-        # truncation to uint32 is exact. k0, k1 arrive as int32 bit patterns.
-        index = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        x = index.to(tl.uint32) ^ k0.to(tl.uint32, bitcast=True)
+    @triton.jit
+    def hash_kernel(table_ptr, BLOCK: tl.constexpr):
+        # Program (p, s): words p * BLOCK.. of stream s, whose table row (int64) holds its output's
+        # address, its word count and its two keys. Counters are int64 offsets (a stream has up to
+        # 2^32 words); each is below 2^32, so the truncation to uint32 is exact, as for the keys.
+        row = table_ptr + tl.program_id(1).to(tl.int64) * 4
+        out_ptr = tl.load(row).to(tl.pointer_type(tl.int32))
+        count = tl.load(row + 1)
+        start = tl.program_id(0).to(tl.int64) * BLOCK
+        if start >= count:  # the grid spans the longest stream: the shorter ones' extra programs stop
+            return
+        index = start + tl.arange(0, BLOCK)
+        x = index.to(tl.uint32) ^ tl.load(row + 2).to(tl.uint32)
         for step in tl.static_range(2):
             if step == 1:
-                x = x ^ k1.to(tl.uint32, bitcast=True)
+                x = x ^ tl.load(row + 3).to(tl.uint32)
             x = x ^ (x >> 16)
             x = x * tl.full([BLOCK], 0x7FEB352D, tl.uint32)
             x = x ^ (x >> 15)
@@ -207,31 +215,35 @@ def _triton_kernels():
     return hash_kernel, codes_kernel
 
 
-def _int32_bits(value: int) -> int:
-    """The int32 whose bit pattern is the 32-bit ``value``."""
-    return value - WORD_RANGE if value >= 1 << 31 else value
-
-
 def _on_device(device: torch.device) -> contextlib.AbstractContextManager:
     """Triton launches on the current CUDA device: make it ``device`` (no-op on the CPU)."""
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def _hash_triton(count: int, k0: int, k1: int, device: torch.device) -> torch.Tensor:
-    """Words 0..count-1 under keys (k0, k1): ``hash_words(arange(count), k0, k1)``, one kernel."""
+def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device) -> list[torch.Tensor]:
+    """Per (count, k0, k1): words 0..count-1 under those keys (``hash_words(arange(count), k0, k1)``),
+    each in its own tensor, all streams in one kernel launch.
+
+    The kernel finds each stream's tensor through a table of addresses (a few dozen bytes from the
+    host, pinned and copied asynchronously, as in ``_words_batched``): one launch whatever the
+    number of streams (a grouped GEMM of 8 groups has 32), no copy of any stream.
+    """
     kernel = _triton_kernels()[0]
-    words = torch.empty(count, dtype=torch.int32, device=device)
-    if count:
-        grid = (-(-count // TRITON_BLOCK_WORDS),)
-        with _on_device(words.device):
-            kernel[grid](words, count, _int32_bits(k0), _int32_bits(k1), BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
+    words = [torch.empty(count, dtype=torch.int32, device=device) for count, _, _ in keyed]
+    rows = [(w.data_ptr(), count, k0, k1) for w, (count, k0, k1) in zip(words, keyed) if count]
+    if rows:
+        host = torch.tensor(rows, dtype=torch.int64)
+        table = host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
+        grid = (-(-max(row[1] for row in rows) // TRITON_BLOCK_WORDS), len(rows))
+        with _on_device(device):
+            kernel[grid](table, BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
     return words
 
 
 def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
-    """One Triton kernel per stream, each writing its own tensor (the CUDA path; on the CPU only
-    under ``TRITON_INTERPRET=1``, which the tests use)."""
-    return [_hash_triton(count, *stream_keys(seed, name), device) for name, count in streams]
+    """Every stream in one Triton kernel, each writing its own tensor (the CUDA path; on the CPU
+    only under ``TRITON_INTERPRET=1``, which the tests use)."""
+    return _hash_triton([(count, *stream_keys(seed, name)) for name, count in streams], device)
 
 
 def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:
@@ -239,7 +251,7 @@ def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.de
 
     Stream ``name``'s words depend on the seed, the name and the word's index only, not on the
     other streams or their sizes. The helpers evaluate the same ``hash_words``, in the order
-    that runs fastest: a fused Triton kernel per stream on CUDA (the batched torch evaluation
+    that runs fastest: one fused Triton kernel for all streams on CUDA (the batched torch evaluation
     where triton is missing), batched for small draws on the CPU, stream by stream in
     cache-sized pieces for large ones; the integers are the same (tests compare them).
     """

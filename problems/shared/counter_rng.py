@@ -165,53 +165,13 @@ def _private_cache_folder() -> Path:
 
 @functools.cache
 def _triton_kernels():
-    """The fused hash and scale-code kernels, built lazily; None where triton cannot be imported."""
+    """The fused hash and scale-code kernels (problems/shared/rng_kernels.py), imported on first use;
+    None where triton cannot be imported."""
     writable_triton_cache()
     try:
-        import triton
-        import triton.language as tl
+        from problems.shared.rng_kernels import codes_kernel, hash_kernel
     except ImportError:
         return None
-
-    @triton.jit
-    def hash_kernel(table_ptr, BLOCK: tl.constexpr):
-        # Program (p, s): words p * BLOCK.. of stream s, whose table row (int64) holds its output's
-        # address, its word count and its two keys. Counters are int64 offsets (a stream has up to
-        # 2^32 words); each is below 2^32, so the truncation to uint32 is exact, as for the keys.
-        row = table_ptr + tl.program_id(1).to(tl.int64) * 4
-        out_ptr = tl.load(row).to(tl.pointer_type(tl.int32))
-        count = tl.load(row + 1)
-        start = tl.program_id(0).to(tl.int64) * BLOCK
-        if start >= count:  # the grid spans the longest stream: the shorter ones' extra programs stop
-            return
-        index = start + tl.arange(0, BLOCK)
-        x = index.to(tl.uint32) ^ tl.load(row + 2).to(tl.uint32)
-        for step in tl.static_range(2):
-            if step == 1:
-                x = x ^ tl.load(row + 3).to(tl.uint32)
-            x = x ^ (x >> 16)
-            x = x * tl.full([BLOCK], 0x7FEB352D, tl.uint32)
-            x = x ^ (x >> 15)
-            x = x * tl.full([BLOCK], 0x846CA68B, tl.uint32)
-            x = x ^ (x >> 16)
-        tl.store(out_ptr + index, x.to(tl.int32, bitcast=True), mask=index < count)
-
-    @triton.jit(do_not_specialize=["count"])
-    def codes_kernel(
-        words_ptr, below_ptr, inside_ptr, out_ptr, count,
-        BLOCK: tl.constexpr, DEPTH: tl.constexpr, BUCKETS: tl.constexpr, LOW_BITS: tl.constexpr,
-    ):  # fmt: skip
-        # ScaleTable.codes in one pass: the bucket's count plus one compare per row inside it.
-        index = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        mask = index < count
-        r = tl.load(words_ptr + index, mask=mask, other=0).to(tl.uint32, bitcast=True)
-        bucket = (r >> LOW_BITS).to(tl.int32)
-        low = (r & ((1 << LOW_BITS) - 1)).to(tl.int32)
-        code = tl.load(below_ptr + bucket).to(tl.int32)
-        for row in tl.static_range(DEPTH):
-            code += (low >= tl.load(inside_ptr + row * BUCKETS + bucket)).to(tl.int32)
-        tl.store(out_ptr + index, code.to(tl.uint8), mask=mask)
-
     return hash_kernel, codes_kernel
 
 
@@ -228,16 +188,24 @@ def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device) ->
     host, pinned and copied asynchronously, as in ``_words_batched``): one launch whatever the
     number of streams (a grouped GEMM of 8 groups has 32), no copy of any stream.
     """
-    kernel = _triton_kernels()[0]
     words = [torch.empty(count, dtype=torch.int32, device=device) for count, _, _ in keyed]
     rows = [(w.data_ptr(), count, k0, k1) for w, (count, k0, k1) in zip(words, keyed) if count]
     if rows:
-        host = torch.tensor(rows, dtype=torch.int64)
-        table = host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
-        grid = (-(-max(row[1] for row in rows) // TRITON_BLOCK_WORDS), len(rows))
         with _on_device(device):
-            kernel[grid](table, BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
+            _triton_kernels()[0][_grid(rows, 1)](_table(rows, device), BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
     return words
+
+
+def _table(rows: list[tuple[int, ...]], device: torch.device) -> torch.Tensor:
+    """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
+    draw never waits for work already queued on the GPU."""
+    host = torch.tensor(rows, dtype=torch.int64)
+    return host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
+
+
+def _grid(rows: list[tuple[int, ...]], count_column: int) -> tuple[int, int]:
+    """(programs for the longest tensor, tensors): the shorter tensors' extra programs return at once."""
+    return -(-max(row[count_column] for row in rows) // TRITON_BLOCK_WORDS), len(rows)
 
 
 def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
@@ -328,8 +296,8 @@ class ScaleTable:
         (1-D contiguous words, triton importable) one fused kernel does the same lookups.
         """
         below, inside = _device_buckets(self.thresholds, self.first_code, words.device)
-        if words.device.type == "cuda" and words.dim() == 1 and words.is_contiguous() and _triton_kernels():
-            return _codes_triton(words, below, inside)
+        if _fused(words):
+            return _codes_triton([words], below, inside)[0]
         bucket = (words >> (32 - BUCKET_BITS)).bitwise_and_((1 << BUCKET_BITS) - 1)
         low = words & ((1 << (32 - BUCKET_BITS)) - 1)
         codes = below.index_select(0, bucket)
@@ -337,9 +305,19 @@ class ScaleTable:
             codes += low >= column.index_select(0, bucket)
         return codes
 
-    def scales(self, words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-        """Scales of ``shape`` in the table's format, from one word each (own storage)."""
-        return self.codes(words).reshape(shape).view(self.dtype)
+    def scales(self, words: Sequence[torch.Tensor], shapes: Sequence[tuple[int, ...]]) -> list[torch.Tensor]:
+        """Scales of each shape in the table's format, from one word each (own storage); on CUDA
+        the codes of all of them in one kernel launch."""
+        if words and all(_fused(w) for w in words):
+            codes = _codes_triton(list(words), *_device_buckets(self.thresholds, self.first_code, words[0].device))
+        else:
+            codes = [self.codes(w) for w in words]
+        return [c.reshape(shape).view(self.dtype) for c, shape in zip(codes, shapes)]
+
+
+def _fused(words: torch.Tensor) -> bool:
+    """Whether the codes of ``words`` come from the Triton kernel: 1-D contiguous, on CUDA, triton there."""
+    return words.device.type == "cuda" and words.dim() == 1 and words.is_contiguous() and bool(_triton_kernels())
 
 
 BUCKET_BITS = 12
@@ -369,16 +347,15 @@ def _device_buckets(
     return torch.tensor(below, dtype=torch.uint8, device=device), columns.to(device)
 
 
-def _codes_triton(words: torch.Tensor, below: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
-    """ScaleTable.codes of 1-D contiguous int32 ``words`` in one Triton kernel (uint8)."""
-    kernel = _triton_kernels()[1]
-    codes = torch.empty(words.shape, dtype=torch.uint8, device=words.device)
-    count = words.numel()
-    if count:
-        grid = (-(-count // TRITON_BLOCK_WORDS),)
-        with _on_device(words.device):
-            kernel[grid](
-                words, below, inside, codes, count,
+def _codes_triton(words: list[torch.Tensor], below: torch.Tensor, inside: torch.Tensor) -> list[torch.Tensor]:
+    """ScaleTable.codes of each 1-D contiguous int32 tensor (uint8, own storage), all in one launch."""
+    codes = [torch.empty(w.shape, dtype=torch.uint8, device=w.device) for w in words]
+    rows = [(w.data_ptr(), c.data_ptr(), w.numel()) for w, c in zip(words, codes) if w.numel()]
+    if rows:
+        device = words[0].device
+        with _on_device(device):
+            _triton_kernels()[1][_grid(rows, 2)](
+                _table(rows, device), below, inside,
                 BLOCK=TRITON_BLOCK_WORDS, DEPTH=inside.shape[0], BUCKETS=1 << BUCKET_BITS,
                 LOW_BITS=32 - BUCKET_BITS, num_warps=4,
             )  # fmt: skip

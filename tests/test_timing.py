@@ -70,6 +70,8 @@ class FakeChecker:
 
 
 class FakeSession:
+    overhead_us = first_overhead_us = 2.0
+
     def recheck_overhead(self, timeout_s):
         return None
 

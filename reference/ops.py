@@ -3,40 +3,43 @@
 NVFP4 (below), and the fp8 problems at the end: ``mxfp8_mm`` and ``blockwise_fp8_mm`` decode
 both operands exactly (``reference/fp8.py``) and multiply in float64 on the operands' device.
 
-Two backends compute ``C[m, n, l] = sum_k A[m, k, l] * B[n, k, l]`` from packed e2m1 data and
+Three backends compute ``C[m, n, l] = sum_k A[m, k, l] * B[n, k, l]`` from packed e2m1 data and
 e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows, K/2) storage):
 
 - ``decode``: expand both operands to exact values (every e2m1 x e4m3 product is exact) and
-  accumulate in float64. Runs on the CPU and on GPUs without FP4 tensor cores (Hopper);
-  float64 makes the reference's own rounding negligible next to any tolerance.
+  accumulate in float64: the yardstick. Runs on any device; the CPU's choice.
+- ``blocks``: the same float64 result, bit for bit on every shipped task, from one fused Triton
+  kernel that reads the packed bytes and scales where they lie, multiplies 16-element blocks
+  exactly in int8 tensor cores and adds the scaled blocks in float64 (``reference/block_kernel.py``
+  proves the equality and its bound). No decoded copy of an operand: the choice on CUDA.
 - ``scaled_mm``: ``torch._scaled_mm`` on fp4 operands with blocked scales, fp32 accumulation
-  in FP4 tensor cores; operands are zero-padded to the shapes it takes (K/2 and N multiples
-  of 16), so the GEMV's single row and ragged test shapes run too. Needs compute capability
-  10.x or newer (Blackwell); chosen there by ``pick_backend``. Not run on hardware by this
-  project yet: tests check its argument preparation against an emulated ``_scaled_mm``.
+  in FP4 tensor cores (Blackwell only; not the float64 result, so only when named); operands are
+  zero-padded to the shapes it takes (K/2 and N multiples of 16), so the GEMV's single row and
+  ragged test shapes run too. Not run on hardware by this project yet: tests check its argument
+  preparation against an emulated ``_scaled_mm``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Literal
 
 import torch
 
+from reference.block_kernel import block_product
 from reference.formats import BLOCK_SIZE, E4M3, as_fp4
 from reference.fp8 import ACTIVATION_BLOCK, WEIGHT_BLOCK, dequantize_blockwise, dequantize_mxfp8
 from reference.layouts import ceil_div, to_blocked
 from reference.quantize import dequantize
 
-Backend = Literal["decode", "scaled_mm"]
-
-FP4_TENSOR_CORE_CAPABILITY = (10, 0)
+Backend = Literal["decode", "blocks", "scaled_mm"]
 
 
 def pick_backend(device: torch.device | str) -> Backend:
-    """The fastest exact backend for ``device``: FP4 tensor cores when present, else decode."""
-    device = torch.device(device)
-    if device.type == "cuda" and torch.cuda.get_device_capability(device) >= FP4_TENSOR_CORE_CAPABILITY:
-        return "scaled_mm"
+    """The fastest backend that gives the float64 result on ``device``: the fused block kernel on
+    CUDA where triton is installed, else decode."""
+    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
+        return "blocks"
     return "decode"
 
 
@@ -94,14 +97,13 @@ def block_scaled_mm(
     """C (M, N, L) = A (M, K, L) @ B (N, K, L)^T per batch, at float32 precision or better.
 
     ``a``/``b`` are packed (rows, K/2, L) e2m1 data (fp4x2 or uint8); ``sfa``/``sfb`` are their
-    (rows, K/16, L) e4m3 scales. Returns float64 (decode) or float32 (scaled_mm).
+    (rows, K/16, L) e4m3 scales. Returns float64 (decode, blocks) or float32 (scaled_mm).
     """
     if a.shape[1] != b.shape[1] or a.shape[2] != b.shape[2]:
         raise ValueError(f"A {tuple(a.shape)} and B {tuple(b.shape)} disagree on K/2 or L")
     chosen = backend or pick_backend(a.device)
-    if chosen == "scaled_mm":
-        return _scaled_mm_product(a, sfa, b, sfb)
-    return _decode_product(a, sfa, b, sfb)
+    products = {"decode": _decode_product, "blocks": block_product, "scaled_mm": _scaled_mm_product}
+    return products[chosen](a, sfa, b, sfb)
 
 
 def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,8 @@
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
 #   transfer    a large output's way back: the result pipe against the parent's output file, and
 #               SHA-256 speeds on both sides (scripts/output_transfer.py; run after build)
+#   references  every NVFP4 test and benchmark shape: old (float64 decode) and new (block kernel)
+#               reference timed, bit-identical or the step fails (scripts/parent_costs.py --references)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
 #               (empty compile caches: each file's first ranked run, as on a fresh machine)
 #   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
@@ -167,6 +169,7 @@ for step in $steps; do
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
     transfer) run_step transfer python3 scripts/output_transfer.py --out "$WORK/output_transfer.json" ;;
+    references) run_step references python3 scripts/parent_costs.py "$WORK/references.json" --references ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     coldstart) run_step coldstart python3 scripts/coldstart.py "$WORK/coldstart" ;;
     eval) run_step eval eval_all ;;

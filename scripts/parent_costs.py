@@ -5,11 +5,18 @@ the GPU is done), ref_kernel, the whole check against a correct output, the SHA-
 output bytes that the MAC check recomputes, and a torch.profiler table of one generate_input.
 Used to find where issue 14's 10 ms per call goes; prints one JSON line per problem.
 
-    python3 scripts/parent_costs.py OUT.json
+With ``--references`` (issue 33): every test and benchmark shape of the four NVFP4 problems, the
+old reference (the float64 decode) beside the new one (the fused block kernel, reference/ops.py's
+CUDA choice): the draw, each reference's time, the whole check with the new one, and whether the
+two expected outputs are bit-identical (they must be: reference/block_kernel.py). Exit 1 if any
+shape differs.
+
+    python3 scripts/parent_costs.py OUT.json [--references]
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -22,14 +29,18 @@ from pathlib import Path
 import torch
 
 from harness.contract.task_spec import contest_problems, load_task, shape_text
+from reference import ops
 
 REPEATS = 10
+TEST_REPEATS = 3
+"""Timed repeats on a test shape (the benchmark shapes take REPEATS)."""
+NVFP4_PROBLEMS = ("nvfp4_gemv", "nvfp4_gemm", "nvfp4_dual_gemm", "nvfp4_group_gemm")
 
 
-def median_ms(action: Callable[[int], object], synchronize: bool) -> float:
-    """Median wall time of action(i) over REPEATS calls after two warm-ups."""
+def median_ms(action: Callable[[int], object], synchronize: bool, repeats: int = REPEATS) -> float:
+    """Median wall time of action(i) over ``repeats`` calls after two warm-ups."""
     times = []
-    for index in range(REPEATS + 2):
+    for index in range(repeats + 2):
         torch.cuda.synchronize()
         started = time.perf_counter()
         action(index)
@@ -113,7 +124,67 @@ def reference_variants(data: tuple) -> dict:
             "bf16_max_abs_err": float((fast - exact).abs().max())}
 
 
+@contextlib.contextmanager
+def backend(name: str):
+    """Every block_scaled_mm without a named backend takes ``name`` meanwhile."""
+    picked = ops.pick_backend
+    ops.pick_backend = lambda device: name
+    try:
+        yield
+    finally:
+        ops.pick_backend = picked
+
+
+def same_bits(x: object, y: object) -> bool:
+    xs, ys = (v if isinstance(v, list) else [v] for v in (x, y))
+    return len(xs) == len(ys) and all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(xs, ys))
+
+
+def reference_row(reference: object, case: dict, repeats: int) -> dict:
+    """One shape: the draw, the old and the new reference, the whole check, equality of the two."""
+    data = reference.generate_input(**case, device="cuda")
+    with backend("decode"):
+        old = reference.ref_kernel(data)
+        old_ms = median_ms(lambda _: reference.ref_kernel(data), True, repeats)
+    with backend("blocks"):
+        new = reference.ref_kernel(data)
+        new_ms = median_ms(lambda _: reference.ref_kernel(data), True, repeats)
+        check_ms = median_ms(lambda _: reference.check_implementation(data, old), True, repeats)
+        passed = reference.check_implementation(data, old)[0]
+    draw_ms = median_ms(lambda i: reference.generate_input(**{**case, "seed": case["seed"] + i}, device="cuda"),
+                        True, repeats)
+    return {"shape": shape_text(case), "draw_ms": draw_ms, "old_reference_ms": old_ms, "new_reference_ms": new_ms,
+            "check_ms": check_ms, "identical": same_bits(old, new), "old_output_passes": passed}
+
+
+def reference_rows(problem: str) -> list[dict]:
+    """Every test and benchmark shape of ``problem`` (reference_row), the GPU's memory freed between."""
+    reference = importlib.import_module(f"problems.{problem}.reference")
+    task = load_task(problem)
+    rows = []
+    for kind, cases in (("test", task.tests), ("benchmark", task.benchmarks)):
+        for case in cases:
+            row = reference_row(reference, case, REPEATS if kind == "benchmark" else TEST_REPEATS)
+            rows.append({"problem": problem, "kind": kind, **row})
+            torch.cuda.empty_cache()
+    return rows
+
+
+def references(out_path: str) -> int:
+    rows = []
+    for problem in NVFP4_PROBLEMS:
+        for row in reference_rows(problem):
+            rows.append(row)
+            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+    Path(out_path).write_text(json.dumps(rows, indent=2))
+    differing = [(row["problem"], row["shape"]) for row in rows if not (row["identical"] and row["old_output_passes"])]
+    print(f"{len(rows)} shapes; new reference identical to the float64 decode on all but {differing}", flush=True)
+    return 1 if differing else 0
+
+
 def main() -> int:
+    if "--references" in sys.argv[2:]:
+        return references(sys.argv[1])
     rows = []
     for problem in contest_problems():  # the timing ladder has no operands to draw
         row = costs(problem)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,35 @@ def test_script_device_mode_needs_a_gpu_and_an_output_directory(tmp_path, capsys
     assert parse_error.value.code == 2 and "--out DIR" in capsys.readouterr().err
     assert script.main(["--device", "cuda", "--out", str(tmp_path)]) == 2
     assert "no GPU visible" in capsys.readouterr().err
+
+
+TRITON_DRAW = r"""
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, sys.argv[1])
+import torch
+from problems.shared import blockscaled, counter_rng
+from problems.shared.input_digests import current_digests, differences, read_stored
+
+# The CUDA route on the CPU: every draw's words in one hash launch, every table's codes in one codes launch.
+launches = []
+hash_triton, codes_triton = counter_rng._hash_triton, counter_rng._codes_triton
+counter_rng._hash_triton = lambda keyed, device: launches.append("hash") or hash_triton(keyed, device)
+counter_rng._codes_triton = lambda words, *tables: launches.append("codes") or codes_triton(words, *tables)
+blockscaled.random_words = lambda seed, streams, device: counter_rng._words_triton(seed, streams, torch.device(device))
+counter_rng._fused = lambda words: words.dim() == 1 and words.is_contiguous()
+current = current_digests("cpu")
+print(json.dumps({"differences": differences(read_stored(), current), "cases": len(current), "launches": launches}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_the_cuda_draw_route_gives_the_stored_bits_in_two_launches_per_draw():
+    """The GPU's route (fused kernels, one launch for all streams and one for all table scales),
+    interpreted on the CPU: the same bits as the stored digests of every cpu_tests case."""
+    run = subprocess.run([sys.executable, "-c", TRITON_DRAW, str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["differences"] == []
+    draws = result["launches"].count("hash")
+    assert draws >= 10 and result["launches"].count("codes") <= draws  # one codes launch a draw at most

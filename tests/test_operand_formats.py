@@ -66,6 +66,6 @@ def test_formats_are_data():
     assert [f.block for f in (of.NVFP4, of.MXFP8, of.FP8_1X128, of.FP8_128X128)] == [
         (1, 16), (1, 32), (1, 128), (128, 128)]  # fmt: skip
     assert [f.words_per_scale for f in (of.NVFP4, of.MXFP8, of.FP8_1X128)] == [1, 1, 2]
-    table = of.MXFP8.scales(_words(8), (2, 4), -12.0, -4.0)
+    (table,) = of.MXFP8.scales([_words(8)], [(2, 4)], -12.0, -4.0)
     assert table.dtype == torch.float8_e8m0fnu and table.shape == (2, 4)
     assert of.scale_table(-12.0, -4.0, torch.float8_e8m0fnu) is of.scale_table(-12.0, -4.0, torch.float8_e8m0fnu)

@@ -42,11 +42,10 @@ def test_pick_backend_on_cpu_is_decode():
     assert ops.pick_backend(torch.device("cpu")) == "decode"
 
 
-@pytest.mark.parametrize(
-    ("capability", "backend"), [((9, 0), "decode"), ((10, 0), "scaled_mm"), ((12, 0), "scaled_mm")]
-)
-def test_pick_backend_on_cuda_follows_the_capability(monkeypatch, capability, backend):
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+@pytest.mark.parametrize(("triton_found", "backend"), [(True, "blocks"), (False, "decode")])
+def test_pick_backend_on_cuda_is_the_block_kernel_where_triton_is(monkeypatch, triton_found, backend):
+    """The float64 result on every CUDA device (Blackwell's fp32-accumulating scaled_mm only by name)."""
+    monkeypatch.setattr(ops.importlib.util, "find_spec", lambda name: object() if triton_found else None)
     assert ops.pick_backend("cuda:0") == backend
 
 

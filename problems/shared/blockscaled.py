@@ -123,12 +123,17 @@ def random_operands(
     streams = [(spec.name, -(-math.prod(spec.data_shape) // 4)) for spec in specs]
     streams += [(f"sf{spec.name}", spec.fmt.words_per_scale * math.prod(spec.scale_shape)) for spec in specs]
     words = random_words(seed, streams, device)
+    scales: list[torch.Tensor] = [torch.empty(0)] * len(specs)
+    for fmt in dict.fromkeys(spec.fmt for spec in specs):  # each format's scales in one go
+        picked = [i for i, spec in enumerate(specs) if spec.fmt == fmt]
+        made = fmt.scales([words[len(specs) + i] for i in picked], [specs[i].scale_shape for i in picked],
+                          dist.log2_min, dist.log2_max)
+        for i, one in zip(picked, made):
+            scales[i] = one
     operands = []
-    for spec, data_words, scale_words in zip(specs, words[: len(specs)], words[len(specs) :]):
+    for spec, data_words, scale in zip(specs, words[: len(specs)], scales):
         raw = spec.fmt.element_bytes(words_to_bytes(data_words, spec.data_shape))
-        data = raw.permute(1, 2, 0).view(spec.fmt.element_dtype)
-        scales = spec.fmt.scales(scale_words, spec.scale_shape, dist.log2_min, dist.log2_max).permute(1, 2, 0)
-        operands.append(Operand(data=data, scales=scales))
+        operands.append(Operand(data=raw.permute(1, 2, 0).view(spec.fmt.element_dtype), scales=scale.permute(1, 2, 0)))
     return operands
 
 
@@ -198,10 +203,13 @@ def compare_outputs(got: Any, expected: Any, tolerance: Tolerance) -> tuple[bool
 
 def make_checker(
     ref_kernel: Callable[[Any], Any], tolerance: Tolerance
-) -> Callable[[Any, Any], tuple[bool, str]]:
-    """check_implementation(data, output) -> (ok, message) for one problem; never raises."""
+) -> Callable[..., tuple[bool, str]]:
+    """check_implementation(data, output) -> (ok, message) for one problem; never raises.
 
-    def check_implementation(data: Any, output: Any) -> tuple[bool, str]:
-        return compare_outputs(output, ref_kernel(data), tolerance)
+    ``expected``: ref_kernel(data), when the caller already has it (the parent keeps it for a
+    case listed twice: harness.judge.verdict.call_checker)."""
+
+    def check_implementation(data: Any, output: Any, expected: Any = None) -> tuple[bool, str]:
+        return compare_outputs(output, ref_kernel(data) if expected is None else expected, tolerance)
 
     return check_implementation

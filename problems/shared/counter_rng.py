@@ -14,8 +14,9 @@ touches the bits, so every device that implements int64 arithmetic exactly (CPU 
 do) produces identical words, and the words are generated where they are used: no host draw
 and copy.
 
-On CUDA the same function is one fused Triton kernel per stream (:func:`_words_triton`): uint32
-arithmetic, where multiplication wraps mod 2^32 by definition, in registers, one store per word.
+On CUDA the same function is one fused Triton kernel for all of a draw's streams
+(:func:`_words_triton`): uint32 arithmetic, where multiplication wraps mod 2^32 by definition,
+in registers, one store per word.
 Triton is imported only there; without it CUDA falls back to the torch evaluation.
 
 Bytes are the words' little-endian bytes in order; e4m3 and e8m0 scales come from one word each
@@ -164,52 +165,14 @@ def _private_cache_folder() -> Path:
 
 @functools.cache
 def _triton_kernels():
-    """The fused hash and scale-code kernels, built lazily; None where triton cannot be imported."""
+    """The fused hash and scale-code kernels (problems/shared/rng_kernels.py), imported on first use;
+    None where triton cannot be imported."""
     writable_triton_cache()
     try:
-        import triton
-        import triton.language as tl
+        from problems.shared.rng_kernels import codes_kernel, hash_kernel
     except ImportError:
         return None
-
-    @triton.jit(do_not_specialize=["count", "k0", "k1"])
-    def hash_kernel(out_ptr, count, k0, k1, BLOCK: tl.constexpr):
-        # Counters are int64 offsets (a stream has up to 2^32 words); each is below 2^32, so the
-        # truncation to uint32 is exact. k0, k1 arrive as int32 bit patterns.
-        index = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        x = index.to(tl.uint32) ^ k0.to(tl.uint32, bitcast=True)
-        for step in tl.static_range(2):
-            if step == 1:
-                x = x ^ k1.to(tl.uint32, bitcast=True)
-            x = x ^ (x >> 16)
-            x = x * tl.full([BLOCK], 0x7FEB352D, tl.uint32)
-            x = x ^ (x >> 15)
-            x = x * tl.full([BLOCK], 0x846CA68B, tl.uint32)
-            x = x ^ (x >> 16)
-        tl.store(out_ptr + index, x.to(tl.int32, bitcast=True), mask=index < count)
-
-    @triton.jit(do_not_specialize=["count"])
-    def codes_kernel(
-        words_ptr, below_ptr, inside_ptr, out_ptr, count,
-        BLOCK: tl.constexpr, DEPTH: tl.constexpr, BUCKETS: tl.constexpr, LOW_BITS: tl.constexpr,
-    ):  # fmt: skip
-        # ScaleTable.codes in one pass: the bucket's count plus one compare per row inside it.
-        index = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        mask = index < count
-        r = tl.load(words_ptr + index, mask=mask, other=0).to(tl.uint32, bitcast=True)
-        bucket = (r >> LOW_BITS).to(tl.int32)
-        low = (r & ((1 << LOW_BITS) - 1)).to(tl.int32)
-        code = tl.load(below_ptr + bucket).to(tl.int32)
-        for row in tl.static_range(DEPTH):
-            code += (low >= tl.load(inside_ptr + row * BUCKETS + bucket)).to(tl.int32)
-        tl.store(out_ptr + index, code.to(tl.uint8), mask=mask)
-
     return hash_kernel, codes_kernel
-
-
-def _int32_bits(value: int) -> int:
-    """The int32 whose bit pattern is the 32-bit ``value``."""
-    return value - WORD_RANGE if value >= 1 << 31 else value
 
 
 def _on_device(device: torch.device) -> contextlib.AbstractContextManager:
@@ -217,21 +180,38 @@ def _on_device(device: torch.device) -> contextlib.AbstractContextManager:
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def _hash_triton(count: int, k0: int, k1: int, device: torch.device) -> torch.Tensor:
-    """Words 0..count-1 under keys (k0, k1): ``hash_words(arange(count), k0, k1)``, one kernel."""
-    kernel = _triton_kernels()[0]
-    words = torch.empty(count, dtype=torch.int32, device=device)
-    if count:
-        grid = (-(-count // TRITON_BLOCK_WORDS),)
-        with _on_device(words.device):
-            kernel[grid](words, count, _int32_bits(k0), _int32_bits(k1), BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
+def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device) -> list[torch.Tensor]:
+    """Per (count, k0, k1): words 0..count-1 under those keys (``hash_words(arange(count), k0, k1)``),
+    each in its own tensor, all streams in one kernel launch.
+
+    The kernel finds each stream's tensor through a table of addresses (a few dozen bytes from the
+    host, pinned and copied asynchronously, as in ``_words_batched``): one launch whatever the
+    number of streams (a grouped GEMM of 8 groups has 32), no copy of any stream.
+    """
+    words = [torch.empty(count, dtype=torch.int32, device=device) for count, _, _ in keyed]
+    rows = [(w.data_ptr(), count, k0, k1) for w, (count, k0, k1) in zip(words, keyed) if count]
+    if rows:
+        with _on_device(device):
+            _triton_kernels()[0][_grid(rows, 1)](_table(rows, device), BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
     return words
 
 
+def _table(rows: list[tuple[int, ...]], device: torch.device) -> torch.Tensor:
+    """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
+    draw never waits for work already queued on the GPU."""
+    host = torch.tensor(rows, dtype=torch.int64)
+    return host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
+
+
+def _grid(rows: list[tuple[int, ...]], count_column: int) -> tuple[int, int]:
+    """(programs for the longest tensor, tensors): the shorter tensors' extra programs return at once."""
+    return -(-max(row[count_column] for row in rows) // TRITON_BLOCK_WORDS), len(rows)
+
+
 def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
-    """One Triton kernel per stream, each writing its own tensor (the CUDA path; on the CPU only
-    under ``TRITON_INTERPRET=1``, which the tests use)."""
-    return [_hash_triton(count, *stream_keys(seed, name), device) for name, count in streams]
+    """Every stream in one Triton kernel, each writing its own tensor (the CUDA path; on the CPU
+    only under ``TRITON_INTERPRET=1``, which the tests use)."""
+    return _hash_triton([(count, *stream_keys(seed, name)) for name, count in streams], device)
 
 
 def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:
@@ -239,7 +219,7 @@ def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.de
 
     Stream ``name``'s words depend on the seed, the name and the word's index only, not on the
     other streams or their sizes. The helpers evaluate the same ``hash_words``, in the order
-    that runs fastest: a fused Triton kernel per stream on CUDA (the batched torch evaluation
+    that runs fastest: one fused Triton kernel for all streams on CUDA (the batched torch evaluation
     where triton is missing), batched for small draws on the CPU, stream by stream in
     cache-sized pieces for large ones; the integers are the same (tests compare them).
     """
@@ -316,8 +296,8 @@ class ScaleTable:
         (1-D contiguous words, triton importable) one fused kernel does the same lookups.
         """
         below, inside = _device_buckets(self.thresholds, self.first_code, words.device)
-        if words.device.type == "cuda" and words.dim() == 1 and words.is_contiguous() and _triton_kernels():
-            return _codes_triton(words, below, inside)
+        if _fused(words):
+            return _codes_triton([words], below, inside)[0]
         bucket = (words >> (32 - BUCKET_BITS)).bitwise_and_((1 << BUCKET_BITS) - 1)
         low = words & ((1 << (32 - BUCKET_BITS)) - 1)
         codes = below.index_select(0, bucket)
@@ -325,9 +305,19 @@ class ScaleTable:
             codes += low >= column.index_select(0, bucket)
         return codes
 
-    def scales(self, words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-        """Scales of ``shape`` in the table's format, from one word each (own storage)."""
-        return self.codes(words).reshape(shape).view(self.dtype)
+    def scales(self, words: Sequence[torch.Tensor], shapes: Sequence[tuple[int, ...]]) -> list[torch.Tensor]:
+        """Scales of each shape in the table's format, from one word each (own storage); on CUDA
+        the codes of all of them in one kernel launch."""
+        if words and all(_fused(w) for w in words):
+            codes = _codes_triton(list(words), *_device_buckets(self.thresholds, self.first_code, words[0].device))
+        else:
+            codes = [self.codes(w) for w in words]
+        return [c.reshape(shape).view(self.dtype) for c, shape in zip(codes, shapes)]
+
+
+def _fused(words: torch.Tensor) -> bool:
+    """Whether the codes of ``words`` come from the Triton kernel: 1-D contiguous, on CUDA, triton there."""
+    return words.device.type == "cuda" and words.dim() == 1 and words.is_contiguous() and bool(_triton_kernels())
 
 
 BUCKET_BITS = 12
@@ -357,16 +347,15 @@ def _device_buckets(
     return torch.tensor(below, dtype=torch.uint8, device=device), columns.to(device)
 
 
-def _codes_triton(words: torch.Tensor, below: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
-    """ScaleTable.codes of 1-D contiguous int32 ``words`` in one Triton kernel (uint8)."""
-    kernel = _triton_kernels()[1]
-    codes = torch.empty(words.shape, dtype=torch.uint8, device=words.device)
-    count = words.numel()
-    if count:
-        grid = (-(-count // TRITON_BLOCK_WORDS),)
-        with _on_device(words.device):
-            kernel[grid](
-                words, below, inside, codes, count,
+def _codes_triton(words: list[torch.Tensor], below: torch.Tensor, inside: torch.Tensor) -> list[torch.Tensor]:
+    """ScaleTable.codes of each 1-D contiguous int32 tensor (uint8, own storage), all in one launch."""
+    codes = [torch.empty(w.shape, dtype=torch.uint8, device=w.device) for w in words]
+    rows = [(w.data_ptr(), c.data_ptr(), w.numel()) for w, c in zip(words, codes) if w.numel()]
+    if rows:
+        device = words[0].device
+        with _on_device(device):
+            _triton_kernels()[1][_grid(rows, 2)](
+                _table(rows, device), below, inside,
                 BLOCK=TRITON_BLOCK_WORDS, DEPTH=inside.shape[0], BUCKETS=1 << BUCKET_BITS,
                 LOW_BITS=32 - BUCKET_BITS, num_warps=4,
             )  # fmt: skip

@@ -51,11 +51,13 @@ class OperandFormat:
             return raw
         return torch.where(raw & 0x7F == 0x7F, raw & 0x80, raw)
 
-    def scales(self, words: torch.Tensor, shape: tuple[int, ...], log2_min: float, log2_max: float) -> torch.Tensor:
-        """Scales of ``shape`` from ``words_per_scale * prod(shape)`` words (own storage)."""
+    def scales(self, words: list[torch.Tensor], shapes: list[tuple[int, ...]], log2_min: float,
+               log2_max: float) -> list[torch.Tensor]:
+        """Scales of each shape from ``words_per_scale * prod(shape)`` words (own storage); a table
+        format's codes for all of them in one kernel launch on CUDA."""
         if self.scale_dtype == torch.float32:
-            return float32_scales(words, shape, log2_min, log2_max)
-        return scale_table(log2_min, log2_max, self.scale_dtype).scales(words, shape)
+            return [float32_scales(w, shape, log2_min, log2_max) for w, shape in zip(words, shapes)]
+        return scale_table(log2_min, log2_max, self.scale_dtype).scales(words, shapes)
 
 
 NVFP4 = OperandFormat("nvfp4", FP4, 2, (1, BLOCK_SIZE), E4M3)

@@ -17,12 +17,11 @@ from harness.contract.results import CaseResult, Status
 from harness.judge.verdict import second_clock
 from harness.judge.verdict.call_checker import CallChecker
 from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US, QueuedSleep
-from harness.judge.verdict.stopping import StoppingRule, summarize
+from harness.judge.verdict.stopping import WARMUP_RULE, StoppingRule, summarize
 from harness.judge.verdict.wall_clock import WallClock
 from harness.judge.worker_link import seal
 from harness.judge.worker_link.worker_channel import WorkerSession
 
-WARMUP_CALLS = 3
 OWN_OVERHEAD_ATTEMPTS = 3  # as the worker's first measurement (gpu_window.c: init_gpu)
 
 
@@ -44,16 +43,17 @@ class BenchmarkCase:
         limit, clock = self.timeouts_s, self.clock
         started = time.perf_counter()
         with clock.phase("warmup"):
-            first = self.checker.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"],
-                                              prefetch=True)
+            self.checker.checked_call(session, case, 0, 0.0, "the first call (warm-up, JIT)", limit["warmup"],
+                                      prefetch=True)
             warmup_s = time.perf_counter() - started
-            host_us = [first.host_us]
-            for index in range(1, WARMUP_CALLS):
-                warm = self.checker.checked_call(session, case, index, MIN_QUEUED_SLEEP_US, "a warm-up call",
-                                                 limit["call"], prefetch=True)
+            host_us, times_us = [], []
+            while not WARMUP_RULE.done(times_us):  # as many warm calls as the kernel's time asks
+                warm = self.checker.checked_call(session, case, 1 + len(times_us), MIN_QUEUED_SLEEP_US,
+                                                 "a warm-up call", limit["call"], prefetch=True)
                 host_us.append(warm.host_us)
+                times_us.append(warm.time_us)
         # The queued sleep must outlast the host's launch of the call (the warm-up's slowest but the first).
-        sleep = QueuedSleep.after_warmup(host_us[1:])
+        sleep = QueuedSleep.after_warmup(host_us)
         with clock.phase("recheck"):
             own = self._own_overhead(session, limit["call"])
         if own and not seal.overhead_consistent(*own[1:]):
@@ -63,7 +63,7 @@ class BenchmarkCase:
                               "nothing is blamed on the submission")
         overhead_us = session.overhead_us  # what the timed calls subtract: this case's own (their MACs cover it)
         with clock.phase("timed"):
-            samples, readings, index, wall_s = self._timed_loop(session, case, WARMUP_CALLS, sleep)
+            samples, readings, index, wall_s = self._timed_loop(session, case, 1 + len(times_us), sleep)
         with clock.phase("recheck"):
             drift = session.recheck_overhead(limit["call"])
         if drift and seal.overhead_moved(*drift, session.first_overhead_us)[0]:

@@ -1,12 +1,16 @@
 """One call made and judged: its seed, the worker's answer, the parent's own inputs and the check.
 
 The expected output is computed here, in the parent, from the call's seed, after the worker has
-answered: never in the worker's memory, never competing with a timed call for the GPU.
+answered: never in the worker's memory, never competing with a timed call for the GPU. Inputs are
+a pure function of (problem, case, seed): where an evaluation lists one case more than once, the
+parent's copy of a seed's inputs and its expected output are drawn and computed once and kept for
+its later calls (``share_draws``); each output is still checked against them.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
@@ -33,6 +37,18 @@ class CallChecker:
         self.phases_ms: dict[str, float] = {}  # where the harness's time per call goes (the parent's clock)
         self.worker_ms: dict[str, float] = {}  # the same, as the worker reports it (shown, never trusted)
         self.phase_calls = 0
+        self._shared: set[tuple] = set()  # cases listed more than once (share_draws)
+        self._shared_calls = 0
+        self._kept: dict[tuple, tuple[Any, Any]] = {}  # seeded case -> (inputs, expected output)
+        check = self.reference.check_implementation
+        self._takes_expected = "expected" in inspect.signature(check).parameters
+
+    def share_draws(self, cases: list[dict[str, Any]], calls: int) -> None:
+        """Keep the inputs and expected output of the first ``calls`` calls of every case that
+        ``cases`` lists more than once (a test and a benchmark of one shape, say): drawn once."""
+        keys = [_case_key(case) for case in cases]
+        self._shared = {key for key in keys if keys.count(key) > 1} if self._takes_expected else set()
+        self._shared_calls = calls
 
     def close(self) -> None:
         """Stop the thread that draws the parent's copies of the inputs."""
@@ -51,8 +67,9 @@ class CallChecker:
         """The seed of call ``index`` of ``case`` (public for call 0 unless ranked; harness.judge.verdict.seeds)."""
         return seeds.call_seed(case["seed"], index, self.secret)
 
-    def check(self, inputs: Any, result: CallOutput) -> tuple[bool, str]:
-        """Judge one output against the reference on the same inputs (the parent's own copy)."""
+    def check(self, inputs: Any, result: CallOutput, expected: Any = None) -> tuple[bool, str]:
+        """Judge one output against the reference on the same inputs (the parent's own copy);
+        ``expected``: the reference's output on them, when it was kept (else computed here)."""
         if isinstance(result.output, str):
             return False, result.output
         if result.unfinished:
@@ -60,25 +77,36 @@ class CallChecker:
                 "the output changed after custom_kernel returned: work left running on another stream "
                 "(make the caller's stream wait for it)"
             )
-        return self.reference.check_implementation(inputs, result.output)
+        if expected is None:
+            return self.reference.check_implementation(inputs, result.output)
+        return self.reference.check_implementation(inputs, result.output, expected=expected)
 
     def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
                      stage: str, timeout_s: float, prefetch: bool = False, buffers: str = "") -> CallOutput:
         """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile;
         ``buffers``: keep this call's input tensors, or refill the kept ones (WorkerSession.call)."""
         seeded = {**case, "seed": self.call_seed(case, index)}
+        kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
+        kept = self._kept.get(kept_key)
         # On the GPU the parent's copy of the inputs, the reference and the check run only after the
         # worker has answered, and the next call is sent only once they are done: none of this
         # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
-        drawing = None if self.check_device.type == "cuda" else self._generator.submit(
+        drawing = None if self.check_device.type == "cuda" or kept else self._generator.submit(
             self.reference.generate_input, **seeded, device="cpu")
         result = session.call(seeded, sleep_us, stage, timeout_s, self.plain, buffers)
         called = time.perf_counter()
         if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
             session.prepare({**case, "seed": self.call_seed(case, index + 1)})
-        inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+        if kept:
+            inputs, expected = kept
+        else:
+            inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+            expected = None
         drawn = time.perf_counter()
-        ok, message = self.check(inputs, result)
+        if kept_key is not None and not kept:
+            expected = self.reference.ref_kernel(inputs)
+            self._kept[kept_key] = (inputs, expected)
+        ok, message = self.check(inputs, result, expected)
         spent = {**{k: 1e3 * v for k, v in result.phases_s.items()}, "draw": 1e3 * (drawn - called),
                  "check": 1e3 * (time.perf_counter() - drawn)}
         for phase, ms in spent.items():
@@ -89,3 +117,8 @@ class CallChecker:
         if not ok:
             raise WorkerFailure(Status.FAILED, f"{stage} (call {index + 1} of this shape): {message}")
         return result
+
+
+def _case_key(case: dict[str, Any]) -> tuple:
+    """A case dict as a hashable key (its values may be lists: the grouped GEMM's m, n, k)."""
+    return tuple(sorted((name, repr(value)) for name, value in case.items()))

@@ -160,6 +160,7 @@ class Evaluation:
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
         results: list[CaseResult] = []
         pending = list(cases)
+        self.checker.share_draws([case for _, case in cases], CPU_TEST_CALLS)  # a case listed twice: drawn once
         self.progress.begin(len(cases), self.submission.name)
         announced = False
         while pending:

@@ -37,6 +37,35 @@ class StoppingRule:
         return mean > 0 and error / mean < self.max_relative_error
 
 
+@dataclass(frozen=True)
+class WarmupRule:
+    """How many warm-up calls follow a case's first call (which compiles), sized by the kernel's time.
+
+    A kernel of at most ``short_us`` is warm after ``min_calls``: its calls are far shorter than the
+    harness's own work per call (the parent's draw and check), so more of them would add seconds
+    and settle nothing. A longer one goes on until two consecutive times agree within
+    ``settle_fraction`` (its clocks and caches have settled), at most ``max_calls``. Every warm-up
+    call still gets fresh inputs and a checked output; the first call's time (JIT) never counts.
+    """
+
+    min_calls: int = 1
+    max_calls: int = 8
+    short_us: float = 1000.0
+    settle_fraction: float = 0.02
+
+    def done(self, times_us: list[float]) -> bool:
+        """Whether the warm-up is over after warm calls (the first call excluded) that took ``times_us``."""
+        calls = len(times_us)
+        if calls >= self.max_calls:
+            return True
+        if calls < self.min_calls:
+            return False
+        if times_us[-1] <= self.short_us:
+            return True
+        return calls >= 2 and abs(times_us[-1] - times_us[-2]) <= self.settle_fraction * times_us[-2]
+
+
+WARMUP_RULE = WarmupRule()
 BENCHMARK_RULE = StoppingRule(budget_s=15.0)
 LEADERBOARD_RULE = StoppingRule(min_runs=100, max_runs=200, max_relative_error=0.002, budget_s=15.0)
 CPU_RULE = StoppingRule(min_runs=3, max_runs=10, max_relative_error=0.02, budget_s=10.0)

@@ -1,0 +1,91 @@
+"""The NVFP4 product by 16-element blocks in one fused Triton kernel: the float64 result, exactly.
+
+C[m, n] = sum over K blocks b of sa[m, b] * sb[n, b] * P_b[m, n], where P_b is the block's sum of
+code products. Every e2m1 value doubled is an integer (0, 1, 2, 3, 4, 6, 8, 12 and their negatives),
+so 4 * P_b is an integer dot product of 16 int8 pairs (|4 * P_b| <= 16 * 144 = 2304), which the
+tensor cores compute exactly (int8 x int8 -> int32; Triton's int8 dot takes K >= 32, so each block
+is padded with 16 zero codes). Each block's term is then scaled and added in float64.
+
+Why this is the float64 result: every e4m3 value is an integer multiple of 2^-9 (its smallest
+subnormal) and every e2m1 value a multiple of 2^-1, so every term sa * sb * P_b (and every product
+a_k * b_k that the float64 decode sums) is an integer multiple of 2^-20, and every partial sum too.
+float64 holds each multiple of 2^-20 below 2^33 in magnitude exactly, and each partial sum is at
+most sum_k |a_k b_k| <= 36 * K * max|sa| * max|sb|. While that is below 2^33 (``exact_bound``),
+no addition rounds: this kernel and the float64 decode (in any order of summation) both return
+the exact sum, bit for bit. Every shipped task is far inside it (scales <= 1: K up to 2.4e8).
+Beyond it both are within (number of additions) * 2^-53 * sum_k |a_k b_k| of the exact sum.
+
+The packed bytes and the e4m3 scale bytes are read where they lie (any row and batch strides, so
+the GEMV's one-row slice of b and the contest's (rows, K/2, L) views need no copy); no decoded
+copy of an operand is written to memory. Triton is imported on first use only (the parent's
+CPU path never needs it); ``TRITON_INTERPRET=1`` runs the kernel on the CPU (the tests do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+
+import torch
+
+from reference.formats import BLOCK_SIZE, as_bytes
+
+BYTES_PER_BLOCK = BLOCK_SIZE // 2
+DOT_K = 32
+"""K slots of the int8 dot: one block's 16 codes, then 16 zeros (Triton's int8 dot needs K >= 32)."""
+EXACT_LIMIT = 2.0**33
+"""float64 holds every integer multiple of 2^-20 below this magnitude."""
+MAX_CODE_PRODUCT = 36.0
+"""The largest |e2m1 x e2m1| product (6 * 6)."""
+
+
+def exact_bound(k: int, max_scale_a: float, max_scale_b: float) -> float:
+    """The largest partial sum a K-long product can reach (36 * K * max|sa| * max|sb|): below
+    ``EXACT_LIMIT``, this kernel and the float64 decode both give the exact sum."""
+    return MAX_CODE_PRODUCT * k * max_scale_a * max_scale_b
+
+
+@functools.cache
+def _kernel():
+    """The fused kernel (reference/block_triton.py), imported on first use."""
+    from problems.shared.counter_rng import writable_triton_cache
+
+    writable_triton_cache()
+    from reference.block_triton import product_kernel
+
+    return product_kernel
+
+
+def tiles(rows_b: int) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_N): 16 columns for a vector (the GEMV's one row of b), else 64 x 64."""
+    return (128, 16) if rows_b <= 16 else (64, 64)
+
+
+def block_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor,
+                  tile: tuple[int, int] | None = None) -> torch.Tensor:
+    """C (M, N, L) float64 = A (M, K, L) @ B (N, K, L)^T per batch, exactly (module docstring).
+
+    ``a``/``b``: packed (rows, K/2, L) e2m1 (fp4x2 or uint8) with unit stride along K;
+    ``sfa``/``sfb``: their (rows, K/16, L) e4m3 scales (or raw bytes), unit stride along K/16.
+    ``tile`` overrides ``tiles`` (the tests' interpreter runs take larger ones).
+    """
+    a, b, sfa, sfb = (as_bytes(a), as_bytes(b), sfa.view(torch.uint8), sfb.view(torch.uint8))
+    rows_a, half_k, batches = a.shape
+    rows_b = b.shape[0]
+    blocks = half_k // BYTES_PER_BLOCK
+    if any(t.stride(1) != 1 for t in (a, b, sfa, sfb)) or half_k % BYTES_PER_BLOCK or sfa.shape[1] != blocks:
+        raise ValueError(f"block_product takes K-contiguous operands with K/16 scales; got A {tuple(a.shape)} "
+                         f"strides {a.stride()}, scales {tuple(sfa.shape)}")
+    out = torch.empty((batches, rows_a, rows_b), dtype=torch.float64, device=a.device)
+    block_m, block_n = tile or tiles(rows_b)
+    grid = (math.ceil(rows_a / block_m), math.ceil(rows_b / block_n), batches)
+    if out.numel():
+        with torch.cuda.device(a.device) if a.device.type == "cuda" else contextlib.nullcontext():
+            _kernel()[grid](
+                a, sfa, b, sfb, out, rows_a, rows_b, blocks,
+                a.stride(0), a.stride(2), sfa.stride(0), sfa.stride(2), b.stride(0), b.stride(2),
+                sfb.stride(0), sfb.stride(2), out.stride(1), out.stride(0),
+                BLOCK_M=block_m, BLOCK_N=block_n, SLOTS=DOT_K, num_warps=4,
+            )  # fmt: skip
+    return out.permute(1, 2, 0)

@@ -1,0 +1,78 @@
+"""harness.judge.verdict.call_checker: a case listed twice is drawn once, and every output is still checked."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+import torch
+
+from harness.judge.verdict.call_checker import CallChecker
+from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure
+from problems.shared import blockscaled as bs
+
+MODULE = "fake_problem_for_call_checker"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """A problem whose draws and references are counted: inputs (seed,), expected seed * 2."""
+    counts = {"draws": 0, "references": 0}
+
+    def generate_input(n: int, seed: int, device: str = "cpu"):
+        counts["draws"] += 1
+        return (torch.full((n,), float(seed)),)
+
+    def ref_kernel(data):
+        counts["references"] += 1
+        return data[0] * 2
+
+    module = types.SimpleNamespace(generate_input=generate_input, ref_kernel=ref_kernel,
+                                   check_implementation=bs.make_checker(ref_kernel, bs.Tolerance(0.0, 0.0)))
+    monkeypatch.setitem(sys.modules, MODULE, module)
+    return counts
+
+
+class Session:
+    """Answers every call with the right output, or a wrong one where told."""
+
+    def __init__(self, wrong: set[int] = frozenset()) -> None:
+        self.wrong, self.calls = wrong, 0
+
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers):
+        self.calls += 1
+        value = seeded["seed"] * 2 + (1 if self.calls in self.wrong else 0)
+        return CallOutput(time_us=1.0, host_us=1.0, output=torch.full((seeded["n"],), float(value)), unfinished=False)
+
+
+def checker() -> CallChecker:
+    task = types.SimpleNamespace(reference_module=MODULE)
+    return CallChecker(task, secret=None, check_device=torch.device("cpu"), plain=True)
+
+
+def test_a_case_listed_twice_is_drawn_once_per_seed(counted):
+    shared, alone = {"n": 4, "seed": 3}, {"n": 8, "seed": 3}
+    made = checker()
+    made.share_draws([shared, alone, dict(shared)], calls=2)
+    session = Session()
+    for index in (0, 1):  # the test's calls, then the benchmark's first calls of the same case
+        made.checked_call(session, shared, index, 0.0, "the test", 1.0)
+    for index in (0, 1, 2):
+        made.checked_call(session, dict(shared), index, 0.0, "a warm-up call", 1.0)
+    assert counted == {"draws": 3, "references": 3}  # seeds 0 and 1 once each, seed 2 (beyond `calls`) fresh
+    for index in (0, 0):
+        made.checked_call(session, alone, index, 0.0, "the test", 1.0)
+    assert counted == {"draws": 5, "references": 5}  # a case listed once keeps nothing
+    made.close()
+
+
+def test_a_wrong_output_on_a_kept_draw_still_fails(counted):
+    shared = {"n": 4, "seed": 3}
+    made = checker()
+    made.share_draws([shared, shared], calls=1)
+    made.checked_call(Session(), shared, 0, 0.0, "the test", 1.0)
+    with pytest.raises(WorkerFailure, match="a warm-up call"):
+        made.checked_call(Session(wrong={1}), shared, 0, 0.0, "a warm-up call", 1.0)
+    assert counted == {"draws": 1, "references": 1}
+    made.close()

@@ -91,3 +91,18 @@ def test_cli_defaults_to_cpu_with_a_note(tmp_path, capsys, monkeypatch):
     assert "calibration of cpu (measured" in captured.out and "fp32 matmul" in captured.out
     assert _run(["calibrate", "--cache", str(path)]) == 0
     assert "calibration of cpu (cached" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("reused", "stored", "measured"), [(False, True, True), (True, False, True),
+                                                            (True, True, False)])
+def test_a_gpu_calibration_measures_the_harness_against_graph_replay_unless_it_has(tmp_path, monkeypatch, capsys,
+                                                                                   reused, stored, measured):
+    record = {"device_name": "NVIDIA H100 80GB HBM3", "measured_at": "now", "method": "stand-in"}
+    if stored:
+        record["fidelity"] = {"points": [], "split_us": 10.0, "method": "stand-in", "abs_us": 0.2, "rel": 0.03}
+    asked = []
+    monkeypatch.setattr(calibrate_command, "calibrate", lambda device, force, cache_path: (dict(record), reused))
+    monkeypatch.setattr(calibrate_command, "measure_fidelity", lambda name, path: asked.append(name) or record)
+    monkeypatch.setattr(calibrate_command, "render", lambda record, reused, path: "rendered")
+    assert _run(["calibrate", "--device", "cuda", "--cache", str(tmp_path / "c.json")]) == 0
+    assert asked == (["NVIDIA H100 80GB HBM3"] if measured else [])

@@ -99,13 +99,13 @@ def _handle(args: argparse.Namespace) -> int:
     path = Path(args.cache) if args.cache else default_cache_path()
     try:
         record, reused = calibrate(device, force=args.force, cache_path=path)
-    except NoGpuError as error:
-        print(f"error: --device cuda: {error}", file=sys.stderr)
-        return NO_GPU_EXIT
         if device == "cuda" and (not reused or fidelity.RECORD_KEY not in record):
             print(f"measuring the harness's error against graph replay on the {LADDER} (a benchmark run, then the "
                   "replays)", file=sys.stderr)
             record = measure_fidelity(record["device_name"], path)
+    except NoGpuError as error:
+        print(f"error: --device cuda: {error}", file=sys.stderr)
+        return NO_GPU_EXIT
     except RuntimeError as error:  # a CUDA fault or out of memory while measuring
         print(f"error: calibration failed on {device}: {' '.join(str(error).split())[:300]}", file=sys.stderr)
         return NO_GPU_EXIT

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -249,7 +250,7 @@ class _RecheckingSession(WorkerSession):
     def __init__(self, reference, rechecks, first_us=2.4):
         super().__init__(load_task("nvfp4_gemv"), REPO / "submissions/nvfp4_gemv/torch_reference.py", "cpu")
         self.reference, self.rechecks, self.timed_loops = reference, list(rechecks), 0
-        self.worker.key = os.urandom(seal.KEY_BYTES)
+        self.worker.spawned = types.SimpleNamespace(key=os.urandom(seal.KEY_BYTES), process=None)  # no process
         self.sealed, self.overhead_us, self.core_us = True, first_us, first_us  # the worker's first measurement
         self.first_overhead_us = first_us
         self.subtracted = set()  # the overheads the calls' times subtracted

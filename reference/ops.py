@@ -35,10 +35,15 @@ from reference.quantize import dequantize
 Backend = Literal["decode", "blocks", "scaled_mm"]
 
 
-def pick_backend(device: torch.device | str) -> Backend:
-    """The fastest backend that gives the float64 result on ``device``: the fused block kernel on
-    CUDA where triton is installed, else decode."""
-    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
+def pick_backend(device: torch.device | str, rows_b: int) -> Backend:
+    """The fastest backend that gives the float64 result on ``device`` for a B of ``rows_b`` rows.
+
+    Both give the same bits (reference/block_kernel.py). Measured on the H100 (docs/results.md run
+    14): the fused block kernel wins on matrix-vector products (the GEMV's three shapes: 1.6 / 1.1 /
+    0.4 ms against 2.7 / 5.2 / 1.5), the float64 decode and cuBLAS's float64 matmul on every product
+    with more rows of B (the GEMM, dual and grouped shapes: up to 2.4x faster)."""
+    if (rows_b == 1 and torch.device(device).type == "cuda"
+            and importlib.util.find_spec("triton") is not None):
         return "blocks"
     return "decode"
 
@@ -101,7 +106,7 @@ def block_scaled_mm(
     """
     if a.shape[1] != b.shape[1] or a.shape[2] != b.shape[2]:
         raise ValueError(f"A {tuple(a.shape)} and B {tuple(b.shape)} disagree on K/2 or L")
-    chosen = backend or pick_backend(a.device)
+    chosen = backend or pick_backend(a.device, b.shape[0])
     products = {"decode": _decode_product, "blocks": block_product, "scaled_mm": _scaled_mm_product}
     return products[chosen](a, sfa, b, sfb)
 

@@ -26,6 +26,7 @@
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
+#   first_call  where the first test's seconds go: scripts/first_call_probe.py twice with one Triton cache
 #   transfer    a large output's way back: the result pipe against the parent's output file, and
 #               SHA-256 speeds on both sides (scripts/output_transfer.py; run after build)
 #   references  every NVFP4 test and benchmark shape: old (float64 decode) and new (block kernel)
@@ -168,6 +169,8 @@ for step in $steps; do
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;
+    first_call) run_step first_call bash -c 'cache=$(mktemp -d); for run in empty kept; do
+                  echo "$run cache: $(TRITON_CACHE_DIR=$cache python3 scripts/first_call_probe.py)"; done' ;;
     transfer) run_step transfer python3 scripts/output_transfer.py --out "$WORK/output_transfer.json" ;;
     references) run_step references python3 scripts/parent_costs.py "$WORK/references.json" --references ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;

@@ -167,7 +167,8 @@ def evaluate_submission(
         result.geomean_pct_of_sol = geometric_mean([c.pct_of_sol for c in timed if c.pct_of_sol])
         measure = options.vendor_first_use if file.path.resolve() != _vendor_path(task) else None
         device_name = str(result.device.get("name", device))
-        _beside_the_vendor(task, timed, device_name, (progress, measure) if measure else None)
+        with evaluation.clock.phase("vendor"):
+            _beside_the_vendor(task, timed, device_name, (progress, measure) if measure else None)
         vendor = [c.pct_of_vendor for c in timed if c.pct_of_vendor]
         result.geomean_pct_of_vendor = geometric_mean(vendor) if len(vendor) == len(timed) else None
     if device == "cuda" and timed:

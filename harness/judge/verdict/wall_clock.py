@@ -12,10 +12,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-PHASES = ("start", "setup", "worker_start", "tests", "warmup", "timed", "recheck", "profile", "close", "other")
+PHASES = ("start", "setup", "worker_start", "tests", "warmup", "timed", "recheck", "profile", "close", "vendor",
+          "other")
 """The top-level phases in the order they happen; ``start`` is the process's own start and imports
 before the evaluation began (known for a command-line run, absent in a long-lived service);
-``other`` is what the evaluation spent outside every named phase. ``submission_import``, the worker's
+``vendor`` is the vendor library's first measurement on this GPU, made for the report's "% of
+vendor" when none is cached (a contestant's `eval` only; 6-10 s on the H100 in docs/results.md run
+14, where it was booked as ``other``); ``other`` is what the evaluation spent outside every named
+phase. ``submission_import``, the worker's
 own figure, is a part of ``worker_start``, not a phase of its own; so are ``supervisor`` (seconds the
 syscall supervisor spent answering the worker's notified syscalls, while the worker waited) and
 ``supervisor_notifications`` (how many: a count, not seconds). ``worker_head_start`` is no part of the

@@ -30,6 +30,7 @@ import math
 import torch
 
 from reference.formats import BLOCK_SIZE, as_bytes
+from reference.triton_cache import writable_triton_cache
 
 BYTES_PER_BLOCK = BLOCK_SIZE // 2
 DOT_K = 32
@@ -49,8 +50,6 @@ def exact_bound(k: int, max_scale_a: float, max_scale_b: float) -> float:
 @functools.cache
 def _kernel():
     """The fused kernel (reference/block_triton.py), imported on first use."""
-    from problems.shared.counter_rng import writable_triton_cache
-
     writable_triton_cache()
     from reference.block_triton import product_kernel
 

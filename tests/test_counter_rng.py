@@ -311,13 +311,13 @@ def test_triton_kernels_equal_the_torch_definition():
 @pytest.mark.parametrize("writable", [True, False])
 def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, writable):
     """An evaluator run as another user than HOME's owner (the H100's unprivileged row) still compiles."""
-    from problems.shared import counter_rng
+    from reference import triton_cache
 
     monkeypatch.setenv("TRITON_CACHE_DIR", "")  # restored (removed) after the test, whatever it sets
     monkeypatch.setenv("TRITON_HOME", str(tmp_path / "not" / "made"))
     checked = []
-    monkeypatch.setattr(counter_rng.os, "access", lambda path, mode: checked.append(Path(path)) or writable)
-    counter_rng.writable_triton_cache()
+    monkeypatch.setattr(triton_cache.os, "access", lambda path, mode: checked.append(Path(path)) or writable)
+    triton_cache.writable_triton_cache()
     assert checked == [tmp_path]  # the nearest folder that exists
     if writable:
         assert not os.environ["TRITON_CACHE_DIR"]
@@ -327,24 +327,24 @@ def test_an_unwritable_home_gets_a_private_triton_cache(tmp_path, monkeypatch, w
 
 def test_the_private_triton_cache_is_one_folder_per_user_and_refuses_a_planted_one(tmp_path, monkeypatch):
     """Compiled launchers are loaded from the cache: a folder another user made or can write is never used."""
-    from problems.shared import counter_rng
+    from reference import triton_cache
 
-    monkeypatch.setattr(counter_rng.tempfile, "gettempdir", lambda: str(tmp_path))
-    first = counter_rng._private_cache_folder()
-    assert first == counter_rng._private_cache_folder() == tmp_path / f"nvfp4-triton-{os.getuid()}"
+    monkeypatch.setattr(triton_cache.tempfile, "gettempdir", lambda: str(tmp_path))
+    first = triton_cache._private_cache_folder()
+    assert first == triton_cache._private_cache_folder() == tmp_path / f"nvfp4-triton-{os.getuid()}"
     assert first.stat().st_mode & 0o777 == 0o700
     first.chmod(0o777)  # as if planted for us by someone else
-    planted = counter_rng._private_cache_folder()
-    assert planted != first and planted.parent == Path(counter_rng.tempfile.gettempdir())
+    planted = triton_cache._private_cache_folder()
+    assert planted != first and planted.parent == Path(triton_cache.tempfile.gettempdir())
 
 
 def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeypatch):
-    from problems.shared import counter_rng
+    from reference import triton_cache
 
     def refuse(self, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setenv("TRITON_CACHE_DIR", "")  # restored (removed) after the test, whatever it sets
-    monkeypatch.setattr(counter_rng.Path, "exists", refuse)
-    counter_rng.writable_triton_cache()
+    monkeypatch.setattr(triton_cache.Path, "exists", refuse)
+    triton_cache.writable_triton_cache()
     assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()

@@ -31,15 +31,13 @@ import functools
 import hashlib
 import itertools
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from reference.formats import E4M3, E8M0
+from reference.triton_cache import writable_triton_cache
 
 WORD_MASK = 0xFFFFFFFF
 WORD_RANGE = 1 << 32
@@ -128,39 +126,6 @@ def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.
 
 TRITON_BLOCK_WORDS = 1024
 """Words per Triton program (8 per thread at 4 warps)."""
-
-
-def writable_triton_cache() -> None:
-    """Triton compiles into ~/.triton/cache; where that cannot be written (an evaluator run as a user
-    other than HOME's owner: seen on the H100), point TRITON_CACHE_DIR at a private folder."""
-    if os.environ.get("TRITON_CACHE_DIR"):
-        return
-    folder = Path(os.environ.get("TRITON_HOME") or Path.home()) / ".triton" / "cache"
-    try:  # a HOME of another user may not even be searchable: stat raises there
-        while not folder.exists() and folder.parent != folder:
-            folder = folder.parent
-        writable = os.access(folder, os.W_OK)
-    except OSError:
-        writable = False
-    if not writable:
-        os.environ["TRITON_CACHE_DIR"] = str(_private_cache_folder())
-
-
-def _private_cache_folder() -> Path:
-    """One folder per user, kept across runs (compiled kernels are reused, nothing piles up in /tmp).
-
-    Triton loads compiled launchers from its cache into this process: a folder someone else made
-    or can write is never used (a fresh temporary one is then).
-    """
-    folder = Path(tempfile.gettempdir()) / f"nvfp4-triton-{os.getuid()}"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        status = folder.lstat()
-        if folder.is_symlink() or status.st_uid != os.getuid() or status.st_mode & 0o077:
-            raise PermissionError(f"{folder} is not this user's private folder")
-        return folder
-    except OSError:
-        return Path(tempfile.mkdtemp(prefix="nvfp4-triton-"))
 
 
 @functools.cache

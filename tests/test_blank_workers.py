@@ -164,6 +164,24 @@ def test_a_crashed_blank_worker_is_not_handed(shelf, tmp_path):
     assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None and own.handed == 0
 
 
+def test_a_blank_worker_another_submission_stopped_is_killed_not_handed(shelf, tmp_path):
+    """The file running now is the same uid as the blank worker waiting for the next one: a SIGSTOP
+    from it must not hang the next author's run."""
+    own, _ = shelf
+    own.put(WorkerSpec("cpu"))
+    blank = own.waiting()[0]
+    deadline = time.monotonic() + 30
+    while not (children := Path(f"/proc/{blank.process.pid}/task/{blank.process.pid}/children").read_text().split()):
+        assert time.monotonic() < deadline, "the reaper never started its worker"
+        time.sleep(0.05)
+    os.kill(int(children[0]), signal.SIGSTOP)
+    while not blank_workers.stopped_below(blank.process.pid):
+        assert time.monotonic() < deadline, "the worker never read as stopped"
+        time.sleep(0.05)
+    assert own.take(WorkerSpec("cpu"), tmp_path / "a.py") is None and own.handed == 0
+    assert blank.process.poll() is not None  # killed, with everything below it
+
+
 def test_the_eval_commands_worker_comes_off_the_shelf(tmp_path):
     """`python -m harness eval`: the worker that imports the file is the one started before the
     parent's imports (its head start is booked apart from the wall time's phases)."""

@@ -13,7 +13,9 @@ depends on nothing of the submission. Two places start one early (issue 33):
 
 Isolation stays: ``take`` removes the worker from the shelf, so a blank worker serves one
 submission and is never reused; a blank worker whose spec or uid does not fit the file is killed,
-not handed over; whatever is left on the shelf is killed by ``discard`` (the executors' close) or
+not handed over, and so is one that another run's submission stopped (it runs as the same
+unprivileged uid while the blank worker waits, and may signal it: a stopped worker would hang the
+next author's run); whatever is left on the shelf is killed by ``discard`` (the executors' close) or
 when this process exits. Imports no torch.
 """
 
@@ -57,8 +59,8 @@ class Shelf:
         if blank is None:
             return None
         steps = worker_confinement.chosen_steps()
-        if blank.process.poll() is None and blank.steps == steps and blank.drop_to_uid == spec.drop_to_uid(
-                steps, submission):
+        if (blank.process.poll() is None and not stopped_below(blank.process.pid) and blank.steps == steps
+                and blank.drop_to_uid == spec.drop_to_uid(steps, submission)):
             self.handed += 1
             return blank
         blank.end()
@@ -117,6 +119,17 @@ def _option_values(args: list[str]) -> list[tuple[str, str]]:
         elif arg.startswith("--") and at + 1 < len(args):
             pairs.append((arg, args[at + 1]))
     return pairs
+
+
+def stopped_below(pid: int) -> bool:
+    """Whether ``pid`` or any process below it is stopped (SIGSTOP, SIGTSTP) or traced (Linux /proc;
+    False where it cannot be read: the process is gone, which ``poll`` tells)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t") or any(stopped_below(int(child)) for child in children)
 
 
 def _guess_device() -> str:

@@ -120,3 +120,21 @@ def test_the_core_maps_the_parents_output_file_again_for_a_larger_output():
     assert rule("mmap", 0, 128 << 20, R | W, MAP_SHARED, 14, 0) is None
     assert rule("munmap", OUTPUT_MAP[0], OUTPUT_MAP[1] - OUTPUT_MAP[0]) is None
     assert rule("dup2", 9, 14, guarded=worker(channels=frozenset({3, 4, 14}))) == "channels"  # row f02
+
+
+def test_a_signal_runs_only_to_a_process_of_the_run():
+    """Another entry's worker (same uid), the reaper and the evaluator are out of reach; what the worker
+    started, and its own threads, are not (the filter passes signals to the worker itself unasked)."""
+    guarded = worker(ours=lambda pid: pid in (WORKER, THREAD, CHILD), pidfd_target=lambda tid, fd: {7: CHILD}.get(fd))
+    other_entry, reaper = 300, 99
+    for name in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"):
+        assert rule(name, CHILD, 19, guarded=guarded) is None
+        assert rule(name, other_entry, 19, guarded=guarded) == rule(name, reaper, 19, guarded=guarded) == "signals"
+    assert rule("kill", (-1) & 0xFFFFFFFF, 9, guarded=guarded) == "signals"  # every process the uid may signal
+    assert rule("kill", (-CHILD) & 0xFFFFFFFF, 9, guarded=guarded) is None  # the group a child leads
+    assert rule("kill", (-other_entry) & 0xFFFFFFFF, 9, guarded=guarded) == "signals"
+    assert rule("pidfd_send_signal", 7, 9, guarded=guarded) is None
+    assert rule("pidfd_send_signal", 8, 9, guarded=guarded) == "signals"  # not a pidfd of the run's
+    refused = decide("kill", [other_entry, 19, 0, 0, 0, 0], 0, THREAD, guarded)
+    assert refused.error == errno.EPERM and refused.detail == f"kill({other_entry})"
+    assert "signals" not in rules.REJECTING  # refused and counted: a signal is no proof of a cheat

@@ -40,6 +40,8 @@ RULES = (
     Rule("wx", "no writable+executable or anonymous executable mapping", False),
     Rule("unmap_code", "code loaded before the import is not unmapped", False),
     Rule("io_uring", "no io_uring (its requests bypass seccomp): ENOSYS", False),
+    Rule("signals", "no signal to a process outside the run (another entry's worker, the reaper, the evaluator)",
+         False),
 )
 RULE_NAMES = tuple(rule.name for rule in RULES)
 REJECTING = frozenset(rule.name for rule in RULES if rule.rejects)
@@ -74,7 +76,8 @@ class Arch:
 
 # Syscalls the filter names, by architecture (unistd_64.h; asm-generic/unistd.h for aarch64, which
 # has no open and no dup2).
-_COMMON = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
+_COMMON = {"pidfd_send_signal": 424, "pidfd_open": 434,
+           "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
            "close_range": 436, "openat2": 437, "mount_setattr": 442}
 ARCHES = {
@@ -82,12 +85,14 @@ ARCHES = {
         **_COMMON, "open": 2, "close": 3, "mmap": 9, "mprotect": 10, "munmap": 11, "mremap": 25, "madvise": 28,
         "shmat": 30, "dup2": 33, "ptrace": 101, "personality": 135, "pivot_root": 155, "prctl": 157, "chroot": 161,
         "mount": 165, "umount2": 166, "remap_file_pages": 216, "openat": 257, "dup3": 292, "process_vm_readv": 310,
-        "process_vm_writev": 311, "kcmp": 312, "seccomp": 317, "userfaultfd": 323, "pkey_mprotect": 329}),
+        "process_vm_writev": 311, "kcmp": 312, "seccomp": 317, "userfaultfd": 323, "pkey_mprotect": 329,
+        "kill": 62, "rt_sigqueueinfo": 129, "tkill": 200, "tgkill": 234, "rt_tgsigqueueinfo": 297}),
     "aarch64": Arch("aarch64", 0xC00000B7, {
         **_COMMON, "dup3": 24, "umount2": 39, "mount": 40, "pivot_root": 41, "chroot": 51, "openat": 56, "close": 57,
         "ptrace": 117, "prctl": 167, "personality": 92, "shmat": 196, "munmap": 215, "mremap": 216, "mmap": 222,
         "mprotect": 226, "madvise": 233, "remap_file_pages": 234, "process_vm_readv": 270, "process_vm_writev": 271,
-        "kcmp": 272, "seccomp": 277, "userfaultfd": 282, "pkey_mprotect": 288}),
+        "kcmp": 272, "seccomp": 277, "userfaultfd": 282, "pkey_mprotect": 288,
+        "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}),
 }
 
 

@@ -29,7 +29,7 @@ ENOSYS = 38
 NOTIFIED = ("ptrace", "process_vm_readv", "process_vm_writev", "seccomp", "userfaultfd", "mount", "umount2",
             "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
             "mount_setattr", "mprotect", "pkey_mprotect", "munmap", "madvise", "mremap", "open", "openat",
-            "close_range")
+            "close_range", "tkill", "pidfd_open", "pidfd_send_signal")
 """Always to the supervisor: refused there, or decided from memory the filter cannot read."""
 UNKNOWN = ("io_uring_setup", "io_uring_enter", "io_uring_register", "openat2", "remap_file_pages")
 """ENOSYS, as on a kernel without them: io_uring's requests bypass seccomp; openat2 and the old
@@ -73,7 +73,13 @@ class Program:
         return b"".join(out)
 
 
-def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None = None) -> bytes:
+SIGNALLERS = {"kill": "signal", "rt_sigqueueinfo": "signal", "tgkill": "signal", "rt_tgsigqueueinfo": "signal"}
+"""Signals whose first argument is the target process: one to this process (``own_pid``) or, for
+kill, to its own process group (0) runs unnotified; any other target is the supervisor's to look
+at (a process of the run's own, or one outside it: another entry's worker, the reaper)."""
+
+
+def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None = None, own_pid: int = 0) -> bytes:
     """The filter for ``arch`` guarding the ``channels`` fds (dup2/dup3 onto them, close of them).
     ``state_toggle`` (the gate's instruction pointer, the core's call-state page): its mprotect of
     that page to read-write or no access runs unnotified, since it happens inside the timed window
@@ -93,7 +99,7 @@ def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None 
     for name in UNKNOWN:
         p.jump(JEQ, nr[name], "enosys", 0)
     branches = {"mmap": "mmap", "prctl": "prctl", "personality": "personality", "shmat": "shmat", "close": "close",
-                "dup2": "dup", "dup3": "dup"}
+                "dup2": "dup", "dup3": "dup", **SIGNALLERS}
     for name, target in branches.items():
         if name in nr:
             p.jump(JEQ, nr[name], target, 0)
@@ -118,6 +124,10 @@ def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None 
     p.label("shmat")
     p.load(_arg_low(2))
     p.jump(JSET, rules.SHM_REMAP | rules.SHM_EXEC, "notify", "allow")
+    p.label("signal")  # pid_t: the kernel reads the low half (0 for tgkill is refused by the kernel itself)
+    p.load(_arg_low(0))
+    p.jump(JEQ, own_pid, "allow", 0)
+    p.jump(JEQ, 0, "allow", "notify")
     for name, index in (("dup", 1), ("close", 0)):
         p.label(name)
         p.load(_arg_low(index))  # fds are unsigned ints: the kernel reads the low half only
@@ -194,7 +204,8 @@ def install(supervisor_fd: int, channels: list[int]) -> str:
             return f"off ({why})"
         gate = core_gate()
         message = rules.arm_message(channels, gate)
-        program = build(arch, channels, (gate[0], gate[3]) if gate and len(gate) > 3 and gate[0] and gate[3] else None)
+        program = build(arch, channels, (gate[0], gate[3]) if gate and len(gate) > 3 and gate[0] and gate[3] else None,
+                        os.getpid())
         collecting = gc.isenabled()
         gc.disable()  # nothing may free memory (munmap, a notified syscall) before the hand-over
         listener = -1

@@ -53,6 +53,8 @@ class Worker:
     read_path: Callable[[int, int], str | None] = lambda tid, address: None
     lookup: Callable[[int, int, str], list[str]] = lambda tid, dirfd, path: []  # proc_paths.walk from the task
     is_channel: Callable[[str], bool] = lambda path: False
+    ours: Callable[[int], bool] = lambda pid: False  # a process of this run: below the reaper (the supervisor's)
+    pidfd_target: Callable[[int, int], int | None] = lambda tid, fd: None  # the process a task's pidfd names
 
 
 def span(start: int, length: int) -> Range:
@@ -159,6 +161,29 @@ MOUNTS = frozenset({"mount", "umount2", "pivot_root", "chroot", "open_tree", "mo
                     "fsmount", "fspick", "mount_setattr"})
 MEMORY = frozenset({"mmap", "mprotect", "pkey_mprotect", "munmap", "madvise", "mremap", "shmat"})
 DESCRIPTORS = frozenset({"dup2", "dup3", "close", "close_range"})
+TARGETED = frozenset({"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"})
+"""Signals (and pidfds, which signal later) whose first argument names the target process or thread."""
+
+
+def _pid(value: int) -> int:
+    """A pid_t argument: the low 32 bits, signed."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _signal(name: str, args: list[int], tid: int, worker: Worker) -> Verdict:
+    """A signal to a process of the run (the worker, its threads, what it started, even orphans the
+    reaper adopted) runs; one to any other process is refused: another entry's worker of the same
+    uid, the reaper, the evaluator (the filter lets signals to the worker itself through unasked)."""
+    if name == "pidfd_send_signal":
+        target = worker.pidfd_target(tid, args[0] & 0xFFFFFFFF)
+    else:
+        target = _pid(args[0])
+        if name == "kill" and target < -1:  # a process group: its leader's
+            target = -target
+    if target is not None and target > 0 and worker.ours(target):
+        return ALLOW
+    return _refuse("signals", f"{name}({'all processes' if target == -1 else target})")
 
 
 def decide(name: str, args: list[int], ip: int, tid: int, worker: Worker) -> Verdict:
@@ -179,4 +204,6 @@ def decide(name: str, args: list[int], ip: int, tid: int, worker: Worker) -> Ver
         return _descriptors(name, args, worker) if worker.same_files(tid) else ALLOW
     if name in ("open", "openat"):
         return _open(name, args, tid, worker)
+    if name in TARGETED or name == "pidfd_send_signal":
+        return _signal(name, args, tid, worker)
     return ALLOW

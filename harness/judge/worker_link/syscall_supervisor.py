@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from harness.contract import syscall_rules as rules
-from harness.judge.worker_link import proc_paths
+from harness.judge.worker_link import proc_paths, process_tree
 from harness.judge.worker_link.syscall_policy import KEY_ACCESS, PAGE, STATE_ACCESS, Range, Verdict, Worker, decide
 
 REPORT_EVERY = 256  # notifications between two running counts
@@ -109,7 +109,15 @@ class Guarded:
             pid=pid, gate_ip=gate[0] if gate else 0, core=([(gate[1], gate[2])] if gate else []) + list(pages),
             gate_pages=pages, frozen=_executable(pid), channels=frozenset(channels), roots=roots,
             same_mm=lambda tid: self._shares(tid, KCMP_VM), same_files=lambda tid: self._shares(tid, KCMP_FILES),
-            executable=self.executable, read_path=_read_string, lookup=self.lookup, is_channel=self.is_channel)
+            executable=self.executable, read_path=_read_string, lookup=self.lookup, is_channel=self.is_channel,
+            ours=self.ours, pidfd_target=process_tree.pidfd_target)
+        # In a PID namespace of its own the worker's pids are not ours to read, and its signals cannot
+        # leave the namespace anyway: the rule then lets them through.
+        self.own_namespace = not process_tree.same_pid_namespace(pid)
+
+    def ours(self, target: int) -> bool:
+        """A process of this run: below the reaper, whose thread this supervisor is."""
+        return self.own_namespace or process_tree.below(target, os.getpid())
 
     @staticmethod
     def _identity(path: str) -> tuple[int, int] | None:

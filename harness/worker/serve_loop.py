@@ -103,8 +103,8 @@ class Worker:
     def _own_caches(self, variables: dict[str, Any]) -> None:
         """The submission's owner's compile caches (Triton, inductor, load_inline), before the
         submission exists: the variables the compilers read, and writes narrowed from the caches'
-        root (a blank worker's) to these folders. Neither compiler has read its variable yet: torch's
-        import loads neither Triton nor inductor."""
+        root (a blank worker's) to these folders. Neither compiler has read its variable yet: importing
+        torch loads neither Triton nor inductor."""
         os.environ.update({str(name): str(folder) for name, folder in variables.items()})
         if self.cache_root is not None and "landlock" in self.steps:
             owner = [os.path.commonpath([str(f) for f in variables.values()])] if variables else []

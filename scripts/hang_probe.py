@@ -111,12 +111,12 @@ def signals(device: str) -> None:
         state["torch"].cuda.synchronize()
 
     def sealed_core() -> None:
-        from harness.judge.worker_link import seal
+        from harness.judge.worker_link import worker_spawn
         from harness.worker import sealed_core as core
 
         if not core.sealed_available():
             raise RuntimeError("harness/worker/_sealed*.so not built")
-        _, key_fd = seal.new_key_pipe()
+        _, key_fd = worker_spawn.new_key_pipe()
         state["timer"] = core.SealedTimer(key_fd, state["torch"].device(device))
 
     for name, step in (("armed", lambda: None), ("import torch", import_torch), ("CUDA started", cuda_start),

@@ -69,7 +69,7 @@ def child(key_fd: int, commands: int, results: int, file_fd: int | None, size: i
 
 def exchange(size: int, through_file: bool, device: str, repeats: int) -> dict[str, float]:
     """Median ms per call of the core, the exchange and the seal, as the parent sees them."""
-    key, key_r = seal.new_key_pipe()
+    key, key_r = worker_spawn.new_key_pipe()
     commands_r, commands_w = os.pipe()
     results_r, results_w = os.pipe()
     _widen_pipe(results_w)

@@ -19,7 +19,7 @@ from harness.judge.run import evaluate_submission, scope_of, select_cases
 from harness.judge.verdict import queued_sleep, wall_clock
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.run_options import RunOptions
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import seal, worker_spawn
 from harness.judge.worker_link.worker_channel import CallOutput, WorkerSession
 
 REPO = Path(__file__).resolve().parent.parent
@@ -251,7 +251,7 @@ class _RecheckingSession(WorkerSession):
     def __init__(self, reference, rechecks, first_us=2.4):
         super().__init__(load_task("nvfp4_gemv"), REPO / "submissions/nvfp4_gemv/torch_reference.py", "cpu")
         self.reference, self.rechecks, self.timed_loops = reference, list(rechecks), 0
-        self.worker.spawned = types.SimpleNamespace(key=os.urandom(seal.KEY_BYTES), process=None)  # no process
+        self.worker.spawned = types.SimpleNamespace(key=os.urandom(worker_spawn.KEY_BYTES), process=None)  # no process
         self.sealed, self.overhead_us, self.core_us = True, first_us, first_us  # the worker's first measurement
         self.first_overhead_us = first_us
         self.subtracted = set()  # the overheads the calls' times subtracted

@@ -26,7 +26,7 @@ from harness.contract import messages, output_file, protocol
 from harness.judge.worker_link import output_reader, seal, worker_spawn
 from harness.worker import _sealed, sealed_core
 
-key, read_fd = seal.new_key_pipe()
+key, read_fd = worker_spawn.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
 fd = worker_spawn.new_output_file()
 worker_fd = os.dup(fd)  # the worker's own descriptor of the parent's file

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from harness.contract import messages, protocol
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import seal, worker_spawn
 from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ ON_RETURN = []  # called by the fixture's kernel just before it returns
 
 @pytest.fixture(scope="module")
 def core():
-    key, read_fd = seal.new_key_pipe()
+    key, read_fd = worker_spawn.new_key_pipe()
     timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
     outputs = {}
 
@@ -84,9 +84,9 @@ def test_c_hmac_matches_python_with_either_sha256(portable):
 
 SEALING_CHECK = """
 import ctypes, sys, torch
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import seal, worker_spawn
 from harness.worker import sealed_core
-_, read_fd = seal.new_key_pipe()
+_, read_fd = worker_spawn.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -247,7 +247,7 @@ def test_without_the_core_the_worker_falls_back_to_the_python_timer_and_never_re
     from harness.worker.serve_loop import Worker
 
     monkeypatch.setattr(sealed_core, "_sealed", None)
-    _, read_fd = seal.new_key_pipe()
+    _, read_fd = worker_spawn.new_key_pipe()
     worker = Worker(-1, -1, read_fd)
     worker.device = torch.device("cpu")
     assert isinstance(worker._make_timer(), timers.CpuTimer)
@@ -260,7 +260,7 @@ def test_an_unsealed_worker_is_the_parents_choice_and_never_reads_the_key():
     fails there); the worker closes the key unread and the parent expects no MAC from it."""
     from harness.worker.serve_loop import Worker
 
-    _, read_fd = seal.new_key_pipe()
+    _, read_fd = worker_spawn.new_key_pipe()
     worker = Worker(-1, -1, read_fd)
     worker.device = torch.device("cpu")
     assert sealed_core.sealed_available() and isinstance(worker._make_timer(unsealed=True), timers.CpuTimer)

@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parent.parent
 WINDOW_CHECK = r'''
 import ctypes, json, struct, sys, time, types
 import torch
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import worker_spawn
 from harness.worker import sealed_core
 
-_, read_fd = seal.new_key_pipe()
+_, read_fd = worker_spawn.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
 during = []  # what custom_kernel does before it returns, per call
 

@@ -24,7 +24,6 @@ import torch
 
 from harness.contract.messages import Output, Rechecked
 from harness.judge.worker_link import host_share
-from harness.judge.worker_link.worker_spawn import KEY_BYTES, new_key_pipe  # noqa: F401 (made where workers start)
 
 NONCE_BYTES = 16
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import _reach
 
 from harness.contract import protocol
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import seal, worker_spawn
 
 CLOCK_FIELDS = ("event_us", "clock_us", "clock_gap_us", "clock_allowance_us")  # Output's, in the MAC's order
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -47,8 +47,8 @@ def search(regions, message, mac):
     for data in regions:
         if data is None:
             continue
-        for at in range(len(data) - seal.KEY_BYTES + 1):
-            candidate = data[at:at + seal.KEY_BYTES]
+        for at in range(len(data) - worker_spawn.KEY_BYTES + 1):
+            candidate = data[at:at + worker_spawn.KEY_BYTES]
             if hmac.digest(candidate, message, "sha256") == mac:
                 return candidate
     return None
@@ -76,7 +76,7 @@ def install(find_key):
         clock = seal.ClockReading(*(header.get(name, 0.0) for name in CLOCK_FIELDS))
         if not found:
             message = seal.call_message(*fields, header["time_us"], *flags, digest, clock)
-            found.append(find_key(message, bytes.fromhex(header["mac"])) or bytes(seal.KEY_BYTES))
+            found.append(find_key(message, bytes.fromhex(header["mac"])) or bytes(worker_spawn.KEY_BYTES))
         time_us = header["time_us"] * 0.5
         mac = seal.call_mac(found[0], *fields, time_us, *flags, digest, clock)
         return {**header, "time_us": time_us, "mac": mac.hex()}, parts

@@ -18,7 +18,7 @@ import _honest
 import _reach
 
 from harness.contract import protocol
-from harness.judge.worker_link import seal
+from harness.judge.worker_link import seal, worker_spawn
 
 
 def _symbol_offset(path, name):
@@ -48,9 +48,9 @@ def _base_address(path):
 
 core = sys.modules["harness.worker._sealed"].__file__
 try:
-    KEY = ctypes.string_at(_base_address(core) + _symbol_offset(core, b"key"), seal.KEY_BYTES)
+    KEY = ctypes.string_at(_base_address(core) + _symbol_offset(core, b"key"), worker_spawn.KEY_BYTES)
 except LookupError:  # no symbol names the key any more: sign anyway, with a guess
-    KEY = bytes(seal.KEY_BYTES)
+    KEY = bytes(worker_spawn.KEY_BYTES)
 worker = _reach.worker()
 timer = _reach.timer()
 requests = []

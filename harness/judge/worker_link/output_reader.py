@@ -11,17 +11,24 @@ file that ends early therefore fails there or here, and nothing changes the copy
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
 from harness.contract.messages import ProtocolError
+from harness.judge.worker_link import host_share
 
 PIECE_BYTES = 1 << 20
-_READERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="output-read")
-"""os.preadv releases the GIL: a large output is read on several threads (and the fresh buffer's
-pages are faulted in by several)."""
+MAX_READERS = 8
+
+
+@functools.cache
+def _readers() -> ThreadPoolExecutor:
+    """os.preadv releases the GIL: a large output is read on several threads (and the fresh buffer's
+    pages are faulted in by several), on this evaluation's share of the host's cores, as the hashers."""
+    return ThreadPoolExecutor(max_workers=min(MAX_READERS, host_share.cpu_share()), thread_name_prefix="output-read")
 
 
 def _read_piece(fd: int, view: memoryview, at: int) -> int:
@@ -40,7 +47,7 @@ def read(fd: int, at: int, nbytes: int) -> torch.Tensor:
     payload = torch.empty(nbytes, dtype=torch.uint8)
     view = memoryview(payload.numpy())
     starts = range(0, nbytes, PIECE_BYTES)
-    got = _READERS.map(lambda start: _read_piece(fd, view[start:start + PIECE_BYTES], at + start), starts)
+    got = _readers().map(lambda start: _read_piece(fd, view[start:start + PIECE_BYTES], at + start), starts)
     if sum(got) != nbytes:
         raise ProtocolError(f"the output file ends before the {nbytes} bytes at {at} that the worker named")
     return payload

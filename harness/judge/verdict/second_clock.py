@@ -41,5 +41,5 @@ def disagreement(readings: Sequence[ClockReading]) -> str | None:
     return (f"the GPU's own clock and the timer's events disagree on {len(beyond)} of {len(readings)} timed calls "
             f"(at most {tolerated(len(readings))} may): e.g. events {worst.event_us:.2f} us, the core's GPU clock "
             f"{worst.clock_us:.2f} us, {worst.gap_us:.2f} us apart against an allowance of "
-            f"{worst.allowance_us:.2f} us; the start event was recorded again during custom_kernel, or work of "
+            f"{worst.allowance_us:.2f} us; the start or end event was recorded again during the call, or work of "
             "another stream ran around the timed window")

@@ -29,6 +29,8 @@ typedef struct {
     uint32_t holds;                        /* hold kernels launched (their grid barrier's generation) */
     uint32_t start_slot, end_slot;
     uint64_t start_mask, end_mask;
+    double stamp_wait_us[2];               /* most of the end stamp's wait a reading subtracts (calibrated):
+                                            [0] queued call, [1] exposed call */
     uint8_t *host_copy[2];
     size_t host_capacity;
     sigset_t saved_signals;                /* the caller's mask while the page is open */

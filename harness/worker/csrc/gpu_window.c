@@ -118,39 +118,54 @@ int close_window(int *exposed) {
     return 0;
 }
 
-/* Both clocks over the last window, in us (the stamps' copies must have completed), and how much
- * more the second clock read than the events, less the wait of the end stamp's kernel behind the end
- * event (work of another stream still on the GPU delays that kernel and its stamp, never the events:
- * that wait is no re-armed start event, which shortens the events alone). */
-static int window_clocks(double *event_us, double *clock_us, double *gap_us) {
+/* Both clocks over the last window, in us (the stamps' copies must have completed), and the end
+ * stamp's wait: from the end event to the event behind the stamp kernel. */
+static int window_clocks(double *event_us, double *clock_us, double *wait_us) {
     float ms = 0.0f, stamp_ms = 0.0f;
     CUI(cu.EventElapsedTime(&ms, ST->start_event, ST->end_event), "cuEventElapsedTime");
     CUI(cu.EventElapsedTime(&stamp_ms, ST->end_event, ST->stamp_event), "cuEventElapsedTime");
     *event_us = ms * 1e3;
     uint64_t start = ST->stamp_host[0] ^ ST->start_mask, end = ST->stamp_host[1] ^ ST->end_mask;
     *clock_us = ((double)end - (double)start) / 1e3;
-    *gap_us = *clock_us - *event_us - stamp_ms * 1e3;
+    *wait_us = stamp_ms * 1e3;
     return 0;
 }
 
+/* How much more the second clock read than the events, less the end stamp's wait behind the end event
+ * up to `wait_cap_us`. Work of another stream still on the GPU delays the stamp kernel, never the
+ * events: that wait is no re-armed start event. But the wait is read against the end event, which
+ * native code can record again, earlier, on an idle stream: the events then lose what the wait gains
+ * (the gap unchanged). Capped at the wait calibrated on empty windows, a longer wait counts in the gap:
+ * an end event moved earlier reads beyond, and so does work of another stream left running past the
+ * end of the call (issue 40: every stream counted). */
+static double clock_gap(double event_us, double clock_us, double wait_us, double wait_cap_us) {
+    return clock_us - event_us - (wait_us < wait_cap_us ? wait_us : wait_cap_us);
+}
+
 int read_window(int exposed, clock_reading *reading) {
-    if (window_clocks(&reading->event_us, &reading->clock_us, &reading->gap_us)) return -1;
+    double wait_us;
+    if (window_clocks(&reading->event_us, &reading->clock_us, &wait_us)) return -1;
+    reading->gap_us = clock_gap(reading->event_us, reading->clock_us, wait_us, ST->stamp_wait_us[exposed ? 1 : 0]);
     reading->allowance_us = ST->clock_slack_us[exposed ? 1 : 0] + CLOCK_RELATIVE * reading->event_us;
     return 0;
 }
 
-/* How much more the second clock reads than the events, less the end stamp's own wait, over an
- * empty window (the stamp kernel's start after the end event), at most, over CLOCK_SAMPLES windows; `idle`: the GPU has drained
- * before the host queues the end (as in an exposed call). */
-static double clock_gap_us(int idle) {
-    double worst = -1e9, event_us, clock_us, gap_us;
+/* Calibration over CLOCK_SAMPLES empty windows (the stamp kernel's start after the end event): the
+ * most the end stamp waited behind the end event (*wait_us), and the largest gap, less that wait
+ * uncapped; `idle`: the GPU has drained before the host queues the end (as in an exposed call).
+ * Returns -1e9 on a driver error. */
+static double clock_gap_us(int idle, double *most_wait_us) {
+    double worst = -1e9, event_us, clock_us, wait_us;
+    *most_wait_us = 0.0;
     for (int s = 0; s < CLOCK_SAMPLES; s++) {
         if (cu.CtxSynchronize() || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0) ||
             cu.EventRecord(ST->start_event, core.stream) || (idle && cu.EventSynchronize(ST->start_event)) ||
             cu.EventRecord(ST->end_event, core.stream) || stamp_end() || cu.StreamSynchronize(core.stream) ||
-            window_clocks(&event_us, &clock_us, &gap_us))
+            window_clocks(&event_us, &clock_us, &wait_us))
             return -1e9;
+        double gap_us = clock_gap(event_us, clock_us, wait_us, wait_us);
         if (gap_us > worst) worst = gap_us;
+        if (wait_us > *most_wait_us) *most_wait_us = wait_us;
     }
     return worst;
 }
@@ -284,8 +299,10 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
     CUI(cu.ModuleGetFunction(&core.stamp_kernel, module, "stamp"), "cuModuleGetFunction");
     CUI(cu.ModuleGetFunction(&core.empty_kernel, module, "empty"), "cuModuleGetFunction");
     if (allocate_buffers(l2_bytes) || size_hold_grid()) return -1;
-    double queued = clock_gap_us(0), idle = clock_gap_us(1);
+    double queued = clock_gap_us(0, &ST->stamp_wait_us[0]), idle = clock_gap_us(1, &ST->stamp_wait_us[1]);
     if (queued < -1e8 || idle < -1e8) return cuda_failed(1, "second clock calibration") ? -1 : -1;
+    for (int mode = 0; mode < 2; mode++) ST->stamp_wait_us[mode] += CLOCK_MARGIN_US;
+    if (ST->stamp_wait_us[1] < ST->stamp_wait_us[0]) ST->stamp_wait_us[1] = ST->stamp_wait_us[0];
     ST->clock_slack_us[0] = (queued > 0 ? queued : 0) + CLOCK_MARGIN_US;
     ST->clock_slack_us[1] = (idle > queued ? idle : queued > 0 ? queued : 0) + CLOCK_MARGIN_US;
     core.overhead_from_graph = graph_empty_kernel_us() > 0.0;

@@ -54,12 +54,12 @@ static PyObject *sealed_init(PyObject *self, PyObject *args) {
         core.on_gpu = !failed;
     }
     double overhead = ST->overhead_us, spread = ST->overhead_spread_us;
-    char window[200] = "";
+    char window[256] = "";
     if (core.on_gpu)
         snprintf(window, sizeof window, "hold and flush on %u blocks of %u threads (%s), second clock within %.2f us "
-                 "(%.2f us exposed)", core.hold_grid, core.hold_block,
+                 "(%.2f us exposed), end stamp's wait up to %.2f us (%.2f us exposed)", core.hold_grid, core.hold_block,
                  core.fills_gpu ? "every thread slot of every SM" : "NOT filling every SM", ST->clock_slack_us[0],
-                 ST->clock_slack_us[1]);
+                 ST->clock_slack_us[1], ST->stamp_wait_us[0], ST->stamp_wait_us[1]);
     hidden_close();
     if (failed) return NULL;
     core.keyed = 1;

@@ -13,6 +13,9 @@ from pathlib import Path
 import _keyscan
 
 SINGLE_PAGE = 4096
+HIDDEN_START_EVENT = 80  # offsetof(hidden_state, start_event) in harness/worker/csrc/core_state.h
+HIDDEN_END_EVENT = 88  # offsetof(hidden_state, end_event); tests/adversarial/test_hidden_offsets.py checks both
+GATE_BEFORE_RETURN = {"x86_64": 7, "aarch64": 8}  # the core's gate: mov + syscall (x86_64), mov + svc (aarch64)
 
 
 def core_file() -> str:

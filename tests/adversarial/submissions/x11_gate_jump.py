@@ -10,14 +10,14 @@ import platform
 
 import _honest
 import _keyscan
+import _window
 
 from harness.worker import _sealed
 
-GATE_BEFORE_RETURN = {"x86_64": 7, "aarch64": 8}  # mov + syscall (x86_64), mov + svc (aarch64)
 described = (ctypes.c_ulonglong * 64)()
 count = ctypes.CDLL(_sealed.__file__).nvfp4_gate_describe(described, 64)
 gate = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(
-    described[0] - GATE_BEFORE_RETURN[platform.machine()])
+    described[0] - _window.GATE_BEFORE_RETURN[platform.machine()])
 key_page = described[5]  # [3]: the hidden call-state page, [5]: the key's
 
 

@@ -1,7 +1,9 @@
 """What Nsight Compute profiles for scripts/ncu_times.py: CALLS calls of one file on one shape.
 
-Inputs are drawn and the file warmed up (JIT) before the profiler range opens, so only the
-submission's own kernels are in it; ncu itself flushes the caches before each kernel.
+Inputs are drawn and the file warmed up (JIT) first. Before each call the L2 is flushed by reading a
+buffer twice its size, as graph replay and the core flush (harness.sol.replay_clock.reading_flush),
+outside the profiler's range: only the call's own kernels are profiled, and under ncu's
+``--cache-control none`` each starts from the same clean L2 as under replay (the same cache policy).
 
     ncu --profile-from-start off ... python3 scripts/ncu_target.py FILE 'CASE_JSON' CALLS
 """
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from harness.sol.replay_clock import POOL, shape_inputs
+from harness.sol.replay_clock import POOL, reading_flush, shape_inputs
 from harness.sol.replay_clock import load_shipped as load
 
 
@@ -24,12 +26,14 @@ def main() -> int:
     inputs = shape_inputs(path.parent.name, case)
     for data in inputs:
         kernel(data)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
+    flush = reading_flush()
     for index in range(calls):
+        flush()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
         kernel(inputs[index % POOL])
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
     return 0
 
 

@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ncu_times import UNIT_US, ncu_binary  # this folder's script: the third clock of the fidelity table
+from ncu_times import UNIT_US, is_marker, ncu_binary  # this folder's script: the third clock of the fidelity table
 
 from harness.contract.task_spec import load_task
 from harness.sol.replay_clock import ReplayClock, load_shipped, shape_inputs
@@ -51,6 +51,8 @@ def metric_values(csv_text: str) -> dict[str, list[float]]:
     start = csv_text.find('"ID"')
     found: dict[str, list[float]] = {}
     for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else "")):
+        if is_marker(row.get("Kernel Name", "")):  # scripts/ncu_target.py's marker: not the file's kernel
+            continue
         unit, value = row.get("Metric Unit", ""), float(row["Metric Value"].replace(",", ""))
         if unit in UNIT_US:
             value *= UNIT_US[unit]
@@ -64,7 +66,7 @@ def ncu_variant(file: Path, case: dict, clock: str, cache: str) -> dict[str, flo
     """Per call: ncu's duration, the SMs' span (max cycles over the clock), the SM clock in MHz."""
     command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", cache, "--clock-control", clock,
                "--metrics", ",".join(METRICS), "--csv", "--print-units", "base",
-               sys.executable, "scripts/ncu_target.py", str(file), json.dumps(case), str(CALLS)]
+               sys.executable, "scripts/ncu_target.py", str(file), str(CALLS), json.dumps(case)]
     values = metric_values(subprocess.run(command, capture_output=True, text=True, timeout=600).stdout)
     durations, cycles, rates = (values.get(m, []) for m in METRICS)
     if not durations:

@@ -8,7 +8,7 @@ same cache policy as replay (ncu's own `all` also invalidates what the reading f
 0.45-0.67 us more on every short rung: docs/timing.md). The per-call time is the sum of the kernels'
 durations over CALLS. Each row says whether each pair is inside issue 38's band: the harness within
 max(3%, 0.2 us) of graph replay, graph replay within max(3%, 0.3 us) of ncu; a table of every row
-(the one docs/timing.md shows) closes the output.
+(the one docs/timing.md shows) closes the output and is written beside OUT.json as OUT.md.
 
     python3 scripts/ncu_times.py GRAPH_REPLAY.json OUT.json
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 from graph_replay import in_band  # this folder's script: the band's one definition
 
 from harness.contract.task_spec import load_task, shape_text
+from harness.sol.globaltimer import KERNEL_NAME
 
 CALLS = 5
 UNIT_US = {"second": 1e6, "s": 1e6, "msecond": 1e3, "ms": 1e3, "usecond": 1.0, "us": 1.0, "nsecond": 1e-3, "ns": 1e-3}
@@ -38,36 +39,59 @@ def ncu_binary() -> str:
     return found
 
 
-def kernel_durations_us(csv_text: str) -> list[float]:
-    """Every gpu__time_duration.sum row of ncu's --csv output, in microseconds."""
+def is_marker(kernel_name: str) -> bool:
+    """scripts/ncu_target.py's marker kernel, which opens each shape's kernels."""
+    return kernel_name == KERNEL_NAME or kernel_name.startswith(f"{KERNEL_NAME}(")
+
+
+def durations_by_case_us(csv_text: str, cases: int) -> list[list[float]]:
+    """Each shape's gpu__time_duration.sum rows of ncu's --csv output, in us: every marker row opens the
+    next shape's list (the marker itself is not kept); a shape with no marker (its run died) gets []."""
     start = csv_text.find('"ID"')
-    rows = csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else ""))
-    return [float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]]
-            for row in rows if row.get("Metric Name") == "gpu__time_duration.sum"]
+    groups: list[list[float]] = []
+    for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else "")):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        if is_marker(row.get("Kernel Name", "")):
+            groups.append([])
+        elif groups:
+            groups[-1].append(float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]])
+    return groups[:cases] + [[] for _ in range(cases - len(groups))]
 
 
-def ncu_per_call_us(file: Path, case: dict) -> tuple[float | None, int]:
+def ncu_per_call_us(file: Path, cases: list[dict]) -> list[tuple[float | None, int]]:
+    """(ncu's time per call, kernels profiled) per shape, all shapes of the file in one ncu run."""
     command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", "none", "--clock-control", "none",
                "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
-               sys.executable, "scripts/ncu_target.py", str(file), json.dumps(case), str(CALLS)]
+               sys.executable, "scripts/ncu_target.py", str(file), str(CALLS), *map(json.dumps, cases)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    durations = kernel_durations_us(run.stdout)
-    return (sum(durations) / CALLS if durations else None), len(durations)
+    if run.stderr.strip():
+        print(f"{file}: {run.stderr.strip().splitlines()[-1][:300]}", flush=True)
+    return [(sum(d) / CALLS if d else None, len(d)) for d in durations_by_case_us(run.stdout, len(cases))]
 
 
 def main() -> int:
     rows = json.loads(Path(sys.argv[1]).read_text())
+    by_file: dict[str, list[dict]] = {}
+    for row in rows:  # a row replay could not time (its note says why) is not profiled either
+        row["ncu_us"], row["ncu_kernels"] = None, 0
+        if not row.get("note"):
+            by_file.setdefault(row["file"], []).append(row)
+    for name, file_rows in by_file.items():
+        file = Path("submissions") / name
+        cases = {shape_text(c): c for c in load_task(file.parent.name).benchmarks}
+        for row, (ncu_us, kernels) in zip(file_rows, ncu_per_call_us(file, [cases[r["shape"]] for r in file_rows])):
+            row["ncu_us"], row["ncu_kernels"] = ncu_us, kernels
     for row in rows:
-        file = Path("submissions") / row["file"]
-        case = next(c for c in load_task(file.parent.name).benchmarks if shape_text(c) == row["shape"])
-        row["ncu_us"], row["ncu_kernels"] = ncu_per_call_us(file, case) if not row.get("note") else (None, 0)
         row["harness_in_band"] = in_band(row.get("harness_us"), row.get("graph_us"), 0.03, 0.2)
         row["graph_in_band_of_ncu"] = in_band(row.get("graph_us"), row["ncu_us"], 0.03, 0.3)
         print(f"{row['file']} {row['shape']}: harness {row.get('harness_us')} graph {row.get('graph_us')} "
               f"ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls); harness~graph "
               f"{row['harness_in_band']}, graph~ncu {row['graph_in_band_of_ncu']}", flush=True)
     Path(sys.argv[2]).write_text(json.dumps(rows, indent=2))
-    print("\n".join(table(rows)))
+    lines = table(rows)
+    Path(sys.argv[2]).with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
     return 0
 
 

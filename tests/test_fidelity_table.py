@@ -39,3 +39,20 @@ def test_the_table_shows_each_clock_ratio_and_verdict_and_counts_them(ncu_times)
                         "0.925 | yes | 0.800 | no |")
     assert lines[3] == "| nvfp4_gemm/scaled_mm_fp4.py | m=1 | - | - | - | - | - | - | - | - |"
     assert lines[4] == "harness ~ replay: 1 of 1 in band; replay ~ ncu: 0 of 1; 1 rows lack the harness or replay"
+
+
+def _ncu_csv(kernels: list[tuple[str, str, str]]) -> str:
+    """ncu --csv --print-units base output: a preamble, then one row per kernel and metric."""
+    head = '"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+    body = "".join(f'"{i}","7","{name}","gpu__time_duration.sum","{unit}","{value}"\n'
+                   for i, (name, unit, value) in enumerate(kernels))
+    return "==PROF== Connected to process 7\n" + head + body
+
+
+def test_one_ncu_run_is_split_into_shapes_by_the_marker_kernel(ncu_times):
+    text = _ncu_csv([("stamp", "nsecond", "1,024"), ("ladder_kernel", "nsecond", "2,000"),
+                     ("ladder_kernel", "usecond", "2.5"), ("stamp", "nsecond", "990"),
+                     ("predecode", "nsecond", "1,500"), ("gemm(int)", "nsecond", "20,000"), ("stamp()", "ns", "1")])
+    assert ncu_times.durations_by_case_us(text, 4) == [[2.0, 2.5], [1.5, 20.0], [], []]
+    assert ncu_times.durations_by_case_us("no profile", 2) == [[], []]  # ncu died: every shape has no time
+    assert not ncu_times.is_marker("stamp_kernel") and ncu_times.is_marker("stamp")

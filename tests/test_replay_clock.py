@@ -34,3 +34,20 @@ def test_quantiles_are_readings_that_were_measured():
     values = [5.0, 1.0, 4.0, 2.0, 3.0]
     assert [replay_clock.quantile(values, q) for q in (0.0, 0.1, 0.5, 0.9, 1.0)] == [1.0, 1.0, 3.0, 5.0, 5.0]
     assert replay_clock.trimmed_mean([1.0, 2.0]) == pytest.approx(1.5)  # too few to trim: all kept
+
+
+def test_the_stamp_kernel_assembles_for_the_h100(tmp_path):
+    """The PTX the driver loads on the GPU, assembled here by the ptxas Triton ships (sm_90: the H100)."""
+    import subprocess
+    from pathlib import Path
+
+    import triton
+
+    from harness.sol.globaltimer import PTX
+
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    (tmp_path / "stamp.ptx").write_text(PTX)
+    done = subprocess.run([str(ptxas), "-arch=sm_90", str(tmp_path / "stamp.ptx"), "-o", str(tmp_path / "stamp.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "stamp.cubin").stat().st_size > 0

@@ -11,9 +11,11 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+KERNEL_NAME = "stamp"
+"""The kernel's name as profilers print it (a PTX entry: not mangled); scripts/ncu_target.py's marker."""
 PTX = (
     ".version 7.0\n.target sm_70\n.address_size 64\n"
-    ".visible .entry stamp(.param .u64 slot)\n{\n.reg .b64 %a, %t;\n"
+    f".visible .entry {KERNEL_NAME}(.param .u64 slot)\n{{\n.reg .b64 %a, %t;\n"
     "ld.param.u64 %a, [slot];\nmov.u64 %t, %globaltimer;\nst.global.u64 [%a], %t;\nret;\n}\n"
 )
 
@@ -32,7 +34,7 @@ class Stamper:
         self._module, self._function = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._cuda.cuModuleLoadData(ctypes.byref(self._module), ctypes.c_char_p(PTX.encode())),
                     "cuModuleLoadData of the stamp kernel")
-        self._check(self._cuda.cuModuleGetFunction(ctypes.byref(self._function), self._module, b"stamp"),
+        self._check(self._cuda.cuModuleGetFunction(ctypes.byref(self._function), self._module, KERNEL_NAME.encode()),
                     "cuModuleGetFunction")
         self.slots: Any = torch.zeros(slots, dtype=torch.int64, device="cuda")
 

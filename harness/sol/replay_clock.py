@@ -105,8 +105,12 @@ class ReplayClock:
         from harness.sol.globaltimer import Stamper
 
         self.flush = flush or reading_flush()
-        self._starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(GROUPS)]
-        self._ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(GROUPS)]
+        try:
+            self._starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(GROUPS)]
+            self._ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(GROUPS)]
+        except TypeError as error:  # a torch older than event-record nodes in captured graphs
+            raise RuntimeError(f"torch {torch.__version__} has no torch.cuda.Event(external=True), which the replay "
+                               "clock needs to time inside a graph: install a newer torch") from error
         self._stamper = Stamper(2 * GROUPS)
         self._floors: Floors | None = None
 

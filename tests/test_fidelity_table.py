@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.sol.replay_clock import Reading
+
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
@@ -56,3 +58,20 @@ def test_one_ncu_run_is_split_into_shapes_by_the_marker_kernel(ncu_times):
     assert ncu_times.durations_by_case_us(text, 4) == [[2.0, 2.5], [1.5, 20.0], [], []]
     assert ncu_times.durations_by_case_us("no profile", 2) == [[], []]  # ncu died: every shape has no time
     assert not ncu_times.is_marker("stamp_kernel") and ncu_times.is_marker("stamp")
+
+
+def test_a_shape_replay_cannot_time_is_a_row_that_says_why(ncu_times, monkeypatch):
+    graph_replay = sys.modules["graph_replay"]
+    monkeypatch.setattr(graph_replay, "shape_inputs", lambda problem, case: [case])
+
+    class Clock:
+        def time(self, kernel, inputs):
+            if kernel == "allocates":
+                raise RuntimeError("operation not permitted when stream is capturing\nmore")
+            return Reading(2.0, 1.9, 2.2, 1.95, 288)
+
+    assert graph_replay.shape_row(Clock(), "fine", "timing_ladder", {}) == {
+        "graph_us": 2.0, "graph_p10_us": 1.9, "graph_p90_us": 2.2, "stamps_us": 1.95, "calls": 288, "note": ""}
+    row = graph_replay.shape_row(Clock(), "allocates", "timing_ladder", {})
+    assert row == {"graph_us": None,
+                   "note": "not capturable: RuntimeError: operation not permitted when stream is capturing"}

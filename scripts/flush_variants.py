@@ -3,7 +3,8 @@
 Issue 25's second hypothesis (docs/timing.md, "The ladder"): flushing the L2 by zeroing a buffer
 twice its size leaves that much dirty data, which the timed kernel's own reads must write back to
 DRAM, so memory-bound kernels read slower than under Nsight Compute's clean-cache flush. Per
-shape, the same graph replay as scripts/graph_replay.py with three flushes:
+shape, the same replay clock as scripts/graph_replay.py (harness.sol.replay_clock: in-graph event
+pairs around each call, the flush outside them) with three flushes:
 
 - ``zero``: the buffer zeroed (today's method: dirty lines left);
 - ``read``: the buffer read (a sum): the L2 ends full of clean lines;
@@ -25,8 +26,8 @@ from pathlib import Path
 import torch
 
 from harness.contract.task_spec import load_task, shape_text
+from harness.sol.replay_clock import ReplayClock, shape_inputs
 from harness.sol.replay_clock import load_shipped as load
-from harness.sol.replay_clock import replay_us, shape_inputs
 
 DEFAULT_FILES = ("submissions/timing_ladder/triton_ladder.py", "submissions/nvfp4_gemv/triton_gemv.py")
 
@@ -43,21 +44,18 @@ def flushes(buffer: torch.Tensor, total: torch.Tensor) -> dict:
     return {"zero": buffer.zero_, "read": read, "zero+read": zero_then_read}
 
 
-def per_call_us(kernel, problem: str, case: dict, flush) -> float:
-    return replay_us(kernel, shape_inputs(problem, case), flush)
-
-
 def main() -> int:
     out = Path(sys.argv[1])
     buffer = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     total = torch.zeros((), dtype=torch.int64, device="cuda")
+    clocks = {name: ReplayClock(flush) for name, flush in flushes(buffer, total).items()}
     rows = []
     for path in [Path(f) for f in sys.argv[2:]] or [Path(f) for f in DEFAULT_FILES]:
         kernel, problem = load(path), path.parent.name
         for case in load_task(problem).benchmarks:
-            row = {"file": f"{problem}/{path.name}", "shape": shape_text(case)}
-            for name, flush in flushes(buffer, total).items():
-                row[f"{name}_us"] = per_call_us(kernel, problem, case, flush)
+            row, inputs = {"file": f"{problem}/{path.name}", "shape": shape_text(case)}, shape_inputs(problem, case)
+            for name, clock in clocks.items():
+                row[f"{name}_us"] = clock.time(kernel, inputs).events_us
             rows.append(row)
             print(json.dumps(row), flush=True)
     out.write_text(json.dumps(rows, indent=2))

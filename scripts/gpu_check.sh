@@ -15,11 +15,13 @@
 #   vendor      calibrate --vendor: cuBLAS's time per problem and shape (or why it cannot run here)
 #   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
-#   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it)
-#   ncu_short   why ncu reads 0.6-1.3 us over graph replay under 10 us: replay one / many / separated, ncu
-#               under base and free clocks and with and without its cache control (scripts/ncu_short_kernels.py)
-#   flush       graph replay of the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
-#   flush_ncu   Nsight Compute's time of the flush step's kernels (clean L2), beside its three replays
+#   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it), each
+#               call behind the reading flush and ncu under --cache-control none (replay's cache policy); one
+#               ncu run per file; prints the whole table docs/timing.md shows (also ncu_times.md in the tarball)
+#   ncu_short   why ncu reads more than replay under 10 us: replay's event pairs and stamps, ncu under base and
+#               free clocks and with and without its cache control (scripts/ncu_short_kernels.py)
+#   flush       the replay clock on the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
+#   flush_ncu   Nsight Compute's time of the flush step's kernels (reading flush), beside its three replays
 #   hang_probe  issue 34's hangs as a contestant runs them (scripts/hang_probe.sh; HANG_ROUTES=0: no per-route runs)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
@@ -36,9 +38,11 @@
 #   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
 #               caches) and a leaderboard over submissions/ on one GPU, each timed whole (scripts/coldstart.py)
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
-#   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) by graph replay under the reading
-#               flush, beside throughput's (or window's, or eval's) medians, each row's verdict; files without
-#               medians are run through harness eval first (scripts/graph_replay.py --eval-missing); then ncu
+#   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) by the replay clock (event pairs
+#               and %globaltimer stamps around each call inside one CUDA graph, the reading flush outside them),
+#               beside throughput's (or window's, or eval's) medians, each row's verdict; files without medians
+#               are run through harness eval first (scripts/graph_replay.py --eval-missing); then ncu. Issue 38's
+#               acceptance on one H100 call: bash scripts/gpu_check.sh build fidelity ncu
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
 #               ADVERSARIAL_PART=K/N runs one N-th of them
@@ -160,7 +164,7 @@ for step in $steps; do
     vendor) run_step vendor python3 -m harness calibrate --vendor ;;
     fp8) run_step fp8 fp8_files ;;
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
-    ncu) run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
+    ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;

@@ -1,16 +1,14 @@
 """The fidelity table: every shipped baseline and ladder rung by graph replay beside the harness (GPU only).
 
 Files: every ``submissions/*/triton_*.py`` (the ladder's rungs included) and every problem's vendor
-file (task.yml ``vendor``: the cuBLAS files), unless named. For each benchmark shape, graph replay
-under the reading flush (harness.sol.replay_clock) beside the harness's median from EVAL_JSON_DIR
-(``{problem}__{file}.json``, as ``harness eval --json`` writes them); with ``--eval-missing``, a
-file without one is run through ``harness eval --mode benchmark`` first. Each row gets its verdict:
-the harness within max(3%, 0.2 us) of replay (issue 38's band). Files that cannot be captured in a
-graph (they allocate or synchronise) or do not run on this GPU are reported as such.
-
-A second column times the same flushed calls with an event pair each, queued back to back behind
-one long sleep (raw: no overhead subtracted); beside the harness's raw time (its median plus the
-event overhead it subtracted) it separates what an event pair costs from what an idle GPU costs.
+file (task.yml ``vendor``: the cuBLAS files), unless named. For each benchmark shape, the replay clock
+(harness.sol.replay_clock: each flushed call timed inside one CUDA graph by an event pair, and again by
+%globaltimer stamps) beside the harness's median from EVAL_JSON_DIR (``{problem}__{file}.json``, as
+``harness eval --json`` writes them); with ``--eval-missing``, a file without one is run through
+``harness eval --mode benchmark`` first. Each row gets its verdict: the harness within max(3%, 0.2 us)
+of replay's events (issue 38's band). Files that cannot be captured in a graph (they allocate or
+synchronise) or do not run on this GPU are reported as such. The clock's floors (its marks with
+nothing and with an empty kernel between them) are printed first and written to OUT's ``_floors.json``.
 
     python3 scripts/graph_replay.py OUT.json [EVAL_JSON_DIR [--eval-missing] [FILE ...]]
 """
@@ -20,21 +18,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from harness.contract.task_spec import list_problems, load_task, shape_text
-from harness.sol.replay_clock import ROUNDS, load_shipped, reading_flush, replay_us, shape_inputs
+from harness.sol.replay_clock import ReplayClock, load_shipped, shape_inputs
 
 BAND_RELATIVE, BAND_FLOOR_US = 0.03, 0.2
-QUEUE_SLEEP_CYCLES = 20_000_000
-"""About 10 ms of torch.cuda._sleep: longer than the host takes to queue ROUNDS x POOL calls."""
 
 
 def in_band(measured: float | None, reference: float | None, relative: float, floor_us: float) -> bool | None:
@@ -48,21 +41,6 @@ def default_files() -> list[Path]:
     """Every Triton baseline (the ladder's included) and every problem's vendor (cuBLAS) file."""
     vendors = [Path(os.path.relpath(task.vendor.file)) for task in map(load_task, list_problems()) if task.vendor]
     return sorted(Path("submissions").glob("*/triton_*.py")) + sorted(vendors)
-
-
-def queued_events_us(kernel: Callable[[Any], Any], inputs: list[Any], flush: Callable[[], None]) -> float:
-    """Median raw event time of flushed calls queued back to back behind one long sleep."""
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(ROUNDS * len(inputs))]
-    torch.cuda.synchronize()
-    torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
-    for (start, end), data in zip(pairs, inputs * ROUNDS):
-        flush()
-        start.record()
-        kernel(data)
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) * 1e3 for start, end in pairs)
 
 
 def harness_medians(path: Path, eval_dir: Path | None, eval_missing: bool) -> dict[str, tuple[float, float | None]]:
@@ -86,18 +64,14 @@ def _named_overhead_us(case: dict[str, Any]) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def shape_row(kernel: Callable[[Any], Any], problem: str, case: dict[str, Any],
-              flush: Callable[[], None]) -> tuple[float | None, float | None, str]:
-    """(graph replay us, raw queued events us, note); a figure that failed is None and the note says why."""
+def shape_row(clock: ReplayClock, kernel: Any, problem: str, case: dict[str, Any]) -> dict[str, Any]:
+    """The replay clock's figures for one shape, or None each and a note saying why it failed."""
     try:
-        inputs = shape_inputs(problem, case)
-        graph = replay_us(kernel, inputs, flush)
+        reading = clock.time(kernel, shape_inputs(problem, case))
     except Exception as error:  # a file that cannot be captured or run here is reported, not fatal
-        return None, None, f"not capturable: {type(error).__name__}: {str(error).splitlines()[0][:100]}"
-    try:
-        return graph, queued_events_us(kernel, inputs, flush), ""
-    except Exception as error:  # the graph figure stands on its own
-        return graph, None, f"queued events failed: {type(error).__name__}: {str(error).splitlines()[0][:100]}"
+        return {"graph_us": None, "note": f"not capturable: {type(error).__name__}: {str(error).splitlines()[0][:100]}"}
+    return {"graph_us": reading.events_us, "graph_p10_us": reading.events_p10_us,
+            "graph_p90_us": reading.events_p90_us, "stamps_us": reading.stamps_us, "calls": reading.calls, "note": ""}
 
 
 def main() -> int:
@@ -107,7 +81,10 @@ def main() -> int:
     out = Path(args[0])
     eval_dir = Path(args[1]) if len(args) > 1 and Path(args[1]).is_dir() else None
     files = [Path(f) for f in args[2:]] or default_files()
-    flush, rows = reading_flush(), []
+    clock, rows = ReplayClock(), []
+    floors = asdict(clock.floors())
+    out.with_name(f"{out.stem}_floors.json").write_text(json.dumps(floors, indent=2))
+    print("replay clock floors (us): " + ", ".join(f"{k} {v:.2f}" for k, v in floors.items()), flush=True)
     for path in files:
         problem = path.parent.name
         medians = harness_medians(path, eval_dir, eval_missing)
@@ -116,22 +93,26 @@ def main() -> int:
         except Exception as error:  # e.g. a library this machine lacks
             kernel, why = None, f"not loadable: {type(error).__name__}: {str(error).splitlines()[0][:100]}"
         for case in load_task(problem).benchmarks:
-            graph, queued, note = shape_row(kernel, problem, case, flush) if kernel else (None, None, why)
+            figures = shape_row(clock, kernel, problem, case) if kernel else {"graph_us": None, "note": why}
             harness_us, overhead_us = medians.get(shape_text(case), (None, None))
-            verdict = in_band(harness_us, graph, BAND_RELATIVE, BAND_FLOOR_US)
-            rows.append({"file": f"{problem}/{path.name}", "shape": shape_text(case), "graph_us": graph,
-                         "queued_events_raw_us": queued, "harness_us": harness_us,
-                         "harness_raw_us": harness_us + overhead_us if harness_us and overhead_us else None,
-                         "ratio": harness_us / graph if harness_us and graph else None,
-                         "harness_in_band": verdict, "note": note})
-            print(f"{problem}/{path.name} {shape_text(case)}: graph {graph and round(graph, 2)} us, harness "
-                  f"{harness_us and round(harness_us, 2)} us, in band {verdict}; raw queued events "
-                  f"{queued and round(queued, 2)} us {note}", flush=True)
+            row = {"file": f"{problem}/{path.name}", "shape": shape_text(case), "harness_us": harness_us,
+                   "harness_overhead_us": overhead_us, **figures}
+            row["ratio"] = harness_us / row["graph_us"] if harness_us and row["graph_us"] else None
+            row["harness_in_band"] = in_band(harness_us, row["graph_us"], BAND_RELATIVE, BAND_FLOOR_US)
+            rows.append(row)
+            print(f"{row['file']} {row['shape']}: replay events {_us(row['graph_us'])} us "
+                  f"(p10-p90 {_us(row.get('graph_p10_us'))}-{_us(row.get('graph_p90_us'))}), stamps "
+                  f"{_us(row.get('stamps_us'))} us, harness {_us(harness_us)} us, in band {row['harness_in_band']} "
+                  f"{row['note']}", flush=True)
     out.write_text(json.dumps(rows, indent=2))
     judged = [r for r in rows if r["harness_in_band"] is not None]
     print(f"fidelity: {sum(r['harness_in_band'] for r in judged)} of {len(judged)} rows with both clocks inside "
           f"max({100 * BAND_RELATIVE:.0f}%, {BAND_FLOOR_US} us); {len(rows) - len(judged)} rows lack one")
     return 0
+
+
+def _us(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "-"
 
 
 if __name__ == "__main__":

@@ -4,11 +4,11 @@ Three hypotheses, each with the measurement here that could refute it (rungs of 
 under 10 us by default; ncu on PATH or in /usr/local/cuda/bin):
 
 H1 front end: gpu__time_duration includes each launch's front end (dispatch, ramp, drain), which
-   back-to-back kernels in one graph overlap. Replay variants: `many` (32 flushed calls in a graph,
-   as scripts/graph_replay.py), `one` (a graph of one flushed call per replay: its launch is not
-   hidden behind a previous kernel), `separated` (an empty kernel between every flush and call, so
-   no call follows another kernel of its own). Refuted when `one` and `separated` stay within
-   0.3 us of `many` while ncu stays 0.6 us or more above; held when ncu is within 0.3 us of `one`.
+   back-to-back kernels in one graph overlap. The replay clock's two readings (harness.sol.replay_clock)
+   differ in just that: between event nodes the kernel's launch follows an event, with no kernel to
+   overlap it; between stamp kernels (their own pair taken off) it follows a kernel, as in a graph of
+   back-to-back calls. Held when ncu is within 0.3 us of the events and the stamps read 0.3 us or more
+   less; refuted when events and stamps agree within 0.3 us while ncu stays 0.6 us or more above both.
    The metrics add a second test: gpu__time_duration minus the SMs' own span (sm__cycles_elapsed.max
    over its clock) is the time outside the SMs; H1 predicts it is the gap.
 H2 clocks: with --clock-control none the GPU may idle down between ncu's passes, so the kernel starts
@@ -31,15 +31,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
-from ncu_times import UNIT_US, ncu_binary  # this folder's script: the third clock of the fidelity table
+from ncu_times import UNIT_US, is_marker, ncu_binary  # this folder's script: the third clock of the fidelity table
 
 from harness.contract.task_spec import load_task
-from harness.sol.replay_clock import graph_per_call_us, load_shipped, reading_flush, replay_us, shape_inputs
+from harness.sol.replay_clock import ReplayClock, load_shipped, shape_inputs
 
 LADDER = Path("submissions/timing_ladder/triton_ladder.py")
 CALLS = 5
-REPLAYS = 21
 METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second")
 NCU_VARIANTS = {"clock none, cache all": ("none", "all"), "clock base, cache all": ("base", "all"),
                 "clock none, cache none": ("none", "none")}
@@ -53,6 +51,8 @@ def metric_values(csv_text: str) -> dict[str, list[float]]:
     start = csv_text.find('"ID"')
     found: dict[str, list[float]] = {}
     for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else "")):
+        if is_marker(row.get("Kernel Name", "")):  # scripts/ncu_target.py's marker: not the file's kernel
+            continue
         unit, value = row.get("Metric Unit", ""), float(row["Metric Value"].replace(",", ""))
         if unit in UNIT_US:
             value *= UNIT_US[unit]
@@ -66,7 +66,7 @@ def ncu_variant(file: Path, case: dict, clock: str, cache: str) -> dict[str, flo
     """Per call: ncu's duration, the SMs' span (max cycles over the clock), the SM clock in MHz."""
     command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", cache, "--clock-control", clock,
                "--metrics", ",".join(METRICS), "--csv", "--print-units", "base",
-               sys.executable, "scripts/ncu_target.py", str(file), json.dumps(case), str(CALLS)]
+               sys.executable, "scripts/ncu_target.py", str(file), str(CALLS), json.dumps(case)]
     values = metric_values(subprocess.run(command, capture_output=True, text=True, timeout=600).stdout)
     durations, cycles, rates = (values.get(m, []) for m in METRICS)
     if not durations:
@@ -76,38 +76,19 @@ def ncu_variant(file: Path, case: dict, clock: str, cache: str) -> dict[str, flo
             "sm_mhz": sum(rates) / len(rates) / 1e6 if rates else None}
 
 
-def replay_variants(kernel, problem: str, case: dict) -> dict[str, float]:
-    """Graph replay per call: many calls a graph, one call a graph, an empty kernel before each call."""
-    flush, inputs = reading_flush(), shape_inputs(problem, case)
-    empty = torch.zeros(1, device="cuda")
-
-    def separated(data: object) -> None:
-        flush()
-        empty.add_(1)  # a kernel of its own between the flush and the call
-        kernel(data)
-
-    def flush_then_empty() -> None:
-        flush()
-        empty.add_(1)
-
-    separated_calls = [lambda data=data: separated(data) for _ in range(8) for data in inputs]
-    return {
-        "replay_many_us": replay_us(kernel, inputs, flush),
-        "replay_one_us": graph_per_call_us([lambda: (flush(), kernel(inputs[0]))], REPLAYS)
-        - graph_per_call_us([flush], REPLAYS),
-        "replay_separated_us": graph_per_call_us(separated_calls, REPLAYS)
-        - graph_per_call_us([flush_then_empty] * len(separated_calls), REPLAYS),
-    }
+def replay_readings(clock: ReplayClock, kernel, problem: str, case: dict) -> dict[str, float]:
+    """The replay clock's event pairs (the reference) and stamps (a launch behind a kernel), per call."""
+    reading = clock.time(kernel, shape_inputs(problem, case))
+    return {"replay_events_us": reading.events_us, "replay_stamps_us": reading.stamps_us}
 
 
 def verdicts(row: dict) -> dict[str, str]:
     """Each hypothesis held, refuted or open on this kernel, by the rules in the module's docstring."""
-    ncu, many, one = row["clock none, cache all"]["ncu_us"], row["replay_many_us"], row["replay_one_us"]
+    ncu, events, stamps = row["clock none, cache all"]["ncu_us"], row["replay_events_us"], row["replay_stamps_us"]
     if ncu is None:
         return {"H1": "open (no ncu time)", "H2": "open", "H3": "open"}
-    hidden = max(one, row["replay_separated_us"]) - many
-    h1 = ("held" if abs(ncu - one) <= CLOSE_US else
-          "refuted" if hidden <= CLOSE_US and ncu - many >= GAP_US else "open")
+    h1 = ("held" if abs(ncu - events) <= CLOSE_US and events - stamps >= CLOSE_US else
+          "refuted" if abs(events - stamps) <= CLOSE_US and ncu - max(events, stamps) >= GAP_US else "open")
     base, no_cache = row["clock base, cache all"]["ncu_us"], row["clock none, cache none"]["ncu_us"]
     mhz = row["clock none, cache all"]["sm_mhz"]
     h2 = "open" if base is None else f"base - none = {base - ncu:+.2f} us, SM clock under none {mhz} MHz"
@@ -120,17 +101,18 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     file = Path(sys.argv[2]) if len(sys.argv) > 2 else LADDER
     named = [json.loads(c) for c in sys.argv[3:]]
-    kernel, rows = load_shipped(file), []
+    kernel, clock, rows = load_shipped(file), ReplayClock(), []
+    print(f"replay clock floors: {clock.floors()}", flush=True)
     for case in named or load_task(file.parent.name).benchmarks:
-        row = {"file": str(file), "case": case, **replay_variants(kernel, file.parent.name, case)}
-        if not named and row["replay_many_us"] >= SHORT_US:
+        row = {"file": str(file), "case": case, **replay_readings(clock, kernel, file.parent.name, case)}
+        if not named and row["replay_events_us"] >= SHORT_US:
             continue
         row.update({name: ncu_variant(file, case, *how) for name, how in NCU_VARIANTS.items()})
         row["verdicts"] = verdicts(row)
         rows.append(row)
         default = row["clock none, cache all"]
-        print(f"{case}: replay many {row['replay_many_us']:.2f} one {row['replay_one_us']:.2f} separated "
-              f"{row['replay_separated_us']:.2f} us; ncu {default['ncu_us']} us (SM span {default['sm_span_us']} us "
+        print(f"{case}: replay events {row['replay_events_us']:.2f} stamps {row['replay_stamps_us']:.2f} us; "
+              f"ncu {default['ncu_us']} us (SM span {default['sm_span_us']} us "
               f"at {default['sm_mhz']} MHz), base clock {row['clock base, cache all']['ncu_us']}, cache none "
               f"{row['clock none, cache none']['ncu_us']}; {row['verdicts']}", flush=True)
     (out / "ncu_short_kernels.json").write_text(json.dumps(rows, indent=2))

@@ -1,35 +1,54 @@
-"""What Nsight Compute profiles for scripts/ncu_times.py: CALLS calls of one file on one shape.
+"""What Nsight Compute profiles for scripts/ncu_times.py: CALLS calls of one file on each named shape.
 
-Inputs are drawn and the file warmed up (JIT) before the profiler range opens, so only the
-submission's own kernels are in it; ncu itself flushes the caches before each kernel.
+Per shape, a marker is profiled first (the replay clock's one-thread stamp kernel, named
+harness.sol.globaltimer.KERNEL_NAME), so that one ncu run's kernels can be told apart by shape
+(scripts/ncu_times.py); then inputs are drawn and the file warmed up (JIT); then the calls. Before
+each call the L2 is flushed by reading a buffer twice its size, as graph replay and the core flush
+(harness.sol.replay_clock.reading_flush), outside the profiler's range: only the call's own kernels
+are profiled, and under ncu's ``--cache-control none`` each starts from the same clean L2 as under
+replay (the same cache policy). A shape that fails is named on stderr; the others still run.
 
-    ncu --profile-from-start off ... python3 scripts/ncu_target.py FILE 'CASE_JSON' CALLS
+    ncu --profile-from-start off ... python3 scripts/ncu_target.py FILE CALLS 'CASE_JSON' ['CASE_JSON' ...]
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from harness.sol.replay_clock import POOL, shape_inputs
+from harness.sol.globaltimer import Stamper
+from harness.sol.replay_clock import POOL, reading_flush, shape_inputs
 from harness.sol.replay_clock import load_shipped as load
 
 
-def main() -> int:
-    path, case, calls = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
-    kernel = load(path)
-    inputs = shape_inputs(path.parent.name, case)
-    for data in inputs:
-        kernel(data)
+def profiled(work: Callable[[], Any]) -> None:
+    """Only this work's kernels in the profiler's range."""
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
-    for index in range(calls):
-        kernel(inputs[index % POOL])
+    work()
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
+
+
+def main() -> int:
+    path, calls, cases = Path(sys.argv[1]), int(sys.argv[2]), [json.loads(c) for c in sys.argv[3:]]
+    kernel, flush, marker = load(path), reading_flush(), Stamper(1)
+    for case in cases:
+        profiled(lambda: marker.mark(0))
+        try:
+            inputs = shape_inputs(path.parent.name, case)
+            for data in inputs:
+                kernel(data)
+            for index in range(calls):
+                flush()
+                profiled(lambda data=inputs[index % POOL]: kernel(data))
+        except Exception as error:  # one shape that cannot run here leaves the others their times
+            print(f"ncu_target: {case}: {type(error).__name__}: {str(error).splitlines()[0][:200]}", file=sys.stderr)
     return 0
 
 

@@ -11,7 +11,7 @@ from harness.contract.results import CaseResult, RunResult, Status, TimingStats
 from harness.contract.task_spec import load_task, shape_text
 from harness.display import report
 from harness.judge import run
-from harness.sol import calibration, fidelity
+from harness.sol import calibration, fidelity, replay_clock
 from harness.sol.fidelity import FidelityPoint
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -39,9 +39,18 @@ def test_a_gpu_without_the_measurement_has_no_bound_and_says_why(cache):
     assert "never calibrated" in fidelity.bound_of(None)[1]
     bound, why = fidelity.bound_of(calibration.load_calibration(H100, cache))
     assert bound is None and "without the fidelity measurement" in why and "calibrate --force" in why
-    assert "unreadable" in fidelity.bound_of({fidelity.RECORD_KEY: {"absolute_us": "x"}})[1]
+    assert "unreadable" in fidelity.bound_of({fidelity.RECORD_KEY: {"absolute_us": "x",
+                                                                    "replay_clock": fidelity.REPLAY_CLOCK}})[1]
     with pytest.raises(KeyError, match="no calibration record"):
         calibration.store_entry("NVIDIA B200", fidelity.RECORD_KEY, {}, cache)
+
+
+def test_a_bound_measured_against_the_old_replay_is_not_used():
+    """The replay that subtracted a flush-only graph erred by up to 1.45 us under 10 us: its bound is refused."""
+    old = {k: v for k, v in fidelity.entry(POINTS, "old").items() if k != "replay_clock"}
+    bound, why = fidelity.bound_of({fidelity.RECORD_KEY: old})
+    assert bound is None and "old graph replay" in why and "calibrate --force" in why
+    assert fidelity.bound_of({fidelity.RECORD_KEY: fidelity.entry(POINTS, "new")})[0] is not None
 
 
 def test_calibrate_measures_every_rung_both_ways_and_stores_the_bound(cache, monkeypatch):
@@ -52,10 +61,13 @@ def test_calibrate_measures_every_rung_both_ways_and_stores_the_bound(cache, mon
              for c in task.benchmarks]
     monkeypatch.setattr(calibrate_command, "evaluate_submission", lambda *args: _run_of(timed, H100))
     monkeypatch.setattr(calibrate_command.replay_clock, "load_shipped", lambda path: "kernel")
-    monkeypatch.setattr(calibrate_command.replay_clock, "reading_flush", lambda: "flush")
     monkeypatch.setattr(calibrate_command.replay_clock, "shape_inputs", lambda problem, case: case)
-    monkeypatch.setattr(calibrate_command.replay_clock, "replay_us",
-                        lambda kernel, case, flush: harness_us[shape_text(case)] - 0.1)
+
+    class Clock:  # the replay clock's events reading: 0.1 us under the harness on every rung
+        def time(self, kernel, case):
+            return replay_clock.Reading(harness_us[shape_text(case)] - 0.1, 0.0, 0.0, 0.0, 1)
+
+    monkeypatch.setattr(calibrate_command.replay_clock, "ReplayClock", Clock)
     record = calibrate_command.measure_fidelity(H100, cache)
     stored = calibration.load_calibration(H100, cache)[fidelity.RECORD_KEY]
     assert record[fidelity.RECORD_KEY] == stored and len(stored["points"]) == len(task.benchmarks)

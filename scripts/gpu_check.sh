@@ -33,7 +33,8 @@
 #               SHA-256 speeds on both sides (scripts/output_transfer.py; run after build)
 #   references  every NVFP4 test and benchmark shape: old (float64 decode) and new (block kernel)
 #               reference timed, bit-identical or the step fails (scripts/parent_costs.py --references)
-#   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call
+#   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call,
+#               and a `targets` line per file (issue 33: <= 5 ms per NVFP4 shape, <= 20 ms for the 200 MB output)
 #               (empty compile caches: each file's first ranked run, as on a fresh machine)
 #   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
 #               caches) and a leaderboard over submissions/ on one GPU, each timed whole (scripts/coldstart.py)

@@ -1,7 +1,8 @@
 """What a timed call costs the parent, piece by piece, on one benchmark shape per problem (GPU).
 
 Per problem (its largest benchmark shape): generate_input (host time until it returns, and until
-the GPU is done), ref_kernel, the whole check against a correct output, the SHA-256 of the
+the GPU is done), ref_kernel, the whole check against a correct output (on the GPU, and as the
+parent checks a call: the output a host tensor, the expected one kept), the SHA-256 of the
 output bytes that the MAC check recomputes, and a torch.profiler table of one generate_input.
 Used to find where issue 14's 10 ms per call goes; prints one JSON line per problem.
 
@@ -79,6 +80,7 @@ def costs(problem: str) -> dict:
     expected = reference.ref_kernel(data)
     variants = reference_variants(data) if problem in ("nvfp4_gemv", "nvfp4_gemm") else {}
     host = output_bytes(expected)
+    on_host = [t.cpu().pin_memory() for t in expected] if isinstance(expected, list) else expected.cpu().pin_memory()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                             torch.profiler.ProfilerActivity.CUDA]) as profiler:
         draw(99)
@@ -89,6 +91,9 @@ def costs(problem: str) -> dict:
         "generate_ms": median_ms(draw, synchronize=True),
         "ref_kernel_ms": median_ms(lambda _: reference.ref_kernel(data), synchronize=True),
         "check_ms": median_ms(lambda _: reference.check_implementation(data, expected), synchronize=True),
+        # as the parent checks a call: the output a host tensor (pinned: worker_link/output_reader.py)
+        "check_host_output_ms": median_ms(lambda _: reference.check_implementation(data, on_host, expected=expected),
+                                          synchronize=True),
         "output_bytes": len(host),
         "sha256_ms": median_ms(lambda _: hashlib.sha256(host).digest(), synchronize=False),
         "profile": profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12),

@@ -8,6 +8,10 @@ per file with at least 100 timed calls per shape, under 10 ms of harness time pe
 starts with empty compile caches (a fresh NVFP4_COMPILE_CACHE root per file): its first ranked run,
 as on a fresh machine, whatever ran here before (scripts/coldstart.py measures the warm second run).
 
+Issue 33's per-call targets (harness ms per timed call at most 5 on every NVFP4 benchmark shape, at
+most 20 on an output of 100 MB or more) are printed per file as a `targets` line, each shape's
+figure beside its target and whether it met it.
+
     python3 scripts/throughput.py OUT_DIR [FILE ...]   (default: every submissions/*/triton_*.py)
 """
 
@@ -24,6 +28,10 @@ import time
 from pathlib import Path
 
 EVAL_LIMIT_S = 600
+NVFP4_TARGET_MS = 5.0
+LARGE_OUTPUT_TARGET_MS = 20.0
+LARGE_OUTPUT_BYTES = 100e6
+"""Issue 33: harness ms per timed call on every NVFP4 benchmark shape, and on an output this large."""
 """One ranked eval may take this long before it is killed (a hung file must not hang the device call)."""
 
 
@@ -48,6 +56,27 @@ def timeline(log: Path, started: float, command: list[str]) -> int:
         finally:
             watchdog.cancel()
     return run.returncode
+
+
+def target_ms(problem: str, case: dict) -> float | None:
+    """Issue 33's harness ms per timed call for one benchmark shape (None: no target)."""
+    if problem.startswith("nvfp4_"):
+        return NVFP4_TARGET_MS
+    if isinstance(case.get("m"), int) and 2 * case["m"] * case.get("n", 1) >= LARGE_OUTPUT_BYTES:  # fp16/bf16
+        return LARGE_OUTPUT_TARGET_MS
+    return None
+
+
+def targets(problem: str, timed: list[dict]) -> list[dict]:
+    """Each benchmark shape's harness ms per timed call beside its target, where it has one."""
+    rows = []
+    for case in timed:
+        target = target_ms(problem, case["case"])
+        if target is not None and case.get("overhead_ms") is not None:
+            ms = case["overhead_ms"]
+            rows.append({"shape": {k: v for k, v in case["case"].items() if k != "seed"}, "ms": round(ms, 2),
+                         "target_ms": target, "met": ms <= target})
+    return rows
 
 
 def main() -> int:
@@ -77,6 +106,8 @@ def main() -> int:
                "median_us": [round(c["timing"]["median_us"], 2) for c in timed]}
         rows.append(row)
         print(json.dumps(row), flush=True)
+        row["targets"] = targets(path.parent.name, timed)
+        print("targets " + json.dumps(row["targets"]), flush=True)
     secret.unlink()
     (out / "throughput.json").write_text(json.dumps(rows, indent=2))
     return 0

@@ -8,6 +8,7 @@ import types
 import pytest
 import torch
 
+from harness.contract.results import Status
 from harness.judge.verdict.call_checker import CallChecker
 from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure
 from problems.shared import blockscaled as bs
@@ -40,7 +41,7 @@ class Session:
     def __init__(self, wrong: set[int] = frozenset()) -> None:
         self.wrong, self.calls = wrong, 0
 
-    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers):
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None):
         self.calls += 1
         value = seeded["seed"] * 2 + (1 if self.calls in self.wrong else 0)
         return CallOutput(time_us=1.0, host_us=1.0, output=torch.full((seeded["n"],), float(value)), unfinished=False)
@@ -75,4 +76,49 @@ def test_a_wrong_output_on_a_kept_draw_still_fails(counted):
     with pytest.raises(WorkerFailure, match="a warm-up call"):
         made.checked_call(Session(wrong={1}), shared, 0, 0.0, "a warm-up call", 1.0)
     assert counted == {"draws": 1, "references": 1}
+    made.close()
+
+
+class SealingSession(Session):
+    """A session as the real one orders a call: the reply, then ``answered``, then the MAC check
+    (which fails where told); it records that order and the prefetches sent."""
+
+    def __init__(self, wrong: set[int] = frozenset(), broken_seal: bool = False) -> None:
+        super().__init__(wrong)
+        self.broken_seal, self.events = broken_seal, []
+
+    def prepare(self, case):
+        self.events.append(("prepare", case["seed"]))
+
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None):
+        self.events.append(("reply", seeded["seed"]))
+        output = super().call(seeded, sleep_us, stage, timeout_s, plain, buffers)
+        answered()
+        self.events.append(("seal", seeded["seed"]))
+        if self.broken_seal:
+            raise WorkerFailure(Status.REJECTED, "the MAC does not match")
+        return output
+
+
+def test_the_parents_draw_and_reference_run_between_the_reply_and_the_mac_check(counted):
+    made = checker()
+    session = SealingSession()
+    seen = []
+    reference = sys.modules[MODULE].ref_kernel
+    sys.modules[MODULE].ref_kernel = lambda data: seen.append(list(session.events)) or reference(data)
+    made.checked_call(session, {"n": 4, "seed": 3}, 0, 0.0, "a timed call", 1.0, prefetch=True)
+    next_seed = made.call_seed({"seed": 3}, 1)
+    assert seen == [[("reply", 3), ("prepare", next_seed)]]  # after the reply and the prefetch, before the seal
+    assert session.events == [("reply", 3), ("prepare", next_seed), ("seal", 3)]
+    assert counted == {"draws": 1, "references": 1} and {"draw", "check"} <= set(made.per_call()[0])
+    made.close()
+
+
+@pytest.mark.parametrize(("wrong", "broken_seal", "status"),
+                         [({1}, False, Status.FAILED), (set(), True, Status.REJECTED)])
+def test_a_wrong_output_or_a_broken_seal_still_ends_the_call(counted, wrong, broken_seal, status):
+    made = checker()
+    with pytest.raises(WorkerFailure) as failure:
+        made.checked_call(SealingSession(wrong, broken_seal), {"n": 4, "seed": 3}, 0, 0.0, "a timed call", 1.0)
+    assert failure.value.status == status
     made.close()

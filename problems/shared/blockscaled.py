@@ -153,37 +153,75 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def compare_tensor(got: Any, expected: torch.Tensor, tolerance: Tolerance, name: str = "output") -> tuple[bool, str]:
-    """Element-wise check of one output tensor; the message names the worst element."""
+def _shape_error(got: Any, expected: torch.Tensor, name: str) -> str:
+    """Why ``got`` cannot be compared element-wise with ``expected`` ("" when it can)."""
     if not isinstance(got, torch.Tensor):
-        return False, f"{name}: expected a tensor, got {_describe(got)}"
+        return f"{name}: expected a tensor, got {_describe(got)}"
     if tuple(got.shape) != tuple(expected.shape):
-        return False, f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        return f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if got.dtype != expected.dtype:
-        return False, f"{name}: dtype {got.dtype}, expected {expected.dtype}"
-    # Compared where the expected output lives (the GPU for the parent's GPU check): float64
-    # elementwise math, then one count read back; no copy of the whole output to the host.
+        return f"{name}: dtype {got.dtype}, expected {expected.dtype}"
+    return ""
+
+
+def _within(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> tuple[torch.Tensor, ...]:
+    """(ok mask, got, expected, |error|, allowed), float64 where the expected output lives.
+
+    ``got`` crosses to that device in its own dtype and is widened there: widening a host tensor
+    first would convert on the CPU and move four times its bytes (the parent's outputs are host
+    tensors; the fp8 GEMM's 200 MB output paid about 170 ms a call for it, docs/results.md run 14)."""
     exp64 = expected.detach().to(torch.float64)
-    got64 = got.detach().to(exp64.device, torch.float64)
+    got64 = got.detach().to(exp64.device).to(torch.float64)
     error = (got64 - exp64).abs()
     allowed = tolerance.atol + tolerance.rtol * exp64.abs()
     both_nan = got64.isnan() & exp64.isnan()
     same_inf = got64.isinf() & exp64.isinf() & (got64 == exp64)
     finite = got64.isfinite() & exp64.isfinite()
-    ok = both_nan | same_inf | (finite & (error <= allowed))
+    return both_nan | same_inf | (finite & (error <= allowed)), got64, exp64, error, allowed
+
+
+def _mismatch_text(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance, name: str) -> str:
+    """The message of a failed comparison: how many elements, the worst one, the largest errors."""
+    ok, got64, exp64, error, allowed = _within(got, expected, tolerance)
     mismatches = int((~ok).sum())
-    if mismatches == 0:
-        return True, f"{name}: all {got.numel()} elements within atol={tolerance.atol:g} rtol={tolerance.rtol:g}"
     excess = torch.where(ok, torch.full_like(error, -math.inf), torch.nan_to_num(error - allowed, nan=math.inf))
     worst = int(excess.flatten().argmax())
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), got.shape))
     rel = error / exp64.abs().clamp_min(1e-30)
-    return False, (
+    return (
         f"{name}: {mismatches} of {got.numel()} elements mismatch; worst at {index}: "
         f"got {got64.flatten()[worst].item():.6g}, expected {exp64.flatten()[worst].item():.6g}; "
         f"max abs error {torch.nan_to_num(error, nan=math.inf).max().item():.3g}, "
         f"max rel error {torch.nan_to_num(rel, nan=math.inf).max().item():.3g}"
     )
+
+
+def _judge(gots: list[Any], expecteds: list[torch.Tensor], tolerance: Tolerance,
+           names: list[str]) -> tuple[int, str]:
+    """(index of the first output that fails, its message), or (-1, "") when all pass.
+
+    Every output's mismatch count is computed where the expected outputs live and read back in
+    one transfer (one host sync for a grouped problem's G outputs, not G); only a failure pays
+    for its message."""
+    counts = []
+    for got, expected, name in zip(gots, expecteds, names):
+        if _shape_error(got, expected, name):
+            break  # the outputs before it are judged first, as one by one
+        counts.append((~_within(got, expected, tolerance)[0]).sum())
+    for index, count in enumerate(torch.stack(counts).tolist() if counts else []):
+        if count:
+            return index, _mismatch_text(gots[index], expecteds[index], tolerance, names[index])
+    if len(counts) < len(gots):
+        return len(counts), _shape_error(gots[len(counts)], expecteds[len(counts)], names[len(counts)])
+    return -1, ""
+
+
+def compare_tensor(got: Any, expected: torch.Tensor, tolerance: Tolerance, name: str = "output") -> tuple[bool, str]:
+    """Element-wise check of one output tensor; the message names the worst element."""
+    failed, message = _judge([got], [expected], tolerance, [name])
+    if failed >= 0:
+        return False, message
+    return True, f"{name}: all {got.numel()} elements within atol={tolerance.atol:g} rtol={tolerance.rtol:g}"
 
 
 def compare_outputs(got: Any, expected: Any, tolerance: Tolerance) -> tuple[bool, str]:
@@ -194,10 +232,9 @@ def compare_outputs(got: Any, expected: Any, tolerance: Tolerance) -> tuple[bool
         return False, f"expected a list of {len(expected)} tensors, got {_describe(got)}"
     if len(got) != len(expected):
         return False, f"expected a list of {len(expected)} tensors, got {len(got)}"
-    for index, (one_got, one_expected) in enumerate(zip(got, expected)):
-        ok, message = compare_tensor(one_got, one_expected, tolerance, name=f"output[{index}]")
-        if not ok:
-            return False, message
+    failed, message = _judge(list(got), list(expected), tolerance, [f"output[{i}]" for i in range(len(expected))])
+    if failed >= 0:
+        return False, message
     return True, f"all {len(expected)} outputs within atol={tolerance.atol:g} rtol={tolerance.rtol:g}"
 
 

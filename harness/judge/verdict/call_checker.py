@@ -87,28 +87,29 @@ class CallChecker:
         ``buffers``: keep this call's input tensors, or refill the kept ones (WorkerSession.call)."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
-        kept = self._kept.get(kept_key)
-        # On the GPU the parent's copy of the inputs, the reference and the check run only after the
-        # worker has answered, and the next call is sent only once they are done: none of this
-        # overlaps a timed call. On the CPU (never ranked) the copy is drawn on a thread meanwhile.
-        drawing = None if self.check_device.type == "cuda" or kept else self._generator.submit(
+        # On the GPU the parent's copy of the inputs and the reference are launched only once the
+        # worker has answered (``answered``, run by the session before it checks the MAC: the GPU
+        # works while the CPU digests), and the next call is sent only once the check has read its
+        # verdict back: none of this overlaps a timed call. On the CPU (never ranked) the copy is
+        # drawn on a thread meanwhile.
+        drawing = None if self.check_device.type == "cuda" or kept_key in self._kept else self._generator.submit(
             self.reference.generate_input, **seeded, device="cpu")
-        result = session.call(seeded, sleep_us, stage, timeout_s, self.plain, buffers)
-        called = time.perf_counter()
-        if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
-            session.prepare({**case, "seed": self.call_seed(case, index + 1)})
-        if kept:
-            inputs, expected = kept
-        else:
-            inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
-            expected = None
-        drawn = time.perf_counter()
-        if kept_key is not None and not kept:
-            expected = self.reference.ref_kernel(inputs)
-            self._kept[kept_key] = (inputs, expected)
-        ok, message = self.check(inputs, result, expected)
-        spent = {**{k: 1e3 * v for k, v in result.phases_s.items()}, "draw": 1e3 * (drawn - called),
-                 "check": 1e3 * (time.perf_counter() - drawn)}
+        parent: dict[str, Any] = {}
+
+        def answered() -> None:
+            started = time.perf_counter()
+            if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
+                session.prepare({**case, "seed": self.call_seed(case, index + 1)})
+            parent["inputs"], parent["expected"] = self._expected(seeded, kept_key, drawing)
+            parent["draw"] = 1e3 * (time.perf_counter() - started)
+
+        result = session.call(seeded, sleep_us, stage, timeout_s, self.plain, buffers, answered=answered)
+        if not parent:  # a session that did not run it (the tests' scripted ones)
+            answered()
+        checking = time.perf_counter()
+        ok, message = self.check(parent["inputs"], result, parent["expected"])
+        spent = {**{k: 1e3 * v for k, v in result.phases_s.items()}, "draw": parent["draw"],
+                 "check": 1e3 * (time.perf_counter() - checking)}
         for phase, ms in spent.items():
             self.phases_ms[phase] = self.phases_ms.get(phase, 0.0) + ms
         for phase, ms in result.worker_ms.items():
@@ -117,6 +118,18 @@ class CallChecker:
         if not ok:
             raise WorkerFailure(Status.FAILED, f"{stage} (call {index + 1} of this shape): {message}")
         return result
+
+    def _expected(self, seeded: dict[str, Any], kept_key: tuple | None, drawing: Any) -> tuple[Any, Any]:
+        """(the parent's inputs, the reference's output on them) for one seeded call: kept ones, or
+        drawn and computed now (queued on the GPU, not waited for: the check reads them). The
+        expected output is left to the check where the problem's check takes none."""
+        if kept_key in self._kept:
+            return self._kept[kept_key]
+        inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+        expected = self.reference.ref_kernel(inputs) if self._takes_expected else None
+        if kept_key is not None:
+            self._kept[kept_key] = (inputs, expected)
+        return inputs, expected
 
 
 def _case_key(case: dict[str, Any]) -> tuple:

@@ -12,6 +12,7 @@ import os
 import queue
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -237,9 +238,12 @@ class WorkerSession:
         return self._await_prepared(timeout_s).placements
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
-             plain: bool = False, buffers: str = "") -> CallOutput:
+             plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
-        call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs)."""
+        call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
+        ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
+        (the parent's GPU work for the check) proceeds while the CPU digests the outputs; its time
+        is not booked to ``seal``."""
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
         self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
@@ -247,12 +251,15 @@ class WorkerSession:
         sent = time.perf_counter()
         reply, received = self._expect(Output, stage, timeout_s)
         tensors = received.tensors
-        answered = time.perf_counter()
+        replied = time.perf_counter()
+        if answered is not None:
+            answered()
+        sealing = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
             self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, reply,
                                                   received.entries, tensors))
             self._count_mac()
-        phases = {"inputs_wait": sent - started, "exchange": answered - sent, "seal": time.perf_counter() - answered}
+        phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in tensors if isinstance(t, str)]
         if bad:

@@ -1,9 +1,14 @@
 """Issue 33's cold starts on a GPU: `make eval` of the Triton GEMV twice, then a leaderboard on one GPU.
 
 The first `make eval` starts with empty compile caches, the second finds the first one's (the
-cache root is fresh for this script, searchable by the workers' uid 65534). Each is timed whole
-(the process's wall) beside the run's own breakdown (`wall_s`: its `worker_head_start` is how long
-the worker had been starting beside the parent's imports). Then `harness leaderboard` ranks the
+cache root is fresh for this script, searchable by the workers' uid 65534; the parent's own Triton
+cache, its input draws' and reference's kernels, is fresh too, as on a fresh machine: run 14's
+first run found it filled by the throughput step before it). Each is timed whole (the process's
+wall) beside the run's own breakdown (`wall_s`: its `worker_head_start` is how long the worker had
+been starting beside the parent's imports), and beside the Triton kernels it compiled: each kernel
+whose cache entry (`<kernel>.json`) the run wrote, the worker's and the parent's apart. A kernel
+the second run compiled again is one its kept cache did not serve (run 14: the kept cache saved
+nothing measurable, cause not found). Then `harness leaderboard` ranks the
 files under LEADERBOARD_SUBMISSIONS (default: issue 33's eight files, two copies of each NVFP4 Triton
 baseline, as scripts/cluster_scaling.sh makes them) with a fresh store and a fresh cache root: its
 wall time, and each file's breakdown from the store's results (the second and later
@@ -45,16 +50,31 @@ def timed(command: list[str], log: Path, env: dict[str, str]) -> tuple[int, floa
     return code, round(time.perf_counter() - started, 2)
 
 
+def compiled_kernels(folder: Path, since: float) -> list[str]:
+    """What Triton compiled under ``folder`` after ``since`` (a wall clock): each kernel by its name
+    (one ``<kernel>.json`` per compiled kernel) and each launcher or utility module it built with the
+    C compiler (``.so``, named by its file)."""
+    if not folder.is_dir():
+        return []
+    fresh = [path for path in folder.rglob("*") if path.suffix in (".json", ".so") and path.stat().st_mtime >= since]
+    return sorted(path.stem if path.suffix == ".json" else path.name for path in fresh
+                  if not path.name.startswith("__grp__"))
+
+
 def house_twice(out: Path) -> list[dict[str, object]]:
-    env = {**os.environ, "NVFP4_COMPILE_CACHE": str(cache_root())}
+    root = cache_root()
+    parent_cache = root.parent / "parent-triton"  # the evaluator's own Triton cache, as fresh as the workers'
+    env = {**os.environ, "NVFP4_COMPILE_CACHE": str(root), "TRITON_CACHE_DIR": str(parent_cache)}
     rows = []
     for run in ("cold", "warm"):
         record = out / f"house_{run}.json"
+        since = time.time() - 1  # a file system's mtime may round down
         code, wall = timed(["make", "eval", f"SUBMISSION={GEMV}", f"JSON={record}"], out / f"house_{run}.log", env)
         result = json.loads(record.read_text()) if record.is_file() else {}
         medians = [round(c["timing"]["median_us"], 2) for c in result.get("cases", []) if c.get("timing")]
         rows.append({"run": run, "exit_code": code, "process_wall_s": wall, "wall_s": result.get("wall_s"),
-                     "median_us": medians})
+                     "median_us": medians, "worker_compiled": compiled_kernels(root, since),
+                     "parent_compiled": compiled_kernels(parent_cache, since)})
         print(json.dumps(rows[-1]), flush=True)
     return rows
 

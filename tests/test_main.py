@@ -38,3 +38,24 @@ def test_the_top_level_help_describes_the_harness_and_lists_every_command(capsys
     names = [module.rsplit(".", 1)[1].removesuffix("_command") for module in COMMAND_MODULES]
     assert [name for name in names if not re.search(rf"\b{name}\b", epilog)] == []
     assert "112 check failed" in epilog and "114 timeout" in epilog
+
+
+def test_eval_imports_only_its_own_command_and_none_of_the_service_libraries():
+    """`harness eval`'s parent imports what its path needs before the first test (issue 33): the
+    service's, the leaderboard pages' and the review's libraries stay out."""
+    probe = ("import sys; from harness.commands.main import build_parser, modules_for; "
+             "build_parser(modules_for(['eval', 'x.py'])); "
+             "print(' '.join(m for m in ('fastapi', 'uvicorn', 'jinja2', 'requests', 'dask', 'distributed', "
+             "'kernelguard', 'triton', 'harness.service.client', 'harness.leaderboard.render', "
+             "'harness.review.entry_review') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []
+
+
+def test_a_command_line_naming_no_known_command_still_gets_every_command():
+    from harness.commands.main import COMMAND_MODULES, modules_for
+
+    assert modules_for(["eval", "f.py"]) == ("harness.commands.eval_command",)
+    assert modules_for(["--version"]) == modules_for([]) == modules_for(["evil"]) == COMMAND_MODULES

@@ -89,19 +89,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(int(ExitCode.BAD_INPUT), f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def modules_for(argv: list[str]) -> tuple[str, ...]:
+    """The command modules a command line needs: only its command's, where it names one, so that
+    `eval` does not import the service's, the leaderboard's or the review's libraries (fastapi,
+    jinja2, requests: issue 33); every module for the top-level help or a line naming none."""
+    named = f"harness.commands.{argv[0]}_command" if argv and not argv[0].startswith("-") else None
+    return (named,) if named in COMMAND_MODULES else COMMAND_MODULES
+
+
+def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness", description=DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.lazy_epilog = lambda: problems_text() + "\n\n" + EPILOG
     parser.add_argument("--version", action=_Version)
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(modules_for(argv))
     args = parser.parse_args(argv)
     try:  # a bad share is named once here, not as a traceback from inside an evaluation
         host_share.evaluations_on_host()

@@ -12,6 +12,7 @@ import contextlib
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -69,6 +70,10 @@ class Evaluation:
         self.timer_method = ""
         self.clock = WallClock()
         self.quiet_refusals: dict[str, tuple[int, str]] = {}  # syscalls refused without rejecting the run
+        # The parent's own kernels warmed beside the worker's first test (warm_first_use); on the
+        # CPU the checker already draws its copy on a thread while the worker runs.
+        self.warms_first_use = device == "cuda"
+        self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="first-use")
 
     @property
     def reference(self) -> ModuleType:
@@ -77,6 +82,33 @@ class Evaluation:
 
     def close(self) -> None:
         self.checker.close()
+        self._warmer.shutdown(wait=True, cancel_futures=True)
+
+    def warm_first_use(self, case: dict[str, Any]) -> Future | None:
+        """The parent's first use of its own kernels (the input draw's and the reference's: Triton
+        compiles or loads them, 0.6-1.5 s on the H100, docs/results.md run 14) moved off the critical
+        path: the first test's inputs and expected output drawn on a thread while the worker runs that
+        test, which pays its own first use meanwhile. The check still draws its own copy (now fast).
+        Only after the worker's Ready (its timing core has measured its overhead) and only beside a
+        test, whose time decides nothing; joined before the next case (``join_first_use``), so it
+        never overlaps a warm-up or timed call. A failure here is left for the check to meet."""
+        if not self.warms_first_use:
+            return None
+        seeded = {**case, "seed": self.checker.call_seed(case, 0)}
+        return self._warmer.submit(self._first_use, seeded)
+
+    def _first_use(self, seeded: dict[str, Any]) -> None:
+        device = self.checker.check_device
+        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+            self.reference.ref_kernel(self.reference.generate_input(**seeded, device=device))
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+
+    def join_first_use(self, warming: Future | None) -> None:
+        """Wait for ``warm_first_use``'s thread (booked to the tests it ran beside); its error is dropped."""
+        if warming is not None:
+            with self.clock.phase("tests"):
+                warming.exception()
 
     @contextlib.contextmanager
     def session(self, command_prefix: list[str] | None = None, timeout_scale: float = 1.0,
@@ -163,6 +195,7 @@ class Evaluation:
         self.checker.share_draws([case for _, case in cases], CPU_TEST_CALLS)  # a case listed twice: drawn once
         self.progress.begin(len(cases), self.submission.name)
         announced = False
+        warming: Future | None = None
         while pending:
             with self.session() as session:
                 try:
@@ -181,6 +214,8 @@ class Evaluation:
                     sandbox = {**ready.sandbox, "syscalls": session.syscalls_line()}
                     self.progress.detail("sandbox: " + "; ".join(f"{k} {v}" for k, v in sandbox.items()))
                     announced = True
+                    if pending[0][0] == "test":  # beside the first test only (warm_first_use)
+                        warming = self.warm_first_use(pending[0][1])
                 while pending:
                     kind, case = pending.pop(0)
                     label = f"{kind} {case_text(case)}"
@@ -189,6 +224,8 @@ class Evaluation:
                         outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)
                     except WorkerFailure as failure:
                         outcome = self.judged_failure(kind, case, failure)
+                    self.join_first_use(warming)
+                    warming = None
                     results.append(outcome)
                     self.progress.step(f"[{len(results)}/{len(cases)}] {label}: {report.case_summary(outcome)}")
                     stop = self.stop_reason(results)

@@ -47,7 +47,7 @@ VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     ),
     "nvfp4_gemm": ("gemm", [{"split_k": 3, "block_k": 64}]),
     "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
-    "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False}]),
+    "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False, "block_m": 64, "block_n": 64}]),
     "fp8_blockwise_gemm": ("blockwise_gemm", [{"block_m": 128, "block_n": 64, "split_k": 3, "num_warps": 8}]),
 }
 

@@ -61,13 +61,15 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1},
         {"block_n": 128, "num_warps": 4, "ctas_per_sm": 1},
         {"ctas_per_sm": 3},
+        {"block_m": 64, "block_n": 128, "num_warps": 8, "ctas_per_sm": 2},
         {"split_k": 1},
     ],
     "nvfp4_dual_gemm": [
         {"block_n": 64, "num_warps": 4, "ctas_per_sm": 2},
         {"block_n": 64, "num_warps": 4, "num_stages": 4, "ctas_per_sm": 2},
         {"block_k": 64, "num_stages": 4},
-        {"block_m": 64, "block_n": 128, "num_warps": 8},
+        {"block_m": 64, "block_n": 128, "num_warps": 8, "ctas_per_sm": 2},  # 128 registers (sm_90a, CPU)
+        {"block_m": 64, "block_n": 64, "num_warps": 4, "ctas_per_sm": 3},
         {"split_k": 1},
     ],
     "nvfp4_group_gemm": [

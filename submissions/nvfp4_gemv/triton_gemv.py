@@ -322,6 +322,8 @@ def gemv(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
     a, b, sfa, sfb, _, _, c = data
     m, half_k, batches = a.shape
     kb = half_k // 8
+    if unknown := set(config) - set(DEFAULT_CONFIG):
+        raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**DEFAULT_CONFIG, **config}
     asm = _use_asm(a) if use_asm is None else use_asm
     bm = cfg["block_m"]

@@ -337,6 +337,8 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     abc, scales, _, _ = data
     device = abc[0][0].device
     interpreted = device.type != "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    if unknown := set(config) - set(DEFAULT_CONFIG):
+        raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm

@@ -15,6 +15,8 @@
 #   vendor      calibrate --vendor: cuBLAS's time per problem and shape (or why it cannot run here)
 #   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
+#   tune_nvfp4  the four NVFP4 Triton baselines' configurations, % of SOL per shape and geomean
+#               (scripts/tune_nvfp4.py; TUNE_PROBLEMS narrows it, TUNE_BUDGET_S caps it: 390 s)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it), each
 #               call behind the reading flush and ncu under --cache-control none (replay's cache policy); one
 #               ncu run per file; prints the whole table docs/timing.md shows (also ncu_times.md in the tarball)
@@ -165,6 +167,8 @@ for step in $steps; do
     vendor) run_step vendor python3 -m harness calibrate --vendor ;;
     fp8) run_step fp8 fp8_files ;;
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
+    tune_nvfp4) run_step tune_nvfp4 python3 scripts/tune_nvfp4.py "$WORK/tune_nvfp4.json" --budget-s "${TUNE_BUDGET_S:-390}" \
+                  ${TUNE_PROBLEMS:+--problems "$TUNE_PROBLEMS"} ;;
     ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;

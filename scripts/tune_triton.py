@@ -56,7 +56,6 @@ SWEEPS: dict[str, list[dict[str, Any]]] = {
         {"block_m": 16, "blocks_per_step": 128, "num_warps": 8},
         {"block_m": 32, "blocks_per_step": 64, "num_warps": 8},
         {"block_m": 64, "blocks_per_step": 64, "num_warps": 8},
-        {"block_m": 32, "blocks_per_step": 64, "num_warps": 4, "decode": "f16"},
     ],
     "gemm": [
         {},

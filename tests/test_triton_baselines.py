@@ -38,10 +38,16 @@ SUBMISSIONS = {
 
 # Entry point and non-default keyword arguments run on the first cpu_tests case.
 VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
-    "nvfp4_gemv": ("gemv", [{"prefetch": True, "block_m": 16, "blocks_per_step": 4}]),
+    "nvfp4_gemv": (
+        "gemv",
+        [
+            {"prefetch": True, "block_m": 16, "blocks_per_step": 4},
+            {"split_k": 4, "prefetch": True, "blocks_per_step": 2},
+        ],
+    ),
     "nvfp4_gemm": ("gemm", [{"split_k": 3, "block_k": 64}]),
     "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
-    "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False}]),
+    "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False, "block_m": 64, "block_n": 64}]),
     "fp8_blockwise_gemm": ("blockwise_gemm", [{"block_m": 128, "block_n": 64, "split_k": 3, "num_warps": 8}]),
 }
 

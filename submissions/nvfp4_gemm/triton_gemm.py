@@ -334,6 +334,8 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
     n = b.shape[0]
     k = 2 * half_k
     interpreted = not a.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
+    if unknown := set(config) - set(DEFAULT_CONFIG):
+        raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm

@@ -1,25 +1,33 @@
 #!POPCORN leaderboard nvfp4_gemv
 #!POPCORN author harness-baselines
-"""NVFP4 batched GEMV in Triton, decoding e2m1 and e4m3 inside the kernel (Hopper and newer).
+"""NVFP4 batched GEMV in Triton, decoding e2m1 and e4m3 in registers (Hopper and newer).
 
-What it does: one program per BM rows of A (and per batch l) streams its rows along K, one
-16-element scale block (8 bytes, one int64) per thread and step, and keeps fp32 partial sums
-per (row, block column) until one final row reduction. Nothing dequantized goes to memory.
+What bounds it: DRAM. A GEMV reads every byte of A once (M * K / 2 codes + M * K / 16 scales)
+and does 2 FLOP per code, so the speed of light is A's bytes over the memory bandwidth. Reaching
+it takes two things: enough bytes in flight per SM to cover the DRAM latency (about 18 KB per
+SM on the H100: 3.2 TB/s x ~0.7 us / 132 SMs), and a decode cheap enough to hide under the loads.
 
-Why it is fast: a GEMV reads every byte of A once, so it stays near the DRAM limit only if the
-decode costs a few instructions per byte. On the GPU each block goes through one PTX snippet
-(``tl.inline_asm_elementwise``, ``_block_dot_i8``) that works on whole 32-bit words (8 codes):
+Bytes in flight: one program owns BM rows of A (and one batch l) and streams them along K in
+steps of NB scale blocks (16 codes, 8 bytes, one int64 each): per thread 16-byte vector loads of
+two blocks per row and the 2-byte pair of their scales, straight into registers (no shared
+memory). Where M * L / BM programs are too few to fill the GPU (7168 rows at L = 1: 224
+programs, 1.7 per SM), K is split over SPLIT programs per row tile (``pick_split``: up to
+``per_sm`` programs per SM, a power of two dividing the K steps); each writes fp32 partial row
+sums, and the last to arrive (an atomic counter) adds them in a fixed order and writes C in
+the same launch. ``prefetch`` loads step i + 1 before decoding step i (two steps in flight).
+
+Decode (``_block_dot_i8``, one PTX snippet per 8-byte block, on whole 32-bit words):
 - ``prmt`` with the codes as byte selectors looks up 2 * |e2m1| in an 8-byte table, 4 codes per
   instruction; a selector's sign bit makes prmt emit 0, so the codes give the positive part
   and the codes with flipped sign bits (one xor per word) the negative part, A = pos - neg;
 - ``dp4a`` multiplies them with the vector's signed and negated int8 codes (decoded once per
   column and shared by all rows): the block's dot product, exact in int32;
 - one int-to-float conversion and the row's e4m3 scale (``cvt.rn.f16x2.e4m3x2``) finish it.
-That is about 40 SASS instructions per 8-byte block, half of a shift-and-mask fp16 decode (the
-``decode="f16"`` variant, kept for comparison). The vector's scale and the 1/4 of the doubled
-codes fold into one fp32 factor per block column.
-Measured on the H100 (docs/baselines.md): 57% of the Hopper speed of light, geomean of the three
-contest shapes (52-70% per shape); the limit is latency and occupancy, not the decode.
+About 40 SASS instructions per 8-byte block. The vector's scale and the 1/4 of the doubled codes
+fold into one fp32 factor per block column; fp32 partials per (row, block column) are reduced
+over the row once at the end.
+Measured on the H100 before the split over K (docs/baselines.md): 27.84 / 47.02 / 13.46 us on
+the three contest shapes; the 7168 x 16384 L = 1 shape had too few programs in flight.
 Under the Triton CPU interpreter (``TRITON_INTERPRET=1``, no PTX) plain Triton computes the same
 block sums: nibbles decoded with the fp16 bit trick ((n & 7) << 9 | (n & 8) << 12 is
 e2m1(n) * 2^-14), one element at a time.
@@ -51,84 +59,6 @@ def _e4m3_to_f32(byte):
     byte = byte.to(tl.int32)
     bits = ((byte & 0x7F) << 7) | ((byte & 0x80) << 8)
     return bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32) * 256.0
-
-
-@triton.jit
-def _vector_pairs(word):
-    """One 32-bit word of the vector (8 codes) -> four f16x2 registers of exact e2m1 values.
-
-    Register j holds codes j (low half) and j + 4 (high half), the pairing ``_block_dot`` uses.
-    """
-    return tl.inline_asm_elementwise(
-        asm="""
-        {
-        .reg .b32 x, y, big;
-        mov.b32 big, 0x74007400;
-        shl.b32 x, $4, 9;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, $4, 12; and.b32 y, y, 0x80008000; or.b32 x, x, y; mul.rn.f16x2 $0, x, big;
-        shl.b32 x, $4, 5;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, $4, 8;  and.b32 y, y, 0x80008000; or.b32 x, x, y; mul.rn.f16x2 $1, x, big;
-        shl.b32 x, $4, 1;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, $4, 4;  and.b32 y, y, 0x80008000; or.b32 x, x, y; mul.rn.f16x2 $2, x, big;
-        shr.b32 x, $4, 3;  and.b32 x, x, 0x0E000E00;
-        and.b32 y, $4, 0x80008000; or.b32 x, x, y; mul.rn.f16x2 $3, x, big;
-        }
-        """,
-        constraints="=r,=r,=r,=r,r",
-        args=[word],
-        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
-        is_pure=True,
-        pack=1,
-    )
-
-
-@triton.jit
-def _block_dot(block, p0, p1, p2, p3, p4, p5, p6, p7, scale):
-    """sum_k e2m1(A[k]) * e2m1(b[k]) * e4m3(scale) * 2^-14 over one 16-element block of A.
-
-    ``block`` is the block's 8 bytes as int64; p0..p7 are the vector's f16x2 pairs of the same
-    block (low word: p0..p3, high word: p4..p7); ``scale`` is A's e4m3 byte as int32.
-    """
-    return tl.inline_asm_elementwise(
-        asm="""
-        {
-        .reg .b32 lo, hi, x, y, acc;
-        .reg .b16 h0, h1;
-        .reg .f32 f0, f1;
-        mov.b64 {lo, hi}, $1;
-        shl.b32 x, lo, 9;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, lo, 12; and.b32 y, y, 0x80008000; or.b32 x, x, y; mul.rn.f16x2 acc, x, $2;
-        shl.b32 x, lo, 5;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, lo, 8;  and.b32 y, y, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $3, acc;
-        shl.b32 x, lo, 1;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, lo, 4;  and.b32 y, y, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $4, acc;
-        shr.b32 x, lo, 3;  and.b32 x, x, 0x0E000E00;
-        and.b32 y, lo, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $5, acc;
-        shl.b32 x, hi, 9;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, hi, 12; and.b32 y, y, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $6, acc;
-        shl.b32 x, hi, 5;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, hi, 8;  and.b32 y, y, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $7, acc;
-        shl.b32 x, hi, 1;  and.b32 x, x, 0x0E000E00;
-        shl.b32 y, hi, 4;  and.b32 y, y, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $8, acc;
-        shr.b32 x, hi, 3;  and.b32 x, x, 0x0E000E00;
-        and.b32 y, hi, 0x80008000; or.b32 x, x, y; fma.rn.f16x2 acc, x, $9, acc;
-        mov.b32 {h0, h1}, acc;
-        cvt.f32.f16 f0, h0;
-        cvt.f32.f16 f1, h1;
-        add.f32 f0, f0, f1;
-        cvt.u16.u32 h0, $10;
-        cvt.rn.f16x2.e4m3x2 x, h0;
-        mov.b32 {h0, h1}, x;
-        cvt.f32.f16 f1, h0;
-        mul.f32 $0, f0, f1;
-        }
-        """,
-        constraints="=r,l,r,r,r,r,r,r,r,r,r",
-        args=[block, p0, p1, p2, p3, p4, p5, p6, p7, scale],
-        dtype=tl.float32,
-        is_pure=True,
-        pack=1,
-    )
 
 
 @triton.jit
@@ -246,22 +176,30 @@ def _gemv_kernel(
     sb_ptr,  # (L, 128, K/16) uint8 e4m3
     c_ptr,  # (L, M) fp16
     tab_ptr,  # int32 (2, 256): 256 copies of 0x03020100, then of 0x0C080604 (dp4a decode table)
+    ws_ptr,  # fp32 split-K partials: (L * tiles, SPLIT, BM)
+    cnt_ptr,  # int32 arrival counter per (batch, tile), zero between launches
     M,
     KB,  # K / 16
     BM: tl.constexpr,
     NB: tl.constexpr,  # scale blocks per step (16 codes each)
+    SPLIT: tl.constexpr,  # programs sharing one row tile's K (the host makes it divide the steps)
     EVEN: tl.constexpr,  # M % BM == 0 and KB % NB == 0
     PREFETCH: tl.constexpr,  # load step i + 1 before decoding step i
-    DECODE: tl.constexpr,  # 0: plain Triton (any device, the interpreter); 1: f16x2 PTX; 2: int8 dp4a PTX
+    USE_ASM: tl.constexpr,  # prmt + dp4a PTX; else plain Triton (any device, the interpreter)
 ):
-    pid_m = tl.program_id(0)
+    pid = tl.program_id(0)
     batch = tl.program_id(1)
-    rows = pid_m * BM + tl.arange(0, BM)
+    tile = pid // SPLIT
+    split = pid % SPLIT
+    rows = tile * BM + tl.arange(0, BM)
     row_off = (batch * M + rows).to(tl.int64) * KB
     vec_off = batch.to(tl.int64) * 128 * KB
+    per_split = tl.cdiv(tl.cdiv(KB, NB), SPLIT) * NB
+    k_first = split * per_split
+    k_end = tl.minimum(KB, k_first + per_split)
     cols0 = tl.arange(0, NB)[None, :]
     acc = tl.zeros((BM, NB), dtype=tl.float32)
-    if DECODE == 2:
+    if USE_ASM:
         # The prmt lookup table 2 * |e2m1| = 0, 1, 2, 3, 4, 6, 8, 12 as two words, loaded from
         # NB copies (one per column): as a constant or a uniform value, ptxas would copy it into
         # a fresh register before every prmt.
@@ -269,13 +207,13 @@ def _gemv_kernel(
         tab_hi = tl.load(tab_ptr + 256 + cols0)
     if PREFETCH:
         n_blocks, n_sa, n_vec, n_sb = _load_step(
-            a_ptr, sa_ptr, b_ptr, sb_ptr, rows, row_off, vec_off, cols0, M, KB, EVEN
+            a_ptr, sa_ptr, b_ptr, sb_ptr, rows, row_off, vec_off, k_first + cols0, M, KB, EVEN
         )
-    for k0 in range(0, KB, NB):
+    for k0 in range(k_first, k_end, NB):
         if PREFETCH:
             blocks, sa, vec, sb_raw = n_blocks, n_sa, n_vec, n_sb
             # EVEN: re-load the last step instead of masking (it is still in L2).
-            nxt = tl.minimum(k0 + NB, KB - NB) if EVEN else k0 + NB
+            nxt = tl.minimum(k0 + NB, k_end - NB) if EVEN else k0 + NB
             n_blocks, n_sa, n_vec, n_sb = _load_step(
                 a_ptr, sa_ptr, b_ptr, sb_ptr, rows, row_off, vec_off, nxt + cols0, M, KB, EVEN
             )
@@ -284,16 +222,11 @@ def _gemv_kernel(
                 a_ptr, sa_ptr, b_ptr, sb_ptr, rows, row_off, vec_off, k0 + cols0, M, KB, EVEN
             )
         sb = _e4m3_to_f32(sb_raw)
-        if DECODE == 2:
+        if USE_ASM:
             s0, s1, n0, n1 = _vector_i8(vec.to(tl.int32), tab_lo, tab_hi)
             s2, s3, n2, n3 = _vector_i8((vec >> 32).to(tl.int32), tab_lo, tab_hi)
             part = _block_dot_i8(blocks, s0, s1, s2, s3, n0, n1, n2, n3, sa.to(tl.int32), tab_lo, tab_hi)
             acc += part * (sb * 0.25)
-        elif DECODE == 1:
-            p0, p1, p2, p3 = _vector_pairs(vec.to(tl.int32))
-            p4, p5, p6, p7 = _vector_pairs((vec >> 32).to(tl.int32))
-            part = _block_dot(blocks, p0, p1, p2, p3, p4, p5, p6, p7, sa.to(tl.int32))
-            acc += part * (sb * 16384.0)
         else:
             shifts = (4 * tl.arange(0, 16)).to(tl.int64)[None, None, :]
             a_val = _e2m1_to_f32((blocks[:, :, None] >> shifts) & 0xF)
@@ -301,7 +234,22 @@ def _gemv_kernel(
             part = tl.sum(a_val * b_val, axis=2)
             acc += part * _e4m3_to_f32(sa) * sb
     out = tl.sum(acc, axis=1)
-    tl.store(c_ptr + batch * M + rows, out.to(tl.float16), mask=rows < M)
+    if SPLIT == 1:
+        tl.store(c_ptr + batch * M + rows, out.to(tl.float16), mask=rows < M)
+    else:
+        # The last of the SPLIT programs of this tile to arrive adds the partials in a fixed
+        # order (deterministic), writes C and re-arms the counter for the next launch.
+        slot = batch * tl.cdiv(M, BM) + tile
+        base = ws_ptr + slot.to(tl.int64) * (SPLIT * BM) + tl.arange(0, BM)
+        tl.store(base + split * BM, out)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(cnt_ptr + slot, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT - 1:
+            total = tl.zeros((BM,), dtype=tl.float32)
+            for part_id in tl.static_range(SPLIT):
+                total += tl.load(base + part_id * BM, cache_modifier=".cg")
+            tl.store(c_ptr + batch * M + rows, total.to(tl.float16), mask=rows < M)
+            tl.atomic_xchg(cnt_ptr + slot, 0, sem="relaxed", scope="gpu")
 
 
 def _use_asm(t: torch.Tensor) -> bool:
@@ -311,6 +259,7 @@ def _use_asm(t: torch.Tensor) -> bool:
 
 _TABLES: dict = {}
 _TABLE_COPIES = 256  # one per block column of a step, so NB <= 256
+_SCRATCH: dict = {}
 
 
 def _table(device: torch.device) -> torch.Tensor:
@@ -319,6 +268,36 @@ def _table(device: torch.device) -> torch.Tensor:
         words = torch.tensor([0x03020100, 0x0C080604], dtype=torch.int32)
         _TABLES[device] = words.repeat_interleave(_TABLE_COPIES).to(device)
     return _TABLES[device]
+
+
+def _scratch(device: torch.device, ws_elems: int, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split-K partials and zeroed counters, kept across calls (the kernel re-zeroes counters)."""
+    key = (str(device), ws_elems, slots)
+    if key not in _SCRATCH:
+        if len(_SCRATCH) > 16:
+            _SCRATCH.clear()
+        _SCRATCH[key] = (
+            torch.empty(max(ws_elems, 1), dtype=torch.float32, device=device),
+            torch.zeros(max(slots, 1), dtype=torch.int32, device=device),
+        )
+    return _SCRATCH[key]
+
+
+def _num_sms(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+
+
+def pick_split(programs: int, steps: int, sms: int, per_sm: int = 6, min_steps: int = 2) -> int:
+    """Split K (a power of two dividing ``steps``) until ``programs`` reach ``per_sm`` per SM.
+
+    A memory-bound program has one step of loads in flight; with under about six resident
+    programs per SM (7168 rows at L = 1: 1.7) the SM cannot keep enough bytes in flight.
+    Each split keeps at least ``min_steps`` steps so the fix-up stays small.
+    """
+    split = 1
+    while programs * split < per_sm * sms and steps % (2 * split) == 0 and steps // (2 * split) >= min_steps:
+        split *= 2
+    return split
 
 
 def _as_blocks(packed: torch.Tensor) -> torch.Tensor:
@@ -331,53 +310,55 @@ def _as_scale_bytes(scales: torch.Tensor) -> torch.Tensor:
     return scales.view(torch.uint8).permute(2, 0, 1).contiguous()
 
 
-def gemv(
-    data: input_t,
-    block_m: int | None = None,
-    blocks_per_step: int | None = None,
-    num_warps: int | None = None,
-    num_stages: int | None = None,
-    prefetch: bool | None = None,
-    use_asm: bool | None = None,
-    decode: str = "i8",
-) -> output_t:
-    """Run the kernel with an explicit configuration (``None`` picks the tuned default).
+# Tuned on the H100 (docs/baselines.md; scripts/tune_nvfp4.py sweeps around it).
+DEFAULT_CONFIG = {"block_m": 32, "blocks_per_step": 64, "num_warps": 4, "prefetch": False, "per_sm": 6}
 
-    ``decode``: "i8" (prmt + dp4a) or "f16" (bit trick + f16x2 FMA) on the GPU; ``use_asm=False``
-    forces the plain-Triton decode.
+
+def gemv(data: input_t, split_k: int | None = None, use_asm: bool | None = None, **config) -> output_t:
+    """Run the kernel; ``config`` overrides DEFAULT_CONFIG keys, ``split_k=None`` picks from the grid.
+
+    ``use_asm=False`` forces the plain-Triton decode.
     """
     a, b, sfa, sfb, _, _, c = data
     m, half_k, batches = a.shape
     kb = half_k // 8
+    if unknown := set(config) - set(DEFAULT_CONFIG):
+        raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
+    cfg = {**DEFAULT_CONFIG, **config}
     asm = _use_asm(a) if use_asm is None else use_asm
-    bm = block_m or 32
-    nb = blocks_per_step or min(64, triton.next_power_of_2(kb))
+    bm = cfg["block_m"]
+    nb = min(cfg["blocks_per_step"], triton.next_power_of_2(kb))
     if nb > _TABLE_COPIES:
         raise ValueError(f"blocks_per_step={nb} exceeds the {_TABLE_COPIES} copies of the decode table")
-    warps = num_warps or 4
-    stages = num_stages or 1
-    pf = False if prefetch is None else prefetch
+    tiles = triton.cdiv(m, bm)
+    steps = triton.cdiv(kb, nb)
+    split = split_k or pick_split(tiles * batches, steps, _num_sms(a.device), cfg["per_sm"])
+    if steps % split:
+        raise ValueError(f"split_k={split} does not divide the {steps} K steps of this shape")
+    ws, counters = _scratch(a.device, batches * tiles * split * bm if split > 1 else 0, batches * tiles)
     # c is (M, 1, L), a view of (L, M, 1) storage: batch-major rows, as the kernel writes them.
     target = c.permute(2, 0, 1)
     if not target.is_contiguous():
         target = torch.empty((batches, m, 1), dtype=torch.float16, device=c.device)
-    grid = (triton.cdiv(m, bm), batches)
-    _gemv_kernel[grid](
+    _gemv_kernel[(tiles * split, batches)](
         _as_blocks(a),
         _as_scale_bytes(sfa),
         _as_blocks(b),
         _as_scale_bytes(sfb),
         target,
         _table(a.device),
+        ws,
+        counters,
         m,
         kb,
         BM=bm,
         NB=nb,
+        SPLIT=split,
         EVEN=m % bm == 0 and kb % nb == 0,
-        PREFETCH=pf,
-        DECODE=({"f16": 1, "i8": 2}[decode] if asm else 0),
-        num_warps=warps,
-        num_stages=stages,
+        PREFETCH=cfg["prefetch"],
+        USE_ASM=asm,
+        num_warps=cfg["num_warps"],
+        num_stages=1,
     )
     if target.data_ptr() != c.data_ptr():
         c.copy_(target.permute(1, 2, 0))

@@ -1,25 +1,29 @@
 #!POPCORN leaderboard nvfp4_group_gemm
 #!POPCORN author harness-baselines
-"""NVFP4 grouped GEMM in Triton: one launch for all groups, in-register NVFP4 decode.
+"""NVFP4 grouped GEMM in Triton: two launches for all groups, the GEMM's pre-pass design.
 
 What it does: custom_kernel writes one small int64 table per call (per group: the five tensor
-addresses, M, N, K, the group's first tile and its tile-row count; cached by addresses and
-shapes, so repeated calls on the same tensors skip the host-to-device copy). The kernel runs
-one program per output tile of every group, flattened into one grid: a program finds its
-group by comparing its id with the groups' first tiles, reads the group's addresses from the
-table and computes a BM x BN tile of that group's C. Tiles of a group are ordered M-fastest so
-programs running together share the large B tile in L2.
+addresses, M, N, K, the group's first tile, its tile-row count and the address of its decoded
+A; cached by addresses and shapes, so repeated calls on the same tensors skip the host-to-device
+copy). A pre-pass kernel (grid over row blocks, K blocks and groups) decodes every group's A
+once to two fp16 planes (even-k and odd-k codes, block scale applied). The GEMM kernel runs one
+program per output tile of every group, flattened into one grid: a program finds its group by
+comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so
+the large B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A
+planes reach wgmma through Triton's cp.async pipeline (num_stages) with no decode. Tiles of a
+group are ordered A-row-fastest so programs running together share the B tile in L2.
 
-Why this design (on Hopper, which has no FP4 tensor cores): one launch, no padding copies, and
-an exact, cheap decode. fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14
-(subnormals included); multiplying by the e4m3 block scale in fp16 is exact. On the GPU one PTX
-snippet decodes 4 bytes (8 codes) with two byte permutes, shifts, masks and two f16x2
-multiplies; low and high nibbles form two half-K operand planes for two fp16 wgmma dots into an
-fp32 accumulator, scaled by 2^28 once. Under the CPU interpreter (``TRITON_INTERPRET=1``) the
-decode runs in plain Triton.
+What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
+cores, so the math bound is the fp16 dense rate; the benchmark groups (m 40..384) are small
+enough that the decode of B per K step, not the MMA, sets the step time, as in the GEMM
+(docs/baselines.md: Nsight Compute summary). Before this design (both operands decoded per tile)
+the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
 
-Measured on the H100 (docs/baselines.md): 12% of the Hopper speed of light (geomean), far below
-what instruction counts predict; it shares the GEMM kernel's unexplained per-K-step stall.
+Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals
+included); multiplying by the e4m3 block scale in fp16 is exact (at most 6 significant bits,
+below 1); the fp32 accumulator is scaled by 2^28 once. On the GPU one PTX snippet decodes 4
+bytes (8 codes) with two byte permutes, shifts, masks and two f16x2 multiplies; under the CPU
+interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 """
 
 import os
@@ -29,9 +33,9 @@ import triton
 import triton.language as tl
 from task import input_t, output_t
 
-# Columns of the per-group table.
-_A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M = range(10)
-_COLUMNS = 10
+# Columns of the per-group table (the kernels read them by these numbers).
+_A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M, _PLANES = range(11)
+_COLUMNS = 11
 
 
 @triton.jit
@@ -163,22 +167,9 @@ def _load_decode(
 
 
 @triton.jit
-def _group_gemm_kernel(
-    table_ptr,  # (G, 10) int64, see the column names above
-    G,
-    GP: tl.constexpr,  # next power of two >= G
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BK: tl.constexpr,
-    K_MASK: tl.constexpr,  # some K_g % BK != 0
-    SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
-    USE_ASM: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    groups = tl.arange(0, GP)
-    firsts = tl.load(table_ptr + groups * 10 + 8, mask=groups < G, other=2**62)
-    group = tl.sum((firsts <= pid).to(tl.int32)) - 1
-    row = table_ptr + group * 10
+def _group(table_ptr, group):
+    """One group's row of the table: its A, A scales, B, B scales, C, A planes and M, N, K."""
+    row = table_ptr + group * 11
     # torch allocations are 256-byte aligned and every K is a multiple of 64 (checked on the
     # host): the hints let the loads use 16-byte vectors.
     a_ptr = tl.multiple_of(tl.load(row + 0).to(tl.pointer_type(tl.uint8)), 16)
@@ -186,36 +177,79 @@ def _group_gemm_kernel(
     b_ptr = tl.multiple_of(tl.load(row + 2).to(tl.pointer_type(tl.uint8)), 16)
     sb_ptr = tl.multiple_of(tl.load(row + 3).to(tl.pointer_type(tl.uint8)), 16)
     c_ptr = tl.multiple_of(tl.load(row + 4).to(tl.pointer_type(tl.float16)), 16)
+    ad_ptr = tl.multiple_of(tl.load(row + 10).to(tl.pointer_type(tl.float16)), 16)
     M = tl.load(row + 5).to(tl.int32)
     N = tl.load(row + 6).to(tl.int32)
     K = tl.multiple_of(tl.load(row + 7).to(tl.int32), 64)
-    tile = pid - tl.load(row + 8).to(tl.int32)
-    tiles_m = tl.load(row + 9).to(tl.int32)
+    return a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K
+
+
+@triton.jit
+def _predecode_kernel(
+    table_ptr,  # (G, 11) int64, see the column names above
+    R: tl.constexpr,
+    BK: tl.constexpr,
+    USE_ASM: tl.constexpr,
+):
+    """Every group's A -> two fp16 planes (even k, odd k; values * 2^-14) at the table's address."""
+    a_ptr, sa_ptr, _, _, _, out_ptr, M, _, K = _group(table_ptr, tl.program_id(2))
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    k0 = tl.program_id(1) * BK
+    if tl.program_id(0) * R < M and k0 < K:
+        s = _load_scales(sa_ptr, rows, M, 0, k0, K, R, BK, True, True, False)
+        lo, hi = _load_decode(a_ptr, s, rows, M, 0, k0, K, R, BK, True, True, USE_ASM)
+        cols = k0 // 2 + tl.arange(0, BK // 2)
+        offs = rows.to(tl.int64)[:, None] * (K // 2) + cols[None, :]
+        ok = (rows < M)[:, None] & (cols < K // 2)[None, :]
+        tl.store(out_ptr + offs, lo, mask=ok)
+        tl.store(out_ptr + M.to(tl.int64) * (K // 2) + offs, hi, mask=ok)
+
+
+@triton.jit
+def _group_gemm_kernel(
+    table_ptr,  # (G, 11) int64, see the column names above
+    G,
+    GP: tl.constexpr,  # next power of two >= G
+    BM: tl.constexpr,  # rows of A per tile (wgmma's N)
+    BN: tl.constexpr,  # rows of B per tile (wgmma's M: B is the register operand)
+    BK: tl.constexpr,
+    K_MASK: tl.constexpr,  # some K_g % BK != 0
+    SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
+    USE_ASM: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    groups = tl.arange(0, GP)
+    firsts = tl.load(table_ptr + groups * 11 + 8, mask=groups < G, other=2**62)
+    group = tl.sum((firsts <= pid).to(tl.int32)) - 1
+    _, _, b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K = _group(table_ptr, group)
+    tile = pid - tl.load(table_ptr + group * 11 + 8).to(tl.int32)
+    tiles_m = tl.load(table_ptr + group * 11 + 9).to(tl.int32)
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
     rows_b = tn * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    plane = M.to(tl.int64) * (K // 2)
+    a_rows = rows_a.to(tl.int64)[:, None] * (K // 2)
+    acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
     if not SCALE_WORDS:
         # Scales run one step ahead (see _load_scales), the last step loaded twice instead of masked.
-        sa_next = _load_scales(sa_ptr, rows_a, M, 0, 0, K, BM, BK, True, K_MASK, False)
         sb_next = _load_scales(sb_ptr, rows_b, N, 0, 0, K, BN, BK, True, K_MASK, False)
         last = (tl.cdiv(K, BK) - 1) * BK
     for k0 in range(0, K, BK):
         if SCALE_WORDS:
-            sa = _load_scales(sa_ptr, rows_a, M, 0, k0, K, BM, BK, True, K_MASK, True)
             sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, True)
         else:
-            sa = sa_next
             sb = sb_next
-            sa_next = _load_scales(sa_ptr, rows_a, M, 0, tl.minimum(k0 + BK, last), K, BM, BK, True, K_MASK, False)
             sb_next = _load_scales(sb_ptr, rows_b, N, 0, tl.minimum(k0 + BK, last), K, BN, BK, True, K_MASK, False)
-        a_lo, a_hi = _load_decode(a_ptr, sa, rows_a, M, 0, k0, K, BM, BK, True, K_MASK, USE_ASM)
+        cols = k0 // 2 + tl.arange(0, BK // 2)
+        ok = (rows_a < M)[:, None] & (cols < K // 2)[None, :]
+        a_lo = tl.load(ad_ptr + a_rows + cols[None, :], mask=ok, other=0.0)
+        a_hi = tl.load(ad_ptr + plane + a_rows + cols[None, :], mask=ok, other=0.0)
         b_lo, b_hi = _load_decode(b_ptr, sb, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, USE_ASM)
-        acc = tl.dot(a_lo, tl.trans(b_lo), acc)
-        acc = tl.dot(a_hi, tl.trans(b_hi), acc)
+        acc = tl.dot(b_lo, tl.trans(a_lo), acc)
+        acc = tl.dot(b_hi, tl.trans(a_hi), acc)
     # Operands carried 2^-14 each.
-    acc = acc * 268435456.0
+    acc = tl.trans(acc) * 268435456.0
     c_offs = rows_a.to(tl.int64)[:, None] * N + rows_b[None, :]
     c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
     tl.store(c_ptr + c_offs, acc.to(tl.float16), mask=c_mask)
@@ -232,8 +266,11 @@ def _storage(t: torch.Tensor) -> torch.Tensor:
 _TABLES: dict = {}
 
 
-def _table(abc: list, scales: list, block_m: int, block_n: int, device: torch.device) -> tuple[torch.Tensor, int]:
-    """The per-group table on the device and the total tile count, cached by addresses and shapes."""
+def _table(
+    abc: list, scales: list, block_m: int, block_n: int, device: torch.device
+) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """The per-group table on the device, the total tile count and the buffer of A's decoded
+    planes (rewritten by every call), cached by addresses and shapes."""
     key = (
         *(
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr(), a.shape[0], b.shape[0], a.shape[1])
@@ -245,8 +282,10 @@ def _table(abc: list, scales: list, block_m: int, block_n: int, device: torch.de
     )
     if key in _TABLES:
         return _TABLES[key]
-    rows, first = [], 0
-    for (a, b, c), (sa, sb) in zip(abc, scales):
+    sizes = [-(-a.shape[0] * 2 * a.shape[1] // 128) * 128 for a, _, _ in abc]  # 256-byte aligned planes
+    planes = torch.empty(sum(sizes), dtype=torch.float16, device=device)
+    rows, first, offset = [], 0, 0
+    for (a, b, c), (sa, sb), size in zip(abc, scales, sizes):
         m, n, k = a.shape[0], b.shape[0], 2 * a.shape[1]
         tiles_m, tiles_n = triton.cdiv(m, block_m), triton.cdiv(n, block_n)
         rows.append(
@@ -261,24 +300,26 @@ def _table(abc: list, scales: list, block_m: int, block_n: int, device: torch.de
                 k,
                 first,
                 tiles_m,
+                planes[offset:].data_ptr(),
             ]
         )
         first += tiles_m * tiles_n
+        offset += size
     table = torch.tensor(rows, dtype=torch.int64).to(device)
     if len(_TABLES) > 64:
         _TABLES.clear()
-    _TABLES[key] = (table, first)
-    return table, first
+    _TABLES[key] = (table, first, planes)
+    return table, first, planes
 
 
-# Tuned on the H100 (see docs/baselines.md).
+# The GEMM's tuned tile (same kernel shape); scripts/tune_nvfp4.py sweeps around it on the H100.
 DEFAULT_CONFIG = {
     "block_m": 128,
-    "block_n": 128,
-    "block_k": 64,
-    "num_warps": 8,
-    "num_stages": 4,
-    "scale_words": False,
+    "block_n": 64,
+    "block_k": 128,
+    "num_warps": 4,
+    "num_stages": 3,
+    "scale_words": True,
 }
 INTERPRETER_CONFIG = {
     "block_m": 128,
@@ -288,6 +329,7 @@ INTERPRETER_CONFIG = {
     "num_stages": 1,
     "scale_words": True,
 }
+PREDECODE_ROWS, PREDECODE_K = 32, 256
 
 
 def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> output_t:
@@ -295,14 +337,21 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     abc, scales, _, _ = data
     device = abc[0][0].device
     interpreted = device.type != "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    if unknown := set(config) - set(DEFAULT_CONFIG):
+        raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm
-    table, tiles = _table(abc, scales, bm, bn, device)
+    table, tiles, _ = _table(abc, scales, bm, bn, device)
     groups = len(abc)
     for a, b, c in abc:
         if a.shape[1] % 32 or any(t.data_ptr() % 16 for t in (a, b, c)):
             raise ValueError("every K must be a multiple of 64 and every tensor 16-byte aligned")
+    max_m = max(a.shape[0] for a, _, _ in abc)
+    max_k = max(2 * a.shape[1] for a, _, _ in abc)
+    _predecode_kernel[(triton.cdiv(max_m, PREDECODE_ROWS), triton.cdiv(max_k, PREDECODE_K), groups)](
+        table, R=PREDECODE_ROWS, BK=PREDECODE_K, USE_ASM=asm, num_warps=4
+    )
     k_mask = any((2 * a.shape[1]) % bk for a, _, _ in abc)
     _group_gemm_kernel[(tiles,)](
         table,

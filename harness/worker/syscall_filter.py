@@ -1,9 +1,10 @@
 """The worker's seccomp filter: on every thread before the submission is imported, no way back.
 
-Plain BPF where a syscall's registers decide; the rest (every mprotect but the core's toggling of
-its call-state page, munmap, madvise, mremap, open, a fixed or executable mmap, a dup2/close of a
-channel fd, and every forbidden syscall, so that each refusal is counted) goes to the supervisor
-outside the worker
+Plain BPF where a syscall's registers decide, the gate's toggles of the core's pages and memory
+syscalls whose range misses the core and the code loaded before the import included (``build``); the
+rest (mprotect asking for write or execute, the key page's openings, mremap, open, an executable mmap,
+the memory syscalls that may touch those ranges, a dup2/close of a channel fd, and every forbidden
+syscall, so that each refusal is counted) goes to the supervisor outside the worker
 (``harness.judge.worker_link.syscall_supervisor``) through the filter's listener, which this hands over and
 closes. Without the supervisor those syscalls fail with ENOSYS: the rules fail closed. The rule
 names and numbers are ``harness.contract.syscall_rules``.

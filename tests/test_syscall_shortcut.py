@@ -80,12 +80,15 @@ def test_what_the_shortcut_cannot_judge_still_reaches_the_supervisor(arch):
 def test_cover_holds_every_range_in_at_most_the_limit():
     draw = random.Random(7)
     ranges = [(start, start + draw.randrange(1, 64) * 4096) for start in
-              (draw.randrange(1 << 20, 1 << 35) * 4096 for _ in range(200))]
+              (draw.randrange(1 << 20, 1 << 35) * 4096 for _ in range(400))]
     merged = rules.cover(ranges)
     assert len(merged) <= rules.SHORTCUT_RANGES and merged == sorted(merged)
     assert rules.uncovered(ranges, merged) == []
     assert all(a[1] < b[0] for a, b in itertools.pairwise(merged))  # disjoint, with gaps
     assert rules.uncovered([(1 << 50, (1 << 50) + 4096)], merged) == [(1 << 50, (1 << 50) + 4096)]
+    for table in rules.ARCHES.values():  # the most ranges, with every toggle: within the kernel's 4096 instructions
+        program = syscall_filter.build(table, CHANNELS, (1 << 46, {1 << 45: (0, 3), 1 << 44: (0,)}), 7, merged)
+        assert len(merged) == rules.SHORTCUT_RANGES and len(program) // 8 <= 4096
 
 
 def _churn(count: int = 100) -> int:

@@ -180,3 +180,15 @@ def test_code_unmapped_unnotified_does_not_refuse_a_later_writable_page_there():
 
         state = supervised(run)
     assert state["exit"] == 0 and state["refused"] == {}
+
+
+@needs_seccomp
+def test_the_supervisor_does_not_arm_if_the_shortcut_leaves_frozen_code_out():
+    """The worker's guarded ranges must hold the code the supervisor freezes, else the run fails closed."""
+    from harness.judge.worker_link.syscall_supervisor import Guarded
+
+    with open("/proc/self/maps") as handle:
+        code = rules.executable_ranges(handle.read())
+    assert Guarded(os.getpid(), {"channels": [], "gate": None, "shortcut": rules.cover(code)}).worker.frozen
+    with pytest.raises(RuntimeError, match="unguarded"):
+        Guarded(os.getpid(), {"channels": [], "gate": None, "shortcut": rules.cover(code[1:])})

@@ -27,17 +27,26 @@ def run_bpf(program: bytes, nr: int, args=(0, 0, 0, 0, 0, 0), arch: int = 0, ip:
     """What the kernel would do with seccomp_data (nr, arch, instruction pointer, args) under ``program``."""
     data = struct.pack("<iIQ6Q", nr, arch, ip, *args)
     code = [struct.unpack_from("HBBI", program, at) for at in range(0, len(program), 8)]
-    pc, accumulator = 0, 0
+    pc, a, x, scratch = 0, 0, 0, [0] * 16
+    f = syscall_filter
     while True:
         op, jt, jf, k = code[pc]
         pc += 1
-        if op == syscall_filter.LD_ABS_W:
-            accumulator = struct.unpack_from("<I", data, k)[0]
-        elif op == syscall_filter.RET:
+        if op == f.LD_ABS_W:
+            a = struct.unpack_from("<I", data, k)[0]
+        elif op == f.RET:
             return k
+        elif op in (f.LD_MEM, f.LDX_MEM, f.ST):
+            if op == f.ST:
+                scratch[k] = a
+            elif op == f.LD_MEM:
+                a = scratch[k]
+            else:
+                x = scratch[k]
+        elif op in (f.ADD_K, f.ADD_X):
+            a = (a + (k if op == f.ADD_K else x)) & 0xFFFFFFFF
         else:
-            taken = {syscall_filter.JEQ: accumulator == k, syscall_filter.JGE: accumulator >= k,
-                     syscall_filter.JSET: bool(accumulator & k)}[op]
+            taken = {f.JEQ: a == k, f.JGE: a >= k, f.JGT: a > k, f.JGE_X: a >= x, f.JSET: bool(a & k)}[op]
             pc += jt if taken else jf
 
 
@@ -77,7 +86,8 @@ def test_only_the_gate_toggles_the_call_state_page_unnotified():
     """Inside the timed window the core opens and closes its call-state page: no supervisor round trip."""
     table = rules.ARCHES["x86_64"]
     gate, state = 0x7F12_3456_7890, 0x55_0000_1000
-    program = syscall_filter.build(table, CHANNELS, (gate, state))
+    key = state + 8192
+    program = syscall_filter.build(table, CHANNELS, (gate, {state: (0, 3), key: (0,)}))
     mprotect = table.numbers["mprotect"]
 
     def verdict(address=state, length=4096, prot=3, ip=gate):
@@ -86,7 +96,9 @@ def test_only_the_gate_toggles_the_call_state_page_unnotified():
     assert verdict() == ALLOW and verdict(prot=0) == ALLOW
     assert verdict(prot=1) == NOTIFY and verdict(prot=7) == NOTIFY and verdict(prot=3 | 1 << 32) == NOTIFY
     assert verdict(ip=gate + 2) == NOTIFY and verdict(ip=gate ^ 1 << 40) == NOTIFY  # s20's own mprotect
-    assert verdict(address=state + 4096) == NOTIFY and verdict(length=8192) == NOTIFY  # the key page: counted
+    assert verdict(address=state + 4096) == NOTIFY and verdict(length=8192) == NOTIFY
+    assert verdict(address=key, prot=1) == NOTIFY and verdict(address=key, prot=1, ip=0) == NOTIFY  # opened: counted
+    assert verdict(address=key, prot=0) == ALLOW and verdict(address=key, prot=0, ip=gate + 2) == NOTIFY  # closed
 
 
 needs_seccomp = pytest.mark.skipif(rules.unavailable() is not None, reason=f"{rules.unavailable()}")
@@ -118,7 +130,7 @@ def test_without_its_supervisor_every_notified_syscall_fails_closed():
     address = ctypes.addressof(ctypes.c_char.from_buffer(page))
 
     def run():
-        refused = libc.mprotect(ctypes.c_void_p(address), 4096, 1) != 0 and ctypes.get_errno() == 38
+        refused = libc.mprotect(ctypes.c_void_p(address), 4096, 3) != 0 and ctypes.get_errno() == 38
         opened = libc.open(b"/dev/null", 0)
         return 0 if refused and opened < 0 and ctypes.get_errno() == 38 else 1
 

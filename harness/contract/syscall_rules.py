@@ -135,15 +135,59 @@ def unavailable() -> str | None:
     return None
 
 
+Range = tuple[int, int]
+SHORTCUT_RANGES = 256
+"""At most this many ranges in the filter's shortcut (syscall_filter.build): the core's pages and the
+code loaded before the import (a worker with torch and CUDA has a hundred or so), neighbours merged
+where there are more. Not fewer: a gap merged in is a hole between libraries where the kernel places
+new small mappings, whose munmaps would all be notified again. Each range is 12 BPF instructions
+(the kernel allows 4096), run only for an mprotect, munmap, madvise or fixed mmap at or above it."""
+
+
+def executable_ranges(maps: str) -> list[Range]:
+    """[start, end) of every executable mapping in a /proc/<pid>/maps text."""
+    found = []
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=2)
+        if len(fields) >= 2 and "x" in fields[1]:
+            start, end = (int(part, 16) for part in fields[0].split("-"))
+            found.append((start, end))
+    return found
+
+
+def cover(ranges: list[Range], limit: int = SHORTCUT_RANGES) -> list[Range]:
+    """At most ``limit`` sorted ranges whose union holds every one of ``ranges``: touching ones
+    joined, then the two with the smallest gap between them, until few enough. Merging only
+    widens what the filter sends to the supervisor (a gap merged in is asked about, not let through)."""
+    merged: list[Range] = []
+    pages = ((start & ~0xFFF, (end + 0xFFF) & ~0xFFF) for start, end in ranges if end > start)
+    for start, end in sorted(pages):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    while len(merged) > max(1, limit):
+        at = min(range(len(merged) - 1), key=lambda i: merged[i + 1][0] - merged[i][1])
+        merged[at:at + 2] = [(merged[at][0], merged[at + 1][1])]
+    return merged
+
+
+def uncovered(ranges: list[Range], cover_ranges: list[Range]) -> list[Range]:
+    """Those of ``ranges`` that no single range of ``cover_ranges`` holds whole (merged covers are
+    disjoint and gapped, so a range held by their union lies in one of them)."""
+    return [r for r in ranges if not any(start <= r[0] and r[1] <= end for start, end in cover_ranges)]
+
+
 # What travels between them: one message from the worker to the supervisor (with the listener fd
 # beside it), then one JSON line per event from the supervisor to the parent.
 ARM_BYTES = 1 << 16
 
 
-def arm_message(channels: list[int], gate: list[int] | None) -> bytes:
-    """The worker's hand-over, before the import: its channel fds and what the core told it (the
-    gate's instruction pointer, the core's image, the gate's pages), or None without a core."""
-    return json.dumps({"channels": channels, "gate": gate}).encode()
+def arm_message(channels: list[int], gate: list[int] | None, shortcut: list[Range] | None = None) -> bytes:
+    """The worker's hand-over, before the import: its channel fds, what the core told it (the
+    gate's instruction pointer, the core's image, the gate's pages), or None without a core, and the
+    ranges outside which the filter decides memory syscalls itself (None: it sends them all)."""
+    return json.dumps({"channels": channels, "gate": gate, "shortcut": shortcut}).encode()
 
 
 def report_line(event: str, **fields: Any) -> bytes:

@@ -1,9 +1,10 @@
 """The worker's seccomp filter: on every thread before the submission is imported, no way back.
 
-Plain BPF where a syscall's registers decide; the rest (every mprotect but the core's toggling of
-its call-state page, munmap, madvise, mremap, open, a fixed or executable mmap, a dup2/close of a
-channel fd, and every forbidden syscall, so that each refusal is counted) goes to the supervisor
-outside the worker
+Plain BPF where a syscall's registers decide, the gate's toggles of the core's pages and memory
+syscalls whose range misses the core and the code loaded before the import included (``build``); the
+rest (mprotect asking for write or execute, the key page's openings, mremap, open, an executable mmap,
+the memory syscalls that may touch those ranges, a dup2/close of a channel fd, and every forbidden
+syscall, so that each refusal is counted) goes to the supervisor outside the worker
 (``harness.judge.worker_link.syscall_supervisor``) through the filter's listener, which this hands over and
 closes. Without the supervisor those syscalls fail with ENOSYS: the rules fail closed. The rule
 names and numbers are ``harness.contract.syscall_rules``.
@@ -23,6 +24,8 @@ from harness.contract.syscall_rules import Arch
 
 # Classic BPF opcodes (linux/bpf_common.h) and where seccomp_data keeps its fields.
 LD_ABS_W, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+LD_MEM, LDX_MEM, ST, ADD_K, ADD_X, JGT, JGE_X = 0x60, 0x61, 0x02, 0x04, 0x0C, 0x25, 0x3D
+SUM_LOW, SUM_HIGH, SCRATCH = 0, 1, 2  # scratch words: the end of a syscall's range (two halves)
 NR_AT, ARCH_AT, IP_AT = 0, 4, 8
 ENOSYS = 38
 
@@ -54,6 +57,10 @@ class Program:
     def load(self, offset: int) -> None:
         self.code.append((LD_ABS_W, offset, 0, 0))
 
+    def op(self, op: int, k: int = 0) -> None:
+        """An instruction that does not jump: scratch memory and arithmetic."""
+        self.code.append((op, k, 0, 0))
+
     def jump(self, op: int, k: int, if_true: str | int = 0, if_false: str | int = 0) -> None:
         self.code.append((op, k, if_true, if_false))
 
@@ -79,11 +86,23 @@ kill, to its own process group (0) runs unnotified; any other target is the supe
 at (a process of the run's own, or one outside it: another entry's worker, the reaper)."""
 
 
-def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None = None, own_pid: int = 0) -> bytes:
+SHORTCUT = ("mprotect", "munmap", "madvise")
+"""Sent to the supervisor only where the range they name could touch a shortcut range (below);
+mprotect also where it asks for write or execute access."""
+
+
+def build(arch: Arch, channels: list[int], toggles: tuple[int, dict[int, tuple[int, ...]]] | None = None,
+          own_pid: int = 0, shortcut: list[rules.Range] | None = None) -> bytes:
     """The filter for ``arch`` guarding the ``channels`` fds (dup2/dup3 onto them, close of them).
-    ``state_toggle`` (the gate's instruction pointer, the core's call-state page): its mprotect of
-    that page to read-write or no access runs unnotified, since it happens inside the timed window
-    (a round trip to the supervisor there would be host time before the end event)."""
+    ``toggles`` (the gate's instruction pointer; each of the core's pages and the accesses its
+    mprotect from there to that one page runs unnotified with): the call-state page to read-write or
+    no access, since that happens inside the timed window (a round trip to the supervisor there would
+    be host time before the end event); the key page to no access, a close the supervisor lets
+    through uncounted anyway (its openings stay notified: the parent counts them). ``shortcut``
+    (sorted page-aligned ranges holding the core's pages and the code loaded before the import): a
+    munmap, madvise, fixed non-executable mmap or mprotect to read or no access whose range lies
+    outside all of them runs unnotified (docs/security.md, "What the filter decides itself");
+    None: every one goes to the supervisor."""
     nr = arch.numbers
     p = Program()
     p.load(ARCH_AT)
@@ -91,15 +110,18 @@ def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None 
     p.load(NR_AT)
     if arch.name == "x86_64":
         p.jump(JGE, rules.X32_SYSCALL_BIT, "kill", 0)
-    if state_toggle:
-        p.jump(JEQ, nr["mprotect"], "state_toggle", 0)
+    checked = "notify" if shortcut is None else "mprotect"  # an mprotect that is not the gate's toggle
+    if toggles:
+        p.jump(JEQ, nr["mprotect"], "toggle", 0)
     for name in NOTIFIED:
-        if name in nr:
+        if name in nr and not (shortcut is not None and name in SHORTCUT):
             p.jump(JEQ, nr[name], "notify", 0)
     for name in UNKNOWN:
         p.jump(JEQ, nr[name], "enosys", 0)
     branches = {"mmap": "mmap", "prctl": "prctl", "personality": "personality", "shmat": "shmat", "close": "close",
                 "dup2": "dup", "dup3": "dup", **SIGNALLERS}
+    if shortcut is not None:
+        branches.update(mprotect="mprotect", munmap="outside", madvise="outside")
     for name, target in branches.items():
         if name in nr:
             p.jump(JEQ, nr[name], target, 0)
@@ -108,7 +130,7 @@ def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None 
     p.load(_arg_low(2))
     p.jump(JSET, rules.PROT_EXEC, "notify", 0)
     p.load(_arg_low(3))
-    p.jump(JSET, rules.MAP_FIXED, "notify", "allow")
+    p.jump(JSET, rules.MAP_FIXED, "notify" if shortcut is None else "outside", "allow")
     p.label("prctl")
     p.load(_arg_low(0))
     p.jump(JEQ, rules.PR_SET_SECCOMP, "notify", 0)
@@ -134,18 +156,32 @@ def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None 
         for fd in channels:
             p.jump(JEQ, fd, "notify", 0)
         p.ret(rules.RET_ALLOW)
-    if state_toggle:
-        p.label("state_toggle")  # every check must hold, else the supervisor decides
-        for offset, value in ((IP_AT, state_toggle[0]), (_arg_low(0), state_toggle[1]), (_arg_low(1), 4096)):
+    if toggles:
+        p.label("toggle")  # every check must hold, else the supervisor (or the shortcut) decides
+        for offset, value in ((IP_AT, toggles[0]), (_arg_low(1), 4096)):
             p.load(offset)
-            p.jump(JEQ, value & 0xFFFFFFFF, 0, "notify")
+            p.jump(JEQ, value & 0xFFFFFFFF, 0, checked)
             p.load(offset + 4)
-            p.jump(JEQ, value >> 32, 0, "notify")
+            p.jump(JEQ, value >> 32, 0, checked)
+        p.load(_arg_high(2))
+        p.jump(JEQ, 0, 0, checked)
+        for at, (page, accesses) in enumerate(toggles[1].items()):
+            other = f"page{at + 1}" if at + 1 < len(toggles[1]) else checked
+            p.load(_arg_high(0))
+            p.jump(JEQ, page >> 32, 0, other)
+            p.load(_arg_low(0))
+            p.jump(JEQ, page & 0xFFFFFFFF, 0, other)
+            p.load(_arg_low(2))
+            for access in accesses:
+                p.jump(JEQ, access, "allow", 0)
+            p.jump(JEQ, 0, checked, checked)
+            p.label(f"page{at + 1}")
+    if shortcut is not None:
+        p.label("mprotect")  # to read or no access only (the kernel reads all 64 bits of the protection)
         p.load(_arg_high(2))
         p.jump(JEQ, 0, 0, "notify")
         p.load(_arg_low(2))
-        p.jump(JEQ, 0, "allow", 0)
-        p.jump(JEQ, rules.PROT_READ | rules.PROT_WRITE, "allow", "notify")
+        p.jump(JSET, 0xFFFFFFFF & ~rules.PROT_READ, "notify", "outside")
     p.label("notify")
     p.ret(rules.RET_USER_NOTIF)
     p.label("allow")
@@ -154,7 +190,56 @@ def build(arch: Arch, channels: list[int], state_toggle: tuple[int, int] | None 
     p.ret(rules.RET_ERRNO | ENOSYS)
     p.label("kill")
     p.ret(rules.RET_KILL_PROCESS)
+    if shortcut is not None:
+        _outside(p, shortcut)
     return p.assemble()
+
+
+def _outside(p: Program, shortcut: list[rules.Range]) -> None:
+    """Allow when [args[0], args[0] + args[1]) lies outside every shortcut range, else notify.
+    Whole pages: the kernel acts on [start rounded down, end rounded up), and for page-aligned
+    bounds [s, e) that misses [s, e) exactly when start >= e or start + length <= s. A length of 4 GiB
+    or more, or a start above 2**63, is notified (so the end's high half cannot wrap)."""
+    p.label("outside")  # the sum first: the kernel's checker wants scratch stored before any jump away
+    p.load(_arg_high(0))
+    p.op(ST, SUM_HIGH)
+    p.load(_arg_low(1))
+    p.op(ST, SCRATCH)
+    p.op(LDX_MEM, SCRATCH)
+    p.load(_arg_low(0))
+    p.op(ADD_X)
+    p.op(ST, SUM_LOW)
+    p.jump(JGE_X, 0, "summed", 0)  # the low half's sum is below the length's: it carried
+    p.op(LD_MEM, SUM_HIGH)
+    p.op(ADD_K, 1)
+    p.op(ST, SUM_HIGH)
+    p.label("summed")
+    p.load(_arg_high(1))
+    p.jump(JEQ, 0, 0, "far")
+    p.load(_arg_high(0))
+    p.jump(JGE, 0x80000000, "far", "ranges")
+    p.label("far")
+    p.ret(rules.RET_USER_NOTIF)
+    p.label("ranges")
+    for at, (start, end) in enumerate(shortcut):  # sorted and disjoint: before one is before the rest
+        after, below, hit, clear = f"range{at + 1}", f"below{at}", f"hit{at}", f"clear{at}"
+        p.load(_arg_high(0))  # start >= end of the range: past it, on to the next
+        p.jump(JGT, end >> 32, after, 0)
+        p.jump(JEQ, end >> 32, 0, below)
+        p.load(_arg_low(0))
+        p.jump(JGE, end & 0xFFFFFFFF, after, below)
+        p.label(below)  # start + length <= start of the range: before it
+        p.op(LD_MEM, SUM_HIGH)
+        p.jump(JGT, start >> 32, hit, 0)
+        p.jump(JEQ, start >> 32, 0, clear)
+        p.op(LD_MEM, SUM_LOW)
+        p.jump(JGT, start & 0xFFFFFFFF, hit, clear)
+        p.label(hit)
+        p.ret(rules.RET_USER_NOTIF)
+        p.label(clear)
+        p.ret(rules.RET_ALLOW)
+        p.label(after)
+    p.ret(rules.RET_ALLOW)
 
 
 class _Fprog(ctypes.Structure):
@@ -192,6 +277,34 @@ def core_gate() -> list[int] | None:
     return list(out[:count]) if count > 0 else None
 
 
+def gate_toggles(gate: list[int] | None) -> tuple[int, dict[int, tuple[int, ...]]] | None:
+    """The gate's mprotects the filter lets through (build's ``toggles``), from ``core_gate``'s list:
+    the call-state page (gate[3]) to no access or read-write, each one-page key page to no access."""
+    if not gate or len(gate) < 5 or not gate[0]:
+        return None
+    pages: dict[int, tuple[int, ...]] = {}
+    if gate[3]:
+        pages[gate[3]] = (0, rules.PROT_READ | rules.PROT_WRITE)
+    for start, end in zip(gate[5::2], gate[6::2]):
+        if end - start == 4096:
+            pages.setdefault(start, (0,))
+    return (gate[0], pages) if pages else None
+
+
+def shortcut_ranges(gate: list[int] | None) -> list[rules.Range] | None:
+    """What the filter's shortcut keeps for the supervisor: the core's image and gate pages (as
+    ``gate`` lists them) and every executable mapping of this process now, the code the supervisor
+    freezes when it arms (it checks that each lies inside these: syscall_supervisor.Guarded); None
+    where /proc/self/maps cannot be read (then every such syscall is notified)."""
+    try:
+        with open("/proc/self/maps") as handle:
+            code = rules.executable_ranges(handle.read())
+    except OSError:
+        return None
+    core = [(gate[i], gate[i + 1]) for i in range(1, len(gate) - 1, 2)] if gate else []
+    return rules.cover(code + [r for r in core if r[1] > r[0]])
+
+
 def install(supervisor_fd: int, channels: list[int]) -> str:
     """Install the filter and hand its listener to the supervisor over ``supervisor_fd`` (closed
     here in every case); returns the line the worker's sandbox report shows. The supervisor, not
@@ -203,9 +316,9 @@ def install(supervisor_fd: int, channels: list[int]) -> str:
             link.send(rules.report_line("off", why=why or "no syscall table"))
             return f"off ({why})"
         gate = core_gate()
-        message = rules.arm_message(channels, gate)
-        program = build(arch, channels, (gate[0], gate[3]) if gate and len(gate) > 3 and gate[0] and gate[3] else None,
-                        os.getpid())
+        shortcut = shortcut_ranges(gate)
+        message = rules.arm_message(channels, gate, shortcut)
+        program = build(arch, channels, gate_toggles(gate), os.getpid(), shortcut)
         collecting = gc.isenabled()
         gc.disable()  # nothing may free memory (munmap, a notified syscall) before the hand-over
         listener = -1

@@ -23,6 +23,9 @@ from harness.judge.worker_link import worker_confinement
 ARM_WAIT_S = 10.0
 """How long, after the worker's 'ready', the parent waits for the supervisor's word that it armed."""
 REPORT_PIPE_BYTES = 1 << 20
+MIX_ENV = "NVFP4_SUPERVISOR_MIX"
+"""A file to which each worker's supervisor appends its notifications by syscall (one JSON line per
+worker: ``by_syscall``), for scripts/gpu_check.sh's supervisor step; unset: none written."""
 WHAT = {rule.name: rule.what for rule in rules.RULES}
 
 
@@ -165,6 +168,10 @@ class Supervision:
         if self.report_r is not None:
             os.close(self.report_r)
             self.report_r = None
+        mix = os.environ.get(MIX_ENV)
+        if mix and self.state.get("by_syscall"):
+            with contextlib.suppress(OSError), open(mix, "a") as handle:
+                handle.write(json.dumps(self.state["by_syscall"], sort_keys=True) + "\n")
 
 
 def refusal_note(refusals: dict[str, tuple[int, str]]) -> str:

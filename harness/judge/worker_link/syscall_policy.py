@@ -21,7 +21,8 @@ Range = tuple[int, int]
 KEY_ACCESS, STATE_ACCESS = rules.PROT_READ, rules.PROT_READ | rules.PROT_WRITE
 """What the core's gate opens its pages to: the key page read-only (for a MAC), the hidden
 call-state page read-write (around the core's own code); closed, each is PROT_NONE. The filter
-lets the gate's toggles of the call-state page through itself (syscall_filter.build), unnotified."""
+lets the gate's toggles of the call-state page and its closes of the key page through itself
+(syscall_filter.build), unnotified: the verdicts here would be the same, and neither is counted."""
 
 
 @dataclass(frozen=True)

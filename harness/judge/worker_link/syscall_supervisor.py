@@ -63,14 +63,8 @@ _libc.process_vm_readv.restype = ctypes.c_ssize_t
 
 def _executable(pid: int) -> list[Range]:
     """[start, end) of every executable mapping of ``pid`` (its /proc/<pid>/maps)."""
-    found = []
     with open(f"/proc/{pid}/maps") as handle:
-        for line in handle:
-            span, perms = line.split(maxsplit=2)[:2]
-            if "x" in perms:
-                start, end = (int(part, 16) for part in span.split("-"))
-                found.append((start, end))
-    return found
+        return rules.executable_ranges(handle.read())
 
 
 def _read_string(tid: int, address: int, limit: int = 4096) -> str | None:
@@ -111,6 +105,11 @@ class Guarded:
             same_mm=lambda tid: self._shares(tid, KCMP_VM), same_files=lambda tid: self._shares(tid, KCMP_FILES),
             executable=self.executable, read_path=_read_string, lookup=self.lookup, is_channel=self.is_channel,
             ours=self.ours, pidfd_target=process_tree.pidfd_target)
+        shortcut = arm.get("shortcut")
+        if shortcut is not None:  # what the filter decides itself must keep every guarded range notified
+            missed = rules.uncovered(self.worker.core + self.worker.frozen, [(int(a), int(b)) for a, b in shortcut])
+            if missed:
+                raise RuntimeError(f"the filter's shortcut leaves {missed[0][0]:#x}-{missed[0][1]:#x} unguarded")
         # In a PID namespace of its own the worker's pids are not ours to read, and its signals cannot
         # leave the namespace anyway: the rule then lets them through.
         self.own_namespace = not process_tree.same_pid_namespace(pid)
@@ -175,7 +174,7 @@ class Reporter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.state: dict[str, Any] = {"state": "starting", "notifications": 0, "handled_ms": 0.0, "unlocks": 0,
-                                      "refused": {}, "details": {}}
+                                      "refused": {}, "details": {}, "by_syscall": {}}
 
     def write(self, **changes: Any) -> None:
         self.state.update(changes)
@@ -185,9 +184,13 @@ class Reporter:
             while view:
                 view = view[os.write(self.fd, view):]
 
-    def handled(self, verdict: Verdict, seconds: float) -> None:
+    def handled(self, verdict: Verdict, seconds: float, kind: str = "") -> None:
+        """One answered notification; ``kind`` (the syscall and what made the filter send it) is
+        counted in ``by_syscall``, the mix the wall-time line's count is made of."""
         state = self.state
         state["notifications"] += 1
+        if kind:
+            state["by_syscall"][kind] = state["by_syscall"].get(kind, 0) + 1
         state["handled_ms"] += seconds * 1e3
         tell = verdict.unlock or state["notifications"] % REPORT_EVERY == 0
         if verdict.unlock:
@@ -228,6 +231,16 @@ def still_waiting(listener: int, notification: _Notif) -> bool:
     return _libc.ioctl(listener, ctypes.c_ulong(NOTIF_ID_VALID), ctypes.byref(ident)) == 0
 
 
+def kind(name: str, args: list[int]) -> str:
+    """The syscall and the argument pattern that sent it here: its access for mprotect and mmap."""
+    if name in ("mmap", "mprotect", "pkey_mprotect"):
+        prot = args[2]
+        access = "".join(letter for bit, letter in ((1, "R"), (2, "W"), (4, "X")) if prot & bit) or "NONE"
+        fixed = " fixed" if name == "mmap" and args[3] & rules.MAP_FIXED else ""
+        return f"{name} {access}{fixed}"
+    return name
+
+
 def supervise(listener: int, guarded: Guarded, reporter: Reporter) -> str:
     """Answer notifications until no task uses the filter any more; returns why it stopped."""
     names = {number: name for name, number in rules.this_arch().numbers.items()}  # type: ignore[union-attr]
@@ -246,9 +259,12 @@ def supervise(listener: int, guarded: Guarded, reporter: Reporter) -> str:
         args = list(data.args)
         name = names.get(data.nr, "")
         verdict = decide(name, args, data.ip, notification.pid, guarded.worker)
+        if verdict.rule == "code":  # read afresh: a munmap or fixed mmap the filter let through may have
+            guarded.forget_code()   # removed that code since (never added one: every executable mapping is notified)
+            verdict = decide(name, args, data.ip, notification.pid, guarded.worker)
         if not still_waiting(listener, notification):
             continue
-        reporter.handled(verdict, time.perf_counter() - started)  # told before it is answered
+        reporter.handled(verdict, time.perf_counter() - started, kind(name, args))  # told before it is answered
         answer(listener, notification, verdict)
         if verdict.changed_code:
             guarded.forget_code()

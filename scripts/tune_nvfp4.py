@@ -105,7 +105,7 @@ class Clock(Protocol):
     def time(self, kernel: Callable[[Any], Any], inputs: list[Any]) -> Reading: ...
 
 
-def new_clock(flush: Callable[[], Any] | None = None) -> Clock:
+def new_clock(flush: Callable[[], Any] | None = None) -> ReplayClock:
     """The tune's clock: the replay clock (``flush`` None: its reading flush of twice the L2)."""
     return ReplayClock(flush)
 

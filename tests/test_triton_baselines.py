@@ -43,6 +43,7 @@ VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
         [
             {"prefetch": True, "block_m": 16, "blocks_per_step": 4},
             {"split_k": 4, "prefetch": True, "blocks_per_step": 2},
+            {"split_k": 0, "blocks_per_step": 2},  # the split picked by per_sm
         ],
     ),
     "nvfp4_gemm": ("gemm", [{"split_k": 3, "block_k": 64}]),

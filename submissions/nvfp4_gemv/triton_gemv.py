@@ -10,11 +10,14 @@ SM on the H100: 3.2 TB/s x ~0.7 us / 132 SMs), and a decode cheap enough to hide
 Bytes in flight: one program owns BM rows of A (and one batch l) and streams them along K in
 steps of NB scale blocks (16 codes, 8 bytes, one int64 each): per thread 16-byte vector loads of
 two blocks per row and the 2-byte pair of their scales, straight into registers (no shared
-memory). Where M * L / BM programs are too few to fill the GPU (7168 rows at L = 1: 224
-programs, 1.7 per SM), K is split over SPLIT programs per row tile (``pick_split``: up to
-``per_sm`` programs per SM, a power of two dividing the K steps); each writes fp32 partial row
-sums, and the last to arrive (an atomic counter) adds them in a fixed order and writes C in
-the same launch. ``prefetch`` loads step i + 1 before decoding step i (two steps in flight).
+memory). ``prefetch`` loads step i + 1 before decoding step i (two steps in flight).
+Default: one program per row tile (``split_k`` 1), the kernel measured at 62% of SOL on the H100.
+``split_k`` > 1 splits K over that many programs per row tile, and 0 picks the split
+(``pick_split``: up to ``per_sm`` programs per SM, a power of two dividing the K steps); each
+writes fp32 partial row sums, and the last to arrive (an atomic counter) adds them in a fixed
+order and writes C in the same launch. Through the harness the split measured slower (issue 37:
+37.06 us against 27.84 on 7168 x 16384 at L = 1), so it is a configuration the tune can pick,
+not the default. With ``SPLIT`` 1 the kernel compiles to the unsplit loop (sm_90a PTX, CPU).
 
 Decode (``_block_dot_i8``, one PTX snippet per 8-byte block, on whole 32-bit words):
 - ``prmt`` with the codes as byte selectors looks up 2 * |e2m1| in an 8-byte table, 4 codes per
@@ -26,8 +29,7 @@ Decode (``_block_dot_i8``, one PTX snippet per 8-byte block, on whole 32-bit wor
 About 40 SASS instructions per 8-byte block. The vector's scale and the 1/4 of the doubled codes
 fold into one fp32 factor per block column; fp32 partials per (row, block column) are reduced
 over the row once at the end.
-Measured on the H100 before the split over K (docs/baselines.md): 27.84 / 47.02 / 13.46 us on
-the three contest shapes; the 7168 x 16384 L = 1 shape had too few programs in flight.
+Measured on the H100 through the harness, ranked (docs/results.md run 14): 27.84 / 47.02 / 13.46 us.
 Under the Triton CPU interpreter (``TRITON_INTERPRET=1``, no PTX) plain Triton computes the same
 block sums: nibbles decoded with the fp16 bit trick ((n & 7) << 9 | (n & 8) << 12 is
 e2m1(n) * 2^-14), one element at a time.
@@ -194,9 +196,13 @@ def _gemv_kernel(
     rows = tile * BM + tl.arange(0, BM)
     row_off = (batch * M + rows).to(tl.int64) * KB
     vec_off = batch.to(tl.int64) * 128 * KB
-    per_split = tl.cdiv(tl.cdiv(KB, NB), SPLIT) * NB
-    k_first = split * per_split
-    k_end = tl.minimum(KB, k_first + per_split)
+    if SPLIT == 1:  # the unsplit kernel's own loop bounds
+        k_first = 0
+        k_end = KB
+    else:
+        per_split = tl.cdiv(tl.cdiv(KB, NB), SPLIT) * NB
+        k_first = split * per_split
+        k_end = tl.minimum(KB, k_first + per_split)
     cols0 = tl.arange(0, NB)[None, :]
     acc = tl.zeros((BM, NB), dtype=tl.float32)
     if USE_ASM:
@@ -310,15 +316,21 @@ def _as_scale_bytes(scales: torch.Tensor) -> torch.Tensor:
     return scales.view(torch.uint8).permute(2, 0, 1).contiguous()
 
 
-# Tuned on the H100 (docs/baselines.md; scripts/tune_nvfp4.py sweeps around it).
-DEFAULT_CONFIG = {"block_m": 32, "blocks_per_step": 64, "num_warps": 4, "prefetch": False, "per_sm": 6}
+# Tuned on the H100 (docs/baselines.md; scripts/tune_nvfp4.py sweeps around it). split_k: 1 no
+# split, 0 pick_split with per_sm, n > 1 that many programs per row tile.
+DEFAULT_CONFIG = {
+    "block_m": 32,
+    "blocks_per_step": 64,
+    "num_warps": 4,
+    "num_stages": 1,
+    "prefetch": False,
+    "split_k": 1,
+    "per_sm": 6,
+}
 
 
-def gemv(data: input_t, split_k: int | None = None, use_asm: bool | None = None, **config) -> output_t:
-    """Run the kernel; ``config`` overrides DEFAULT_CONFIG keys, ``split_k=None`` picks from the grid.
-
-    ``use_asm=False`` forces the plain-Triton decode.
-    """
+def gemv(data: input_t, use_asm: bool | None = None, **config) -> output_t:
+    """Run the kernel; ``config`` overrides DEFAULT_CONFIG keys; ``use_asm=False`` forces the plain-Triton decode."""
     a, b, sfa, sfb, _, _, c = data
     m, half_k, batches = a.shape
     kb = half_k // 8
@@ -332,8 +344,8 @@ def gemv(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         raise ValueError(f"blocks_per_step={nb} exceeds the {_TABLE_COPIES} copies of the decode table")
     tiles = triton.cdiv(m, bm)
     steps = triton.cdiv(kb, nb)
-    split = split_k or pick_split(tiles * batches, steps, _num_sms(a.device), cfg["per_sm"])
-    if steps % split:
+    split = cfg["split_k"] or pick_split(tiles * batches, steps, _num_sms(a.device), cfg["per_sm"])
+    if split < 1 or steps % split:
         raise ValueError(f"split_k={split} does not divide the {steps} K steps of this shape")
     ws, counters = _scratch(a.device, batches * tiles * split * bm if split > 1 else 0, batches * tiles)
     # c is (M, 1, L), a view of (L, M, 1) storage: batch-major rows, as the kernel writes them.
@@ -358,7 +370,7 @@ def gemv(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         PREFETCH=cfg["prefetch"],
         USE_ASM=asm,
         num_warps=cfg["num_warps"],
-        num_stages=1,
+        num_stages=cfg["num_stages"],
     )
     if target.data_ptr() != c.data_ptr():
         c.copy_(target.permute(1, 2, 0))

@@ -221,10 +221,10 @@ def markdown_table(rows: list[Row], observed: dict[str, Observed] | None = None)
         head += ["observed", "ok"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
+        reason = f"`{row.reason}`" + (f" or `{row.or_reason}`" if row.or_reason else "") if row.reason else ""
         cells = [str(row.vector or "fault"), f"`{row.file}`", row.problem, row.platform,
                  row.mode + (f" (secret via {row.secret_via})" if row.secret is not None else ""),
-                 row.status, (f"`{row.reason}`" + (f" or `{row.or_reason}`" if row.or_reason else "")) if row.reason else "",
-                 row.attack]
+                 row.status, reason, row.attack]
         if observed is not None:
             seen = observed.get(row.file)
             cells += [f"{seen.status}: {seen.reason[:90]}" if seen else "not run",

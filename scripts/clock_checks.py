@@ -30,6 +30,7 @@ CLOSE_US = 0.3
 """A second launch's cost within this of 0: the clock adds it as it adds the first."""
 GAP_US = 1.0
 """The harness and replay differ on a second launch by at least this: half the GEMM's 1.9-2.2 us."""
+MISSING = "open (a clock is missing)"
 
 
 def in_band(measured: float | None, reference: float | None, relative: float, floor_us: float) -> bool | None:
@@ -103,7 +104,7 @@ def second_launch_verdict(second: dict[str, float | None]) -> str:
     """What one rung's second-launch costs say about the GEMM's gap (docs/timing.md, "Two kernels in a call")."""
     harness, replay = second.get("harness_us"), second.get("replay_us")
     if harness is None or replay is None:
-        return "open (a clock is missing)"
+        return MISSING
     if harness - replay >= GAP_US and abs(replay) <= CLOSE_US:
         return "stream gap: the harness pays a second launch, the graph does not"
     if replay - harness <= -GAP_US and abs(harness) <= CLOSE_US:
@@ -114,7 +115,7 @@ def second_launch_verdict(second: dict[str, float | None]) -> str:
 
 
 def additivity_lines(found: list[dict[str, Any]]) -> list[str]:
-    """One line per compute rung and the verdict every rung shares (or 'mixed')."""
+    """One line per compute rung and the verdict every rung with both clocks shares (or 'mixed')."""
     if not found:
         return ["second launch: no compute rung timed in both ladder files (the two-kernel row is missing)"]
     def us(value: float | None) -> str:
@@ -122,6 +123,7 @@ def additivity_lines(found: list[dict[str, Any]]) -> list[str]:
 
     lines = [f"second launch {r['shape']}: harness {us(r['harness_us'])}, replay {us(r['replay_us'])}, ncu "
              f"{us(r.get('ncu_us'))} us (twice - 2 x once): {r['verdict']}" for r in found]
-    verdicts = {r["verdict"] for r in found}
-    lines.append(f"second launch, every compute rung: {verdicts.pop() if len(verdicts) == 1 else 'mixed'}")
+    judged = [r["verdict"] for r in found if r["verdict"] != MISSING]
+    shared = "no rung with both clocks" if not judged else judged[0] if len(set(judged)) == 1 else "mixed"
+    lines.append(f"second launch, every compute rung ({len(judged)} of {len(found)} with both clocks): {shared}")
     return lines

@@ -63,7 +63,11 @@ def test_the_lines_name_one_verdict_when_every_rung_shares_it_else_mixed():
     same = clock_checks.additivity(_rows("n=1 iters=10", (2.0, 2.0, 3.0), (6.0, 4.0, 6.0))
                                    + _rows("n=1 iters=548", (10.0, 10.0, 11.0), (22.0, 20.0, 22.0)))
     assert same[0]["verdict"] == same[1]["verdict"]
-    assert clock_checks.additivity_lines(same)[-1] == f"second launch, every compute rung: {same[0]['verdict']}"
+    missing = clock_checks.additivity(_rows("n=1 iters=1239", (None, 20.0, 21.0), (40.0, 40.0, 42.0)))
+    assert clock_checks.additivity_lines(same + missing)[-1] == (
+        f"second launch, every compute rung (2 of 3 with both clocks): {same[0]['verdict']}")
     mixed = same + clock_checks.additivity(_rows("n=1 iters=203", (5.0, 5.0, 6.0), (10.0, 10.0, 12.0)))
-    assert clock_checks.additivity_lines(mixed)[-1] == "second launch, every compute rung: mixed"
+    assert clock_checks.additivity_lines(mixed)[-1] == (
+        "second launch, every compute rung (3 of 3 with both clocks): mixed")
+    assert clock_checks.additivity_lines(missing)[-1].endswith("no rung with both clocks")
     assert "missing" in clock_checks.additivity_lines([])[0]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness.sol.replay_clock import Reading
+from harness.sol.replay_clock import Floors, Reading
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
@@ -106,3 +107,69 @@ def test_a_shape_replay_cannot_time_is_a_row_that_says_why(scripts, monkeypatch)
     row = graph_replay.shape_row(Clock(), "allocates", "timing_ladder", {})
     assert row == {"replay_us": None,
                    "note": "not capturable: RuntimeError: operation not permitted when stream is capturing"}
+
+
+def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, monkeypatch, tmp_path, capsys):
+    """ncu_times.main end to end on the CPU, ncu's output faked: the floor from the replay's floors file,
+    each file's kernels split by shape, the ladder and its two-kernel row judged."""
+    shape = "n=270336 iters=10"
+    replay = tmp_path / "graph_replay.json"
+    replay.write_text(json.dumps([
+        {"file": "timing_ladder/triton_ladder.py", "shape": shape, "harness_us": 2.28, "replay_us": 2.17},
+        {"file": "timing_ladder/triton_ladder_twice.py", "shape": shape, "harness_us": 6.52, "replay_us": 4.34},
+        {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "replay_us": None, "note": "not capturable"}]))
+    (tmp_path / "graph_replay_floors.json").write_text(json.dumps({"nothing_us": 1.13, "empty_us": 2.26,
+                                                                   "empty_kernel_us": 1.13}))
+    calls = ncu_times.CALLS
+
+    def profile(label, target_args):
+        if target_args[0] == "--floors":
+            return _ncu_csv([("empty", "ns", "2,100")] * 2 + [("stamp", "ns", "2,050")])
+        per_call = 2 if target_args[0].endswith("twice.py") else 1
+        return _ncu_csv([("stamp", "ns", "1,000")] + [("_ladder", "ns", "3,110")] * (per_call * calls))
+
+    monkeypatch.setattr(ncu_times, "profile", profile)
+    monkeypatch.setattr(sys, "argv", ["ncu_times.py", str(replay), str(tmp_path / "ncu_times.json")])
+    assert ncu_times.main() == 0
+    rows = json.loads((tmp_path / "ncu_times.json").read_text())
+    assert [r["ncu_kernels"] for r in rows] == [calls, 2 * calls, 0]
+    assert rows[0]["ncu_less_floor_us"] == pytest.approx(3.11 - 0.97)
+    assert rows[1]["ncu_less_floor_us"] == pytest.approx(6.22 - 2 * 0.97)
+    text = (tmp_path / "ncu_times.md").read_text()
+    assert "ncu charges each kernel +0.97 us more" in text and "cannot hold below 32 us" in text
+    assert f"second launch {shape}: harness +1.96, replay +0.00, ncu +0.00 us" in text
+    assert "second launch, every compute rung (1 of 1 with both clocks): stream gap" in text
+    assert "ncu: empty kernel 2.10 us, stamp kernel 2.05 us" in capsys.readouterr().out
+
+
+def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_launch(scripts, monkeypatch,
+                                                                                      tmp_path, capsys):
+    """graph_replay.main on the CPU with the replay clock faked: what the ncu step then reads."""
+    graph_replay = scripts["graph_replay"]
+    once, twice = "submissions/timing_ladder/triton_ladder.py", "submissions/timing_ladder/triton_ladder_twice.py"
+
+    class Clock:
+        def floors(self):
+            return Floors(1.13, 2.26)
+
+        def time(self, kernel, inputs):
+            return Reading(2.17 if kernel == once else 4.34, 2.0, 4.5, 288)
+
+    eval_dir = tmp_path / "eval"
+    eval_dir.mkdir()
+    monkeypatch.setattr(graph_replay, "ReplayClock", Clock)
+    monkeypatch.setattr(graph_replay, "load_shipped", str)
+    monkeypatch.setattr(graph_replay, "shape_inputs", lambda problem, case: [])
+    monkeypatch.setattr(graph_replay, "harness_medians", lambda path, eval_dir, missing: {
+        "n=270336 iters=10": (2.28 if str(path) == once else 6.52, 2.2)})
+    monkeypatch.setattr(sys, "argv", ["graph_replay.py", str(tmp_path / "graph_replay.json"), str(eval_dir),
+                                      once, twice])
+    assert graph_replay.main() == 0
+    floors = json.loads((tmp_path / "graph_replay_floors.json").read_text())
+    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "empty_kernel_us": pytest.approx(1.13)}
+    rows = json.loads((tmp_path / "graph_replay.json").read_text())
+    assert len(rows) == 24 and {r["file"] for r in rows} == {"timing_ladder/triton_ladder.py",
+                                                             "timing_ladder/triton_ladder_twice.py"}
+    out = capsys.readouterr().out
+    assert "second launch n=270336 iters=10: harness +1.96, replay +0.00, ncu - us" in out
+    assert "second launch, every compute rung (1 of 6 with both clocks): stream gap" in out

@@ -3,8 +3,8 @@
 Issue 25's second hypothesis (docs/timing.md, "The ladder"): flushing the L2 by zeroing a buffer
 twice its size leaves that much dirty data, which the timed kernel's own reads must write back to
 DRAM, so memory-bound kernels read slower than under Nsight Compute's clean-cache flush. Per
-shape, the same replay clock as scripts/graph_replay.py (harness.sol.replay_clock: in-graph event
-pairs around each call, the flush outside them) with three flushes:
+shape, the same replay clock as scripts/graph_replay.py (harness.sol.replay_clock: in-graph
+%globaltimer stamps around each call, the flush outside them) with three flushes:
 
 - ``zero``: the buffer zeroed (today's method: dirty lines left);
 - ``read``: the buffer read (a sum): the L2 ends full of clean lines;
@@ -55,7 +55,7 @@ def main() -> int:
         for case in load_task(problem).benchmarks:
             row, inputs = {"file": f"{problem}/{path.name}", "shape": shape_text(case)}, shape_inputs(problem, case)
             for name, clock in clocks.items():
-                row[f"{name}_us"] = clock.time(kernel, inputs).events_us
+                row[f"{name}_us"] = clock.time(kernel, inputs).us
             rows.append(row)
             print(json.dumps(row), flush=True)
     out.write_text(json.dumps(rows, indent=2))

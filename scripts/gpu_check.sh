@@ -19,8 +19,10 @@
 #               (scripts/tune_nvfp4.py; TUNE_PROBLEMS narrows it, TUNE_BUDGET_S caps it: 390 s)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it), each
 #               call behind the reading flush and ncu under --cache-control none (replay's cache policy); one
-#               ncu run per file; prints the whole table docs/timing.md shows (also ncu_times.md in the tarball)
-#   ncu_short   why ncu reads more than replay under 10 us: replay's event pairs and stamps, ncu under base and
+#               ncu run per file, one more for ncu's floor (an empty kernel, held against replay's reading
+#               of it); prints the whole table docs/timing.md shows (also ncu_times.md in the tarball), the
+#               floor and the second-launch verdict (the ladder launched twice per call)
+#   ncu_short   why ncu reads more than replay under 10 us: replay's stamps, ncu's SM span, ncu under base and
 #               free clocks and with and without its cache control (scripts/ncu_short_kernels.py)
 #   flush       the replay clock on the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
 #   flush_ncu   Nsight Compute's time of the flush step's kernels (reading flush), beside its three replays
@@ -41,11 +43,11 @@
 #   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
 #               caches) and a leaderboard over submissions/ on one GPU, each timed whole (scripts/coldstart.py)
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
-#   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) by the replay clock (event pairs
-#               and %globaltimer stamps around each call inside one CUDA graph, the reading flush outside them),
-#               beside throughput's (or window's, or eval's) medians, each row's verdict; files without medians
-#               are run through harness eval first (scripts/graph_replay.py --eval-missing); then ncu. Issue 38's
-#               acceptance on one H100 call: bash scripts/gpu_check.sh build fidelity ncu
+#   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) and the ladder launched twice per
+#               call, by the replay clock (%globaltimer stamps around each call inside one CUDA graph, the reading
+#               flush outside them), beside throughput's (or window's, or eval's) medians, each row's verdict;
+#               files without medians are run through harness eval first (scripts/graph_replay.py --eval-missing);
+#               then ncu. Issue 38's acceptance on one H100 call: bash scripts/gpu_check.sh build fidelity ncu
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
 #               ADVERSARIAL_PART=K/N runs one N-th of them

@@ -8,7 +8,12 @@ each call the L2 is flushed by reading a buffer twice its size, as graph replay 
 are profiled, and under ncu's ``--cache-control none`` each starts from the same clean L2 as under
 replay (the same cache policy). A shape that fails is named on stderr; the others still run.
 
+With ``--floors``, CALLS launches of the stamp module's empty kernel and CALLS of its stamp kernel,
+each behind the same flush: ncu's floor, which scripts/ncu_times.py holds against the replay clock's
+reading of the same empty kernel (harness.sol.replay_clock.Floors).
+
     ncu --profile-from-start off ... python3 scripts/ncu_target.py FILE CALLS 'CASE_JSON' ['CASE_JSON' ...]
+    ncu --profile-from-start off ... python3 scripts/ncu_target.py --floors CALLS
 """
 
 from __future__ import annotations
@@ -35,7 +40,18 @@ def profiled(work: Callable[[], Any]) -> None:
     torch.cuda.profiler.stop()
 
 
+def floors(calls: int) -> None:
+    """The empty kernel, then the stamp kernel, CALLS times each, every launch behind the flush."""
+    flush, stamper = reading_flush(), Stamper(1)
+    for launch in [stamper.empty] * calls + [lambda: stamper.mark(0)] * calls:
+        flush()
+        profiled(launch)
+
+
 def main() -> int:
+    if sys.argv[1] == "--floors":
+        floors(int(sys.argv[2]))
+        return 0
     path, calls, cases = Path(sys.argv[1]), int(sys.argv[2]), [json.loads(c) for c in sys.argv[3:]]
     kernel, flush, marker = load(path), reading_flush(), Stamper(1)
     for case in cases:

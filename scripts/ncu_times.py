@@ -1,14 +1,19 @@
 """A third clock for the timing check: Nsight Compute's gpu__time_duration beside graph replay and
 the harness (GPU only; ncu on PATH or in /usr/local/cuda/bin).
 
-For every row of scripts/graph_replay.py's output (file, shape, graph replay us, harness median
-us), ncu profiles CALLS calls of the file on that shape (scripts/ncu_target.py), each behind the
-reading flush that replay and the core use, with `--cache-control none --clock-control none`: the
-same cache policy as replay (ncu's own `all` also invalidates what the reading flush leaves, and cost
-0.45-0.67 us more on every short rung: docs/timing.md). The per-call time is the sum of the kernels'
-durations over CALLS. Each row says whether each pair is inside issue 38's band: the harness within
-max(3%, 0.2 us) of graph replay, graph replay within max(3%, 0.3 us) of ncu; a table of every row
-(the one docs/timing.md shows) closes the output and is written beside OUT.json as OUT.md.
+For every row of scripts/graph_replay.py's output (file, shape, replay us, harness median us), ncu
+profiles CALLS calls of the file on that shape (scripts/ncu_target.py), each behind the reading flush
+that replay and the core use, with `--cache-control none --clock-control none`: the same cache policy
+as replay (ncu's own `all` also invalidates what the reading flush leaves, and cost 0.45-0.67 us more
+on every short rung: docs/timing.md). The per-call time is the sum of the kernels' durations over
+CALLS. First, ncu's floor: FLOOR_CALLS launches of the replay clock's empty kernel (and of its stamp
+kernel) under the same settings, held against the replay clock's reading of that empty kernel
+(GRAPH_REPLAY's ``_floors.json``; scripts/clock_checks.py, ``NcuFloor``). Each row says whether each
+pair is inside issue 38's band: the harness within max(3%, 0.2 us) of replay, replay within max(3%,
+0.3 us) of ncu, and, where ncu's floor exceeds replay's by more than 0.3 us, replay within the same
+band of ncu less that excess per kernel (labelled 'ncu - floor'; the raw verdict stays beside it).
+A table of every row (the one docs/timing.md shows) closes the output and is written beside OUT.json
+as OUT.md, with the floor and the second-launch lines (the ladder launched twice per call).
 
     python3 scripts/ncu_times.py GRAPH_REPLAY.json OUT.json
 """
@@ -23,12 +28,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graph_replay import in_band  # this folder's script: the band's one definition
+from clock_checks import HARNESS_BAND, NCU_BAND, NcuFloor, additivity, additivity_lines, in_band
 
 from harness.contract.task_spec import load_task, shape_text
-from harness.sol.globaltimer import KERNEL_NAME
+from harness.sol.globaltimer import EMPTY_NAME, KERNEL_NAME
 
 CALLS = 5
+FLOOR_CALLS = 20
 UNIT_US = {"second": 1e6, "s": 1e6, "msecond": 1e3, "ms": 1e3, "usecond": 1.0, "us": 1.0, "nsecond": 1e-3, "ns": 1e-3}
 
 
@@ -59,19 +65,55 @@ def durations_by_case_us(csv_text: str, cases: int) -> list[list[float]]:
     return groups[:cases] + [[] for _ in range(cases - len(groups))]
 
 
-def ncu_per_call_us(file: Path, cases: list[dict]) -> list[tuple[float | None, int]]:
-    """(ncu's time per call, kernels profiled) per shape, all shapes of the file in one ncu run."""
+def durations_by_name_us(csv_text: str) -> dict[str, list[float]]:
+    """Every kernel's gpu__time_duration.sum in us, by kernel name (its parameter list cut off)."""
+    start = csv_text.find('"ID"')
+    found: dict[str, list[float]] = {}
+    for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else "")):
+        if row.get("Metric Name") == "gpu__time_duration.sum":
+            name = row.get("Kernel Name", "").split("(")[0]
+            found.setdefault(name, []).append(float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]])
+    return found
+
+
+def profile(label: str, target_args: list[str]) -> str:
+    """ncu's --csv output for scripts/ncu_target.py with these arguments; its last stderr line printed."""
     command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", "none", "--clock-control", "none",
                "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
-               sys.executable, "scripts/ncu_target.py", str(file), str(CALLS), *map(json.dumps, cases)]
+               sys.executable, "scripts/ncu_target.py", *target_args]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if run.stderr.strip():
-        print(f"{file}: {run.stderr.strip().splitlines()[-1][:300]}", flush=True)
-    return [(sum(d) / CALLS if d else None, len(d)) for d in durations_by_case_us(run.stdout, len(cases))]
+        print(f"{label}: {run.stderr.strip().splitlines()[-1][:300]}", flush=True)
+    return run.stdout
+
+
+def ncu_per_call_us(file: Path, cases: list[dict]) -> list[tuple[float | None, int]]:
+    """(ncu's time per call, kernels profiled) per shape, all shapes of the file in one ncu run."""
+    text = profile(str(file), [str(file), str(CALLS), *map(json.dumps, cases)])
+    return [(sum(d) / CALLS if d else None, len(d)) for d in durations_by_case_us(text, len(cases))]
+
+
+def ncu_floor(replay_floors: Path) -> NcuFloor | None:
+    """ncu's empty kernel against the replay clock's (None without the replay's floors or ncu's times)."""
+    if not replay_floors.is_file():
+        return None
+    found = durations_by_name_us(profile("floors", ["--floors", str(FLOOR_CALLS)]))
+    empty, stamp = found.get(EMPTY_NAME), found.get(KERNEL_NAME)
+    print(f"ncu: empty kernel {_mean(empty)} us, stamp kernel {_mean(stamp)} us ({FLOOR_CALLS} launches each)",
+          flush=True)
+    if not empty:
+        return None
+    return NcuFloor(sum(empty) / len(empty), json.loads(replay_floors.read_text())["empty_kernel_us"])
+
+
+def _mean(values: list[float] | None) -> str:
+    return f"{sum(values) / len(values):.2f}" if values else "-"
 
 
 def main() -> int:
-    rows = json.loads(Path(sys.argv[1]).read_text())
+    replay_json = Path(sys.argv[1])
+    rows = json.loads(replay_json.read_text())
+    floor = ncu_floor(replay_json.with_name(f"{replay_json.stem}_floors.json"))
     by_file: dict[str, list[dict]] = {}
     for row in rows:  # a row replay could not time (its note says why) is not profiled either
         row["ncu_us"], row["ncu_kernels"] = None, 0
@@ -83,16 +125,26 @@ def main() -> int:
         for row, (ncu_us, kernels) in zip(file_rows, ncu_per_call_us(file, [cases[r["shape"]] for r in file_rows])):
             row["ncu_us"], row["ncu_kernels"] = ncu_us, kernels
     for row in rows:
-        row["harness_in_band"] = in_band(row.get("harness_us"), row.get("graph_us"), 0.03, 0.2)
-        row["graph_in_band_of_ncu"] = in_band(row.get("graph_us"), row["ncu_us"], 0.03, 0.3)
-        print(f"{row['file']} {row['shape']}: harness {row.get('harness_us')} graph {row.get('graph_us')} "
-              f"ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls); harness~graph "
-              f"{row['harness_in_band']}, graph~ncu {row['graph_in_band_of_ncu']}", flush=True)
+        judge(row, floor)
+        print(f"{row['file']} {row['shape']}: harness {row.get('harness_us')} replay {row.get('replay_us')} "
+              f"ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls), ncu - floor "
+              f"{row['ncu_less_floor_us']}; harness~replay {row['harness_in_band']}, replay~ncu "
+              f"{row['replay_in_band_of_ncu']}, replay~ncu-floor {row['replay_in_band_of_ncu_less_floor']}", flush=True)
     Path(sys.argv[2]).write_text(json.dumps(rows, indent=2))
-    lines = table(rows)
+    lines = [*table(rows), floor.text() if floor else "ncu floor: not measured (no replay floors or no ncu time)",
+             *additivity_lines(additivity(rows))]
     Path(sys.argv[2]).with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def judge(row: dict, floor: NcuFloor | None) -> None:
+    """The row's three verdicts, and ncu less its floor per kernel where the floor matters."""
+    kernels_per_call = row["ncu_kernels"] / CALLS
+    row["ncu_less_floor_us"] = floor.ncu_less_floor_us(row["ncu_us"], kernels_per_call) if floor else None
+    row["harness_in_band"] = in_band(row.get("harness_us"), row.get("replay_us"), *HARNESS_BAND)
+    row["replay_in_band_of_ncu"] = in_band(row.get("replay_us"), row["ncu_us"], *NCU_BAND)
+    row["replay_in_band_of_ncu_less_floor"] = in_band(row.get("replay_us"), row["ncu_less_floor_us"], *NCU_BAND)
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -103,21 +155,28 @@ def table(rows: list[dict]) -> list[str]:
     def ratio(top: float | None, bottom: float | None) -> str:
         return f"{top / bottom:.3f}" if top and bottom else "-"
 
-    lines = ["| file | shape | harness us | replay events us (p10-p90) | replay stamps us | ncu us | "
-             "harness / replay | in band | replay / ncu | in band |", "| --- " * 10 + "|"]
+    lines = ["| file | shape | harness us | replay us (p10-p90) | ncu us | ncu - floor us | harness / replay | in band "
+             "| replay / ncu | in band | replay / (ncu - floor) | in band |", "| --- " * 12 + "|"]
     for row in rows:
-        spread = (f" ({us(row['graph_p10_us'])}-{us(row.get('graph_p90_us'))})"
-                  if row.get("graph_p10_us") is not None else "")
-        lines.append(f"| {row['file']} | {row['shape']} | {us(row.get('harness_us'))} | {us(row.get('graph_us'))}"
-                     f"{spread} | {us(row.get('stamps_us'))} | {us(row.get('ncu_us'))} | "
-                     f"{ratio(row.get('harness_us'), row.get('graph_us'))} | {_verdict(row.get('harness_in_band'))} | "
-                     f"{ratio(row.get('graph_us'), row.get('ncu_us'))} | {_verdict(row.get('graph_in_band_of_ncu'))} |")
-    judged = [row for row in rows if row.get("harness_in_band") is not None]
-    against_ncu = [row for row in rows if row.get("graph_in_band_of_ncu") is not None]
-    lines.append(f"harness ~ replay: {sum(r['harness_in_band'] for r in judged)} of {len(judged)} in band; "
-                 f"replay ~ ncu: {sum(r['graph_in_band_of_ncu'] for r in against_ncu)} of {len(against_ncu)}; "
-                 f"{len(rows) - len(judged)} rows lack the harness or replay")
+        spread = (f" ({us(row['replay_p10_us'])}-{us(row.get('replay_p90_us'))})"
+                  if row.get("replay_p10_us") is not None else "")
+        lines.append(f"| {row['file']} | {row['shape']} | {us(row.get('harness_us'))} | {us(row.get('replay_us'))}"
+                     f"{spread} | {us(row.get('ncu_us'))} | {us(row.get('ncu_less_floor_us'))} | "
+                     f"{ratio(row.get('harness_us'), row.get('replay_us'))} | {_verdict(row.get('harness_in_band'))} | "
+                     f"{ratio(row.get('replay_us'), row.get('ncu_us'))} | "
+                     f"{_verdict(row.get('replay_in_band_of_ncu'))} | "
+                     f"{ratio(row.get('replay_us'), row.get('ncu_less_floor_us'))} | "
+                     f"{_verdict(row.get('replay_in_band_of_ncu_less_floor'))} |")
+    lines.append(f"harness ~ replay: {_count(rows, 'harness_in_band')}; replay ~ ncu: "
+                 f"{_count(rows, 'replay_in_band_of_ncu')}; replay ~ ncu - floor: "
+                 f"{_count(rows, 'replay_in_band_of_ncu_less_floor')}; "
+                 f"{sum(r.get('harness_in_band') is None for r in rows)} rows lack the harness or replay")
     return lines
+
+
+def _count(rows: list[dict], key: str) -> str:
+    judged = [row[key] for row in rows if row.get(key) is not None]
+    return f"{sum(judged)} of {len(judged)} in band"
 
 
 def _verdict(value: bool | None) -> str:

@@ -45,11 +45,14 @@ def test_a_gpu_without_the_measurement_has_no_bound_and_says_why(cache):
         calibration.store_entry("NVIDIA B200", fidelity.RECORD_KEY, {}, cache)
 
 
-def test_a_bound_measured_against_the_old_replay_is_not_used():
-    """The replay that subtracted a flush-only graph erred by up to 1.45 us under 10 us: its bound is refused."""
-    old = {k: v for k, v in fidelity.entry(POINTS, "old").items() if k != "replay_clock"}
-    bound, why = fidelity.bound_of({fidelity.RECORD_KEY: old})
-    assert bound is None and "old graph replay" in why and "calibrate --force" in why
+def test_a_bound_measured_against_an_earlier_replay_is_not_used():
+    """The replay that subtracted a flush-only graph erred by up to 1.45 us under 10 us, the in-graph event
+    pairs read 2.1-2.6 us above the stamps: a bound measured against either is refused."""
+    oldest = {k: v for k, v in fidelity.entry(POINTS, "old").items() if k != "replay_clock"}
+    events = {**fidelity.entry(POINTS, "events"), "replay_clock": "events-in-graph"}
+    for old in (oldest, events):
+        bound, why = fidelity.bound_of({fidelity.RECORD_KEY: old})
+        assert bound is None and "earlier graph replay" in why and "calibrate --force" in why
     assert fidelity.bound_of({fidelity.RECORD_KEY: fidelity.entry(POINTS, "new")})[0] is not None
 
 
@@ -63,9 +66,9 @@ def test_calibrate_measures_every_rung_both_ways_and_stores_the_bound(cache, mon
     monkeypatch.setattr(calibrate_command.replay_clock, "load_shipped", lambda path: "kernel")
     monkeypatch.setattr(calibrate_command.replay_clock, "shape_inputs", lambda problem, case: case)
 
-    class Clock:  # the replay clock's events reading: 0.1 us under the harness on every rung
+    class Clock:  # the replay clock's reading: 0.1 us under the harness on every rung
         def time(self, kernel, case):
-            return replay_clock.Reading(harness_us[shape_text(case)] - 0.1, 0.0, 0.0, 0.0, 1)
+            return replay_clock.Reading(harness_us[shape_text(case)] - 0.1, 0.0, 0.0, 1)
 
     monkeypatch.setattr(calibrate_command.replay_clock, "ReplayClock", Clock)
     record = calibrate_command.measure_fidelity(H100, cache)

@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness.sol.replay_clock import Reading
+from harness.sol.replay_clock import Floors, Reading
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
+SCRIPT_MODULES = ("ncu_times", "graph_replay", "clock_checks")
+
+
 @pytest.fixture
-def ncu_times(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))  # the script imports its neighbour graph_replay
-    spec = importlib.util.spec_from_file_location("ncu_times_script", SCRIPTS / "ncu_times.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("graph_replay", None)
+def scripts(monkeypatch):
+    """The fidelity step's scripts, imported as the GPU step runs them (each imports its neighbours)."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    yield {name: importlib.import_module(name) for name in SCRIPT_MODULES}
+    for name in SCRIPT_MODULES:
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def ncu_times(scripts):
+    return scripts["ncu_times"]
 
 
 def test_the_band_is_max_of_relative_and_floor(ncu_times):
@@ -30,17 +38,34 @@ def test_the_band_is_max_of_relative_and_floor(ncu_times):
 
 
 def test_the_table_shows_each_clock_ratio_and_verdict_and_counts_them(ncu_times):
-    rows = [{"file": "timing_ladder/triton_ladder.py", "shape": "n=65536", "harness_us": 1.85, "graph_us": 2.0,
-             "graph_p10_us": 1.9, "graph_p90_us": 2.2, "stamps_us": 1.95, "ncu_us": 2.5,
-             "harness_in_band": True, "graph_in_band_of_ncu": False},
-            {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "harness_us": None, "graph_us": None,
-             "ncu_us": None, "harness_in_band": None, "graph_in_band_of_ncu": None, "note": "not loadable"}]
+    floor = ncu_times.NcuFloor(ncu_empty_us=2.10, replay_empty_us=1.13)  # ncu charges 0.97 us more a kernel
+    rows = [{"file": "timing_ladder/triton_ladder.py", "shape": "n=65536", "harness_us": 1.85, "replay_us": 1.88,
+             "replay_p10_us": 1.7, "replay_p90_us": 2.1, "ncu_us": 2.74, "ncu_kernels": 5},
+            {"file": "nvfp4_gemm/triton_gemm.py", "shape": "m=128", "harness_us": 142.08, "replay_us": 139.84,
+             "replay_p10_us": 139.0, "replay_p90_us": 141.0, "ncu_us": 142.82, "ncu_kernels": 10},
+            {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "harness_us": None, "replay_us": None,
+             "ncu_us": None, "ncu_kernels": 0, "note": "not loadable"}]
+    for row in rows:
+        ncu_times.judge(row, floor)
+    assert rows[0]["ncu_less_floor_us"] == pytest.approx(1.77) and rows[1]["ncu_less_floor_us"] == pytest.approx(140.88)
     lines = ncu_times.table(rows)
-    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == 11
-    assert lines[2] == ("| timing_ladder/triton_ladder.py | n=65536 | 1.85 | 2.00 (1.90-2.20) | 1.95 | 2.50 | "
-                        "0.925 | yes | 0.800 | no |")
-    assert lines[3] == "| nvfp4_gemm/scaled_mm_fp4.py | m=1 | - | - | - | - | - | - | - | - |"
-    assert lines[4] == "harness ~ replay: 1 of 1 in band; replay ~ ncu: 0 of 1; 1 rows lack the harness or replay"
+    assert all(line.count("|") == 13 for line in lines[:5])
+    assert lines[2] == ("| timing_ladder/triton_ladder.py | n=65536 | 1.85 | 1.88 (1.70-2.10) | 2.74 | 1.77 | "
+                        "0.984 | yes | 0.686 | no | 1.062 | yes |")
+    assert lines[3] == ("| nvfp4_gemm/triton_gemm.py | m=128 | 142.08 | 139.84 (139.00-141.00) | 142.82 | 140.88 | "
+                        "1.016 | yes | 0.979 | yes | 0.993 | yes |")
+    assert lines[4] == "| nvfp4_gemm/scaled_mm_fp4.py | m=1 | - | - | - | - | - | - | - | - | - | - |"
+    assert lines[5] == ("harness ~ replay: 2 of 2 in band; replay ~ ncu: 1 of 2 in band; replay ~ ncu - floor: 2 of 2 "
+                        "in band; 1 rows lack the harness or replay")
+
+
+def test_a_floor_inside_the_band_leaves_raw_ncu_the_only_comparison(ncu_times):
+    row = {"file": "f", "shape": "s", "harness_us": 2.0, "replay_us": 2.0, "ncu_us": 2.2, "ncu_kernels": 5}
+    ncu_times.judge(row, ncu_times.NcuFloor(ncu_empty_us=1.3, replay_empty_us=1.13))
+    assert row["ncu_less_floor_us"] is None and row["replay_in_band_of_ncu_less_floor"] is None
+    assert row["replay_in_band_of_ncu"] is True
+    ncu_times.judge(row, None)  # no floor measured (the flush step's rows): no column either
+    assert row["ncu_less_floor_us"] is None
 
 
 def _ncu_csv(kernels: list[tuple[str, str, str]]) -> str:
@@ -60,18 +85,91 @@ def test_one_ncu_run_is_split_into_shapes_by_the_marker_kernel(ncu_times):
     assert not ncu_times.is_marker("stamp_kernel") and ncu_times.is_marker("stamp")
 
 
-def test_a_shape_replay_cannot_time_is_a_row_that_says_why(ncu_times, monkeypatch):
-    graph_replay = sys.modules["graph_replay"]
+def test_the_floor_run_is_split_by_kernel_name(ncu_times):
+    text = _ncu_csv([("empty", "nsecond", "2,080"), ("empty()", "usecond", "2.12"),
+                     ("stamp(unsigned long)", "ns", "2,300")])
+    found = ncu_times.durations_by_name_us(text)
+    assert found == {"empty": [pytest.approx(2.08), pytest.approx(2.12)], "stamp": [pytest.approx(2.3)]}
+
+
+def test_a_shape_replay_cannot_time_is_a_row_that_says_why(scripts, monkeypatch):
+    graph_replay = scripts["graph_replay"]
     monkeypatch.setattr(graph_replay, "shape_inputs", lambda problem, case: [case])
 
     class Clock:
         def time(self, kernel, inputs):
             if kernel == "allocates":
                 raise RuntimeError("operation not permitted when stream is capturing\nmore")
-            return Reading(2.0, 1.9, 2.2, 1.95, 288)
+            return Reading(2.0, 1.9, 2.2, 288)
 
     assert graph_replay.shape_row(Clock(), "fine", "timing_ladder", {}) == {
-        "graph_us": 2.0, "graph_p10_us": 1.9, "graph_p90_us": 2.2, "stamps_us": 1.95, "calls": 288, "note": ""}
+        "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "calls": 288, "note": ""}
     row = graph_replay.shape_row(Clock(), "allocates", "timing_ladder", {})
-    assert row == {"graph_us": None,
+    assert row == {"replay_us": None,
                    "note": "not capturable: RuntimeError: operation not permitted when stream is capturing"}
+
+
+def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, monkeypatch, tmp_path, capsys):
+    """ncu_times.main end to end on the CPU, ncu's output faked: the floor from the replay's floors file,
+    each file's kernels split by shape, the ladder and its two-kernel row judged."""
+    shape = "n=270336 iters=10"
+    replay = tmp_path / "graph_replay.json"
+    replay.write_text(json.dumps([
+        {"file": "timing_ladder/triton_ladder.py", "shape": shape, "harness_us": 2.28, "replay_us": 2.17},
+        {"file": "timing_ladder/triton_ladder_twice.py", "shape": shape, "harness_us": 6.52, "replay_us": 4.34},
+        {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "replay_us": None, "note": "not capturable"}]))
+    (tmp_path / "graph_replay_floors.json").write_text(json.dumps({"nothing_us": 1.13, "empty_us": 2.26,
+                                                                   "empty_kernel_us": 1.13}))
+    calls = ncu_times.CALLS
+
+    def profile(label, target_args):
+        if target_args[0] == "--floors":
+            return _ncu_csv([("empty", "ns", "2,100")] * 2 + [("stamp", "ns", "2,050")])
+        per_call = 2 if target_args[0].endswith("twice.py") else 1
+        return _ncu_csv([("stamp", "ns", "1,000")] + [("_ladder", "ns", "3,110")] * (per_call * calls))
+
+    monkeypatch.setattr(ncu_times, "profile", profile)
+    monkeypatch.setattr(sys, "argv", ["ncu_times.py", str(replay), str(tmp_path / "ncu_times.json")])
+    assert ncu_times.main() == 0
+    rows = json.loads((tmp_path / "ncu_times.json").read_text())
+    assert [r["ncu_kernels"] for r in rows] == [calls, 2 * calls, 0]
+    assert rows[0]["ncu_less_floor_us"] == pytest.approx(3.11 - 0.97)
+    assert rows[1]["ncu_less_floor_us"] == pytest.approx(6.22 - 2 * 0.97)
+    text = (tmp_path / "ncu_times.md").read_text()
+    assert "ncu charges each kernel +0.97 us more" in text and "cannot hold below 32 us" in text
+    assert f"second launch {shape}: harness +1.96, replay +0.00, ncu +0.00 us" in text
+    assert "second launch, every compute rung (1 of 1 with both clocks): stream gap" in text
+    assert "ncu: empty kernel 2.10 us, stamp kernel 2.05 us" in capsys.readouterr().out
+
+
+def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_launch(scripts, monkeypatch,
+                                                                                      tmp_path, capsys):
+    """graph_replay.main on the CPU with the replay clock faked: what the ncu step then reads."""
+    graph_replay = scripts["graph_replay"]
+    once, twice = "submissions/timing_ladder/triton_ladder.py", "submissions/timing_ladder/triton_ladder_twice.py"
+
+    class Clock:
+        def floors(self):
+            return Floors(1.13, 2.26)
+
+        def time(self, kernel, inputs):
+            return Reading(2.17 if kernel == once else 4.34, 2.0, 4.5, 288)
+
+    eval_dir = tmp_path / "eval"
+    eval_dir.mkdir()
+    monkeypatch.setattr(graph_replay, "ReplayClock", Clock)
+    monkeypatch.setattr(graph_replay, "load_shipped", str)
+    monkeypatch.setattr(graph_replay, "shape_inputs", lambda problem, case: [])
+    monkeypatch.setattr(graph_replay, "harness_medians", lambda path, eval_dir, missing: {
+        "n=270336 iters=10": (2.28 if str(path) == once else 6.52, 2.2)})
+    monkeypatch.setattr(sys, "argv", ["graph_replay.py", str(tmp_path / "graph_replay.json"), str(eval_dir),
+                                      once, twice])
+    assert graph_replay.main() == 0
+    floors = json.loads((tmp_path / "graph_replay_floors.json").read_text())
+    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "empty_kernel_us": pytest.approx(1.13)}
+    rows = json.loads((tmp_path / "graph_replay.json").read_text())
+    assert len(rows) == 24 and {r["file"] for r in rows} == {"timing_ladder/triton_ladder.py",
+                                                             "timing_ladder/triton_ladder_twice.py"}
+    out = capsys.readouterr().out
+    assert "second launch n=270336 iters=10: harness +1.96, replay +0.00, ncu - us" in out
+    assert "second launch, every compute rung (1 of 6 with both clocks): stream gap" in out

@@ -67,8 +67,8 @@ def _fidelity_lines(record: dict[str, Any]) -> list[str]:
 
 
 def measure_fidelity(device_name: str, path: Path) -> dict[str, Any]:
-    """Every rung of the timing ladder by the harness (a benchmark run) and by graph replay under the
-    replay clock (harness.sol.replay_clock: in-graph event pairs, the reading flush outside them); the pairs
+    """Every rung of the timing ladder by the harness (a benchmark run) and by the replay clock
+    (harness.sol.replay_clock: %globaltimer stamps in the graph, the reading flush outside them); the pairs
     and the bound go into the device's record, which is returned."""
     task = load_task(LADDER)
     result = evaluate_submission(LADDER, LADDER_FILE, MODES["benchmark"], "cuda")
@@ -78,10 +78,10 @@ def measure_fidelity(device_name: str, path: Path) -> dict[str, Any]:
         raise RuntimeError(f"the timing ladder's benchmark run gave no median: {result.reason}")
     kernel, clock = replay_clock.load_shipped(LADDER_FILE), replay_clock.ReplayClock()
     points = [fidelity.FidelityPoint(shape_text(case), medians[shape_text(case)],
-                                     clock.time(kernel, replay_clock.shape_inputs(LADDER, case)).events_us)
+                                     clock.time(kernel, replay_clock.shape_inputs(LADDER, case)).us)
               for case in task.benchmarks if shape_text(case) in medians]
-    method = (f"{result.mode} mode of harness {result.harness_version} against graph replay (event pairs in the "
-              "graph, reading flush outside them)")
+    method = (f"{result.mode} mode of harness {result.harness_version} against graph replay (%globaltimer stamps "
+              "in the graph, reading flush outside them)")
     return store_entry(device_name, fidelity.RECORD_KEY, fidelity.entry(points, method), path)
 
 

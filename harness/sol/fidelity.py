@@ -2,8 +2,8 @@
 
 ``python -m harness calibrate`` times the timing ladder (problems/timing_ladder) twice on a GPU: by
 the harness (a benchmark run, sealed core) and by graph replay (harness.sol.replay_clock: nothing of
-the harness's timer: each flushed call between two event nodes inside one CUDA graph, the flush
-outside the pair), and stores each rung's pair with the GPU's calibration record. The bound is
+the harness's timer: each flushed call between two %globaltimer stamps inside one CUDA graph, the
+flush outside the pair), and stores each rung's pair with the GPU's calibration record. The bound is
 the worst error seen, in the band's own shape (docs/timing.md: max(3%, 0.2 us)): below SPLIT_US an
 absolute error (short kernels: the event pair's fixed costs dominate), from SPLIT_US a relative one
 (long kernels: the flush and the clocks scale with the time). No constant is fitted: both are the
@@ -20,9 +20,10 @@ SPLIT_US = 10.0
 """Rungs whose replay time is under this set the absolute part of the bound; the others the relative part."""
 RECORD_KEY = "fidelity"
 """Where the entry lies in a device's calibration record (harness.sol.calibration)."""
-REPLAY_CLOCK = "events-in-graph"
-"""The replay clock an entry was measured against; an entry without it (the replay that subtracted a
-flush-only graph, whose error grew with the flush: docs/timing.md) gives no bound."""
+REPLAY_CLOCK = "stamps-in-graph"
+"""The replay clock an entry was measured against; an entry with another (the replay that subtracted a
+flush-only graph, whose error grew with the flush; in-graph event pairs, 2.1-2.6 us above the stamps on
+an H100: docs/timing.md) gives no bound."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ def bound_of(record: dict[str, Any] | None) -> tuple[FidelityBound | None, str]:
         why = "never calibrated" if record is None else "calibrated without the fidelity measurement"
         return None, f"{why} on this GPU: python -m harness calibrate --force measures it"
     if stored.get("replay_clock") != REPLAY_CLOCK:
-        return None, ("calibrated against the old graph replay (a flush-only graph subtracted, unreliable under 10 "
-                      "us): python -m harness calibrate --force measures it again")
+        return None, ("calibrated against an earlier graph replay (a flush-only graph subtracted, or in-graph event "
+                      "pairs: both unreliable under 10 us): python -m harness calibrate --force measures it again")
     try:
         bound = FidelityBound(float(stored["absolute_us"]), float(stored["relative"]), str(stored["measured_at"]))
     except (KeyError, TypeError, ValueError):

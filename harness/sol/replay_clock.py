@@ -1,25 +1,21 @@
-"""Graph replay, the clock the harness is held against: each flushed call timed inside one CUDA graph.
+"""Graph replay, the reference clock: each flushed call timed by %globaltimer stamps inside one CUDA graph.
 
 For a shape: POOL input sets are drawn (fresh inputs, as the harness gives) and one CUDA graph holds
-GROUPS groups of [read a 2x-L2 buffer, mark, custom_kernel(inputs_i), mark]; after each of REPLAYS
-replays every group's pair of marks is read. Nothing is subtracted: the flush lies outside every
-pair, so its own time and its variance (a 2x-L2 read, about 35 us on an H100) never enter a reading
-(the clock this replaced timed flush + call and subtracted a flush-only graph, and read 2.33 and 3.78
-us for one 2 us rung in two runs: docs/timing.md, "The residual error bound"). Two kinds of mark,
-each in its own graph so that neither clock sees the other's nodes:
+GROUPS groups of [read a 2x-L2 buffer, stamp, custom_kernel(inputs_i), stamp]; after each of REPLAYS
+replays every group's two stamps are read. The flush lies outside every pair, so its own time and its
+variance (a 2x-L2 read, about 35 us on an H100) never enter a reading. A stamp is a one-thread kernel
+writing %globaltimer (harness.sol.globaltimer): a pair also holds one kernel boundary of its own, so
+the pair with nothing between (``Floors.nothing_us``) is taken off every call. A trimmed mean, not a
+median: the timer may tick coarser than a short kernel, and over many calls the tick's phase averages
+out. Event-record nodes were the first reference and were dropped (docs/timing.md, "The reference
+clock, decided"): on an H100 each in-graph event pair read 2.1-2.6 us above the stamps on every kernel.
 
-- events: event-record nodes (``torch.cuda.Event(external=True)`` captured in the graph): the
-  reference reading, the median over every timed call;
-- stamps: a one-thread kernel writing %globaltimer (harness.sol.globaltimer): a reading with no
-  event in it. Its two marks are kernels, so each pair also holds one kernel boundary: the pair with
-  nothing between (``Floors.stamps_nothing_us``) is taken off. A trimmed mean, not a median: the
-  timer may tick coarser than a short kernel, and over many calls the tick's phase averages out.
-
-``Floors`` (once per clock) reads each pair with nothing and with an empty kernel between its marks:
-what the marks themselves cost, and how long an isolated empty launch reads on this clock.
-The flush reads, as the core's does (docs/timing.md, "The flush decided by measurement"). Nothing
-of the harness's timer, worker or core is used. Used by ``calibrate`` (harness.sol.fidelity) and
-scripts/graph_replay.py. GPU only; only the harness's own files are loaded here, never a contestant's.
+``Floors`` reads the pair with nothing and with an empty kernel between its stamps: what the stamps
+cost, and what one empty kernel reads on this clock (scripts/ncu_times.py holds ncu's reading of the
+same kernel against it). The flush reads, as the core's does (docs/timing.md, "The flush decided by
+measurement"). Nothing of the harness's timer, worker or core is used. Used by ``calibrate``
+(harness.sol.fidelity) and scripts/graph_replay.py. GPU only; only the harness's own files are
+loaded here, never a contestant's.
 """
 
 from __future__ import annotations
@@ -44,23 +40,25 @@ TRIM = 0.1
 
 @dataclass(frozen=True)
 class Reading:
-    """One shape by the replay clock, in us."""
+    """One shape by the replay clock, in us: the trimmed mean and the spread of every call's stamps, floor off."""
 
-    events_us: float
-    events_p10_us: float
-    events_p90_us: float
-    stamps_us: float
+    us: float
+    p10_us: float
+    p90_us: float
     calls: int
 
 
 @dataclass(frozen=True)
 class Floors:
-    """Each clock's pair of marks with nothing, and with an empty kernel, between them, in us."""
+    """The stamp pair with nothing, and with one empty kernel, between its two stamps, in us."""
 
-    events_nothing_us: float
-    events_empty_us: float
-    stamps_nothing_us: float
-    stamps_empty_us: float
+    nothing_us: float
+    empty_us: float
+
+    @property
+    def empty_kernel_us(self) -> float:
+        """What an empty kernel reads on this clock: the reading a call of one empty kernel gets."""
+        return self.empty_us - self.nothing_us
 
 
 def quantile(values: Sequence[float], fraction: float) -> float:
@@ -80,10 +78,10 @@ def stamp_pairs_us(slots: Sequence[int], groups: int) -> list[float]:
     return [(slots[2 * i + 1] - slots[2 * i]) / 1e3 for i in range(groups)]
 
 
-def reading_of(event_us: Sequence[float], stamp_us: Sequence[float], stamps_floor_us: float) -> Reading:
-    """Every timed call's event time and stamp difference, summarised; the stamps' floor taken off."""
-    return Reading(statistics.median(event_us), quantile(event_us, 0.1), quantile(event_us, 0.9),
-                   trimmed_mean(stamp_us) - stamps_floor_us, len(event_us))
+def reading_of(stamp_us: Sequence[float], floor_us: float) -> Reading:
+    """Every timed call's stamp difference less the stamps' floor, summarised."""
+    calls = [us - floor_us for us in stamp_us]
+    return Reading(trimmed_mean(calls), quantile(calls, 0.1), quantile(calls, 0.9), len(calls))
 
 
 def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any],
@@ -97,27 +95,21 @@ def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any],
 
 
 class ReplayClock:
-    """Times flushed calls by event pairs and by %globaltimer stamps inside CUDA graphs (one per clock)."""
+    """Times flushed calls by %globaltimer stamps around each call inside one CUDA graph."""
 
     def __init__(self, flush: Callable[[], Any] | None = None) -> None:
-        import torch
-
         from harness.sol.globaltimer import Stamper
 
         self.flush = flush or reading_flush()
-        try:
-            self._starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(GROUPS)]
-            self._ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(GROUPS)]
-        except TypeError as error:  # a torch older than event-record nodes in captured graphs
-            raise RuntimeError(f"torch {torch.__version__} has no torch.cuda.Event(external=True), which the replay "
-                               "clock needs to time inside a graph: install a newer torch") from error
         self._stamper = Stamper(2 * GROUPS)
         self._floors: Floors | None = None
 
-    def _replayed(self, calls: Sequence[Callable[[], Any]], before: Callable[[int], Any],
-                  after: Callable[[int], Any], read: Callable[[], list[float]]) -> list[float]:
+    def stamp_times_us(self, calls: Sequence[Callable[[], Any]]) -> list[float]:
+        """Each call's raw stamp difference (floor not taken off), over REPLAYS replays of one graph."""
         import torch
 
+        stamper = self._stamper
+        before, after = (lambda i: stamper.mark(2 * i)), (lambda i: stamper.mark(2 * i + 1))
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):  # JIT and allocations happen before capture
             capture_groups(calls, self.flush, before, after)
@@ -129,33 +121,19 @@ class ReplayClock:
         for _ in range(REPLAYS):
             graph.replay()
             torch.cuda.synchronize()
-            readings += read()
+            readings += stamp_pairs_us(stamper.read(), len(calls))
         return readings
 
-    def event_times_us(self, calls: Sequence[Callable[[], Any]]) -> list[float]:
-        pairs = list(zip(self._starts, self._ends))[:len(calls)]
-        return self._replayed(calls, lambda i: self._starts[i].record(), lambda i: self._ends[i].record(),
-                              lambda: [start.elapsed_time(end) * 1e3 for start, end in pairs])
-
-    def stamp_times_us(self, calls: Sequence[Callable[[], Any]]) -> list[float]:
-        stamper = self._stamper
-        return self._replayed(calls, lambda i: stamper.mark(2 * i), lambda i: stamper.mark(2 * i + 1),
-                              lambda: stamp_pairs_us(stamper.read(), len(calls)))
-
     def floors(self) -> Floors:
-        """Measured once per clock: the marks with nothing, and with torch's empty sleep kernel, between."""
-        import torch
-
+        """Measured once per clock: the stamps with nothing, and with the stamp module's empty kernel, between."""
         if self._floors is None:
-            nothing, empty = [lambda: None] * GROUPS, [lambda: torch.cuda._sleep(0)] * GROUPS
-            self._floors = Floors(statistics.median(self.event_times_us(nothing)),
-                                  statistics.median(self.event_times_us(empty)),
-                                  trimmed_mean(self.stamp_times_us(nothing)), trimmed_mean(self.stamp_times_us(empty)))
+            self._floors = Floors(trimmed_mean(self.stamp_times_us([lambda: None] * GROUPS)),
+                                  trimmed_mean(self.stamp_times_us([self._stamper.empty] * GROUPS)))
         return self._floors
 
     def time(self, kernel: Callable[[Any], Any], inputs: list[Any]) -> Reading:
         calls = [lambda data=data: kernel(data) for _ in range(ROUNDS) for data in inputs]
-        return reading_of(self.event_times_us(calls), self.stamp_times_us(calls), self.floors().stamps_nothing_us)
+        return reading_of(self.stamp_times_us(calls), self.floors().nothing_us)
 
 
 def load_shipped(path: Path) -> Callable[[Any], Any]:

@@ -5,12 +5,12 @@ file's own default first): on every benchmark shape of task.yml, the output of o
 checked against the problem's reference (expected output computed once per shape), then the
 call is timed by the replay clock (harness/sol/replay_clock.py, used as a library): POOL input
 sets, each call behind a reading L2 flush, captured in one CUDA graph and timed inside it by
-%globaltimer stamp kernels and by event-record nodes. The Python wrapper runs while the graph is
+%globaltimer stamp kernels. The Python wrapper runs while the graph is
 captured, never while it replays, so its host time cannot enter a reading: the clock this
 replaced (an event pair around each eager call) read the GEMM's 29 us shape as 75 us and the
 GEMV's 19 us shape as 46 us (H100, 2026-11-26). Ranked by the stamps (``us``; the clock that
-agreed with the harness within max(3%, 0.2 us) on every timing-ladder rung that day), the events'
-median, p10 and p90 beside them. Work a wrapper caches across calls on the same tensors (the
+agreed with the harness within max(3%, 0.2 us) on every timing-ladder rung that day), their p10
+and p90 beside them. Work a wrapper caches across calls on the same tensors (the
 grouped GEMM's per-group table) is done before capture and is in no reading; the harness, whose
 inputs are fresh every call, pays it. Prints, per configuration, each shape's microseconds and %
 of the device's speed of light (harness/sol, default convention), and the geometric mean; writes
@@ -126,13 +126,12 @@ def run_config(entry: Callable, config: dict, shapes: list, reference: Any, cloc
             row.update(check=ok, message=message)
             if ok:
                 reading = clock.time(lambda data: entry(data, **config), inputs)
-                row.update(us=round(reading.stamps_us, 3), events_us=round(reading.events_us, 3),
-                           events_p10_us=round(reading.events_p10_us, 3),
-                           events_p90_us=round(reading.events_p90_us, 3), calls=reading.calls, sol_us=round(sol_us, 3))
-                if reading.stamps_us > 0:
-                    row["pct_sol"] = round(100 * sol_us / reading.stamps_us, 1)
+                row.update(us=round(reading.us, 3), p10_us=round(reading.p10_us, 3),
+                           p90_us=round(reading.p90_us, 3), calls=reading.calls, sol_us=round(sol_us, 3))
+                if reading.us > 0:
+                    row["pct_sol"] = round(100 * sol_us / reading.us, 1)
                 else:
-                    row.update(check=False, message=f"the stamps read {reading.stamps_us:.3f} us: no time to rank")
+                    row.update(check=False, message=f"the stamps read {reading.us:.3f} us: no time to rank")
         except Exception as error:  # a configuration that does not compile, fit, capture or apply to a shape
             row.update(check=False, message=f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
         rows.append(row)
@@ -156,7 +155,7 @@ def tune_problem(problem: str, device: str, clock: Clock, deadline: float) -> di
             continue
         results.append(run_config(entry, config, shapes, reference, clock))
         cells = " ".join(
-            f"{r['us']}us ({r['pct_sol']}%, events {r['events_us']})" if r.get("check") and "us" in r
+            f"{r['us']}us ({r['pct_sol']}%, p10-p90 {r['p10_us']}-{r['p90_us']})" if r.get("check") and "us" in r
             else f"FAIL({r['message'][:60]})"
             for r in results[-1]["shapes"]
         )
@@ -187,7 +186,7 @@ def main() -> int:
     print(f"replay clock floors (us): {floors}", flush=True)
     report: dict[str, Any] = {
         "device": device,
-        "clock": "replay: us = %globaltimer stamps (trimmed mean, floor off); events_us = event-record nodes (median)",
+        "clock": "replay: us = %globaltimer stamps (trimmed mean, floor off), p10_us and p90_us their spread",
         "calls_per_shape": replay_clock.GROUPS * replay_clock.REPLAYS,
         "floors_us": dataclasses.asdict(floors),
         "problems": {},

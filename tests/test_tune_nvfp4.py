@@ -119,6 +119,9 @@ class SimGPU:
             def mark(self, index: int) -> None:
                 sim.submit(lambda t: self.slots.__setitem__(index, round((t + sim.STAMP_US / 2) * 1e3)) or sim.STAMP_US)
 
+            def empty(self) -> None:
+                sim.kernel(0.5)
+
             def read(self) -> list[int]:
                 return list(self.slots)
 
@@ -165,7 +168,7 @@ def test_host_time_of_the_wrapper_never_enters_a_reading(monkeypatch: pytest.Mon
         result = tune.run_config(entry, {"host_us": host_us}, shapes, FakeReference, clock)
         rows = result["shapes"]
         assert [row["us"] for row in rows] == [5.0, 120.0], host_us
-        assert [row["events_us"] for row in rows] == [5.0, 120.0], host_us
+        assert [(row["p10_us"], row["p90_us"]) for row in rows] == [(5.0, 5.0), (120.0, 120.0)], host_us
         assert [row["pct_sol"] for row in rows] == [50.0, 50.0]
         assert result["geomean_pct_sol"] == 50.0
     assert rows[0]["calls"] == 32 * 9  # every call of 9 replays of a graph of 32

@@ -120,7 +120,15 @@ def _carries(function: ast.AST, reads: set[int], helpers: set[str]) -> set[str]:
     return names
 
 
+def _rebound(node: ast.AST) -> set[str]:
+    """Names a comprehension inside ``node`` binds afresh: in ``[c for _, _, c in abc]`` the ``_`` is
+    not the function's ``_`` (a carried name there must not taint the comprehension's own)."""
+    return {n.id for comp in ast.walk(node) if isinstance(comp, ast.comprehension)
+            for n in ast.walk(comp.target) if isinstance(n, ast.Name)}
+
+
 def _holds(node: ast.AST, reads: set[int], helpers: set[str], names: set[str]) -> bool:
+    names = names - _rebound(node)
     for child in ast.walk(node):
         if id(child) in reads or (isinstance(child, ast.Name) and child.id in names):
             return True

@@ -145,6 +145,18 @@ def test_an_address_keyed_table_that_never_reaches_the_output_is_not_a_flag(tmp_
     assert static_read.read_path(tmp_path / "table.py").flags == []
 
 
+@pytest.mark.parametrize(("returned", "flagged"), [("[c for _, _, c in abc]", False), ("[c for c in _]", True)])
+def test_a_comprehension_rebinding_a_cached_name_is_its_own_name(tmp_path, returned, flagged):
+    """`table, tiles, _ = _table(...)` then `return [c for _, _, c in abc]`: the comprehension's `_` is
+    not the cached one (the grouped GEMM of 2026-11-26); returning the cached value itself still is."""
+    (tmp_path / "rebind.py").write_text(
+        "_TABLES = {}\n\n\ndef custom_kernel(data):\n    abc = data[0]\n"
+        "    table, tiles, _ = _TABLES[abc[0][0].data_ptr()]\n    launch(table, tiles)\n"
+        f"    return {returned}\n")
+    flags = static_read.read_path(tmp_path / "rebind.py").flags
+    assert [f.klass for f in flags] == ([FlagClass.POINTER_CACHE] if flagged else [])
+
+
 def test_an_address_sentinel_is_a_flag(tmp_path):
     (tmp_path / "sentinel.py").write_text(
         "_last = None\n_out = None\n\n\ndef custom_kernel(data):\n    global _last, _out\n"

@@ -75,3 +75,53 @@ def test_no_first_use_thread_beside_a_benchmark():
     finally:
         evaluation.close()
     assert events and not any(e.startswith("first use") for e in events)
+
+
+def _tests_run(sends_ahead: bool, failing: set[int]) -> tuple[list, list[str]]:
+    """Three tests on a CPU worker (two calls each), the check of the last call of the tests numbered
+    in ``failing`` failing; (results, events): each send ahead and each check's start and end."""
+    evaluation = _evaluation("test")
+    evaluation.warms_first_use, evaluation.sends_ahead = False, sends_ahead
+    cases = [{**evaluation.task.cpu_tests[0], "seed": seed} for seed in (11, 12, 13)]
+    events: list[str] = []
+    check, send_ahead = evaluation.checker.check, evaluation.checker.send_ahead
+
+    def checked(inputs, result, expected=None):
+        test = sum(e.endswith("starts") for e in events) // evaluation.test_calls
+        events.append(f"check {test} starts")
+        time.sleep(0.3)  # a slow reference: the worker runs the next test meanwhile
+        ok, message = check(inputs, result, expected)
+        events.append(f"check {test} ends")
+        last_call = sum(e == f"check {test} ends" for e in events) == evaluation.test_calls
+        return (False, "wrong on purpose") if test in failing and last_call else (ok, message)
+
+    def sent(session, case, timeout_s, buffers=""):
+        events.append(f"sent ahead {cases.index(case)}")
+        return send_ahead(session, case, timeout_s, buffers)
+
+    evaluation.checker.check, evaluation.checker.send_ahead = checked, sent
+    try:
+        results = evaluation.run([("test", case) for case in cases])
+    finally:
+        evaluation.close()
+    return results, events
+
+
+def test_the_next_test_runs_while_the_parent_checks_the_last():
+    results, events = _tests_run(sends_ahead=True, failing=set())
+    assert [r.status for r in results] == [Status.PASSED] * 3
+    # Test 1 left before test 0's last check began, test 2 before test 1's; none after the last test.
+    assert events.index("sent ahead 1") < events.index("check 0 starts", events.index("check 0 ends"))
+    assert events.index("sent ahead 2") < events.index("check 1 starts", events.index("check 1 ends"))
+    assert [e for e in events if e.startswith("sent")] == ["sent ahead 1", "sent ahead 2"]
+
+
+def test_verdicts_with_tests_sent_ahead_are_those_without():
+    """Test 0 fails after test 1 was sent (test 1 is still collected and judged); test 1 fails the
+    same way, and fail-fast stops test 2, which was in flight: never judged, as without."""
+    ahead, events = _tests_run(sends_ahead=True, failing={0, 1})
+    plain, _ = _tests_run(sends_ahead=False, failing={0, 1})
+    assert [(r.status, r.reason) for r in ahead] == [(r.status, r.reason) for r in plain]
+    assert [r.status for r in ahead] == [Status.FAILED, Status.FAILED, Status.NOT_RUN]
+    assert "wrong on purpose" in ahead[0].reason
+    assert "sent ahead 2" in events and "check 2 starts" not in events

@@ -300,3 +300,42 @@ def test_fp8_products_refuse_mismatched_k():
     ones = torch.full((4, 2), 127, dtype=torch.uint8).view(formats.E8M0)
     with pytest.raises(ValueError, match="disagree on K"):
         ops.mxfp8_mm(a, ones, b, ones[:, :1])
+
+
+# --- grouped products -------------------------------------------------------------------------
+
+UNIT_SCALE_BYTES = torch.arange(0x00, 0x39, dtype=torch.uint8)
+"""e4m3 scales 0..1: inside reference/block_kernel.py's exact bound, where any summation order is exact."""
+
+
+def groups_of(shapes: list[tuple[int, int, int, int]]) -> list[tuple[torch.Tensor, ...]]:
+    """(a, sfa, b, sfb) per (m, n, k, l), contest layouts, scales in [0, 1]."""
+    made = []
+    for index, (m, n, k, l) in enumerate(shapes):
+        a, sfa = contest_operand(m, k, l, seed=10 + index, scale_bytes=UNIT_SCALE_BYTES)
+        b, sfb = contest_operand(n, k, l, seed=50 + index, scale_bytes=UNIT_SCALE_BYTES)
+        made.append((a.view(formats.FP4), sfa, b.view(formats.FP4), sfb))
+    return made
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [[(40, 32, 64, 1), (132, 32, 64, 1), (8, 32, 64, 1)],  # one bucket: a grouped benchmark's case
+     [(12, 16, 32, 2), (20, 16, 32, 2), (4, 24, 32, 2), (16, 16, 48, 2)]],  # three buckets, L=2
+    ids=["shared-n-k", "mixed-L2"],
+)
+def test_grouped_product_is_the_per_group_decode_bit_for_bit(shapes):
+    groups = groups_of(shapes)
+    got = ops.grouped_block_scaled_mm(groups, finish=formats.round_to_fp16)
+    for (m, n, _, l), one, group in zip(shapes, got, groups):
+        alone = ops.block_scaled_mm(*group, backend="decode")
+        assert one.shape == (m, n, l) and one.dtype == torch.float16
+        assert torch.equal(one.view(torch.int16), formats.round_to_fp16(alone).view(torch.int16))
+        exact, _ = exact_product(*group)
+        assert torch.equal(ops.grouped_block_scaled_mm([group, group])[0], exact), "exact: the fsum oracle's bits"
+
+
+def test_grouped_product_rejects_mismatched_k_as_block_scaled_mm_does():
+    (a, sfa, _, _), (_, _, b, sfb) = groups_of([(8, 16, 32, 1), (8, 16, 48, 1)])
+    with pytest.raises(ValueError, match="disagree on K/2"):
+        ops.grouped_block_scaled_mm([(a, sfa, b, sfb), (a, sfa, b, sfb)])

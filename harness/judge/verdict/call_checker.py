@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
@@ -81,10 +82,19 @@ class CallChecker:
             return self.reference.check_implementation(inputs, result.output)
         return self.reference.check_implementation(inputs, result.output, expected=expected)
 
+    def send_ahead(self, session: WorkerSession, case: dict[str, Any], timeout_s: float, buffers: str = "") -> bool:
+        """Send ``case``'s first call (an untimed test's) now: the worker runs it while the parent
+        still checks the last one (``checked_call``'s ``then``); its own checked_call collects it.
+        False where the session did not send it (WorkerSession.send_ahead)."""
+        return session.send_ahead({**case, "seed": self.call_seed(case, 0)}, timeout_s, self.plain, buffers)
+
     def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
-                     stage: str, timeout_s: float, prefetch: bool = False, buffers: str = "") -> CallOutput:
+                     stage: str, timeout_s: float, prefetch: bool = False, buffers: str = "",
+                     then: Callable[[], None] | None = None) -> CallOutput:
         """One call and its check; ``prefetch``: the worker draws call index+1's inputs meanwhile;
-        ``buffers``: keep this call's input tensors, or refill the kept ones (WorkerSession.call)."""
+        ``buffers``: keep this call's input tensors, or refill the kept ones (WorkerSession.call);
+        ``then``: run once the reply is in and sealed, before the check (``send_ahead``): never
+        when the call itself failed, so a call that ends the case leaves nothing in flight."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
         # On the GPU the parent's copy of the inputs and the reference are launched only once the
@@ -106,6 +116,8 @@ class CallChecker:
         result = session.call(seeded, sleep_us, stage, timeout_s, self.plain, buffers, answered=answered)
         if not parent:  # a session that did not run it (the tests' scripted ones)
             answered()
+        if then is not None:
+            then()
         checking = time.perf_counter()
         ok, message = self.check(parent["inputs"], result, parent["expected"])
         spent = {**{k: 1e3 * v for k, v in result.phases_s.items()}, "draw": parent["draw"],

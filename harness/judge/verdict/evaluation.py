@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
@@ -73,6 +73,7 @@ class Evaluation:
         # The parent's own kernels warmed beside the worker's first test (warm_first_use); on the
         # CPU the checker already draws its copy on a thread while the worker runs.
         self.warms_first_use = device == "cuda"
+        self.sends_ahead = device == "cuda"  # the next test sent while one is checked (``ahead``)
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="first-use")
 
     @property
@@ -146,17 +147,28 @@ class Evaluation:
         except (UnknownDeviceError, DeviceTableError):  # no figure for this GPU: the report shows '-'
             return None
 
-    def run_test(self, session: WorkerSession, case: dict[str, Any]) -> CaseResult:
+    @property
+    def test_calls(self) -> int:
+        return CPU_TEST_CALLS if self.device == "cpu" else 1
+
+    @property
+    def first_test_buffers(self) -> str:
+        """A test's first call keeps its input tensors where a second call refills them."""
+        return "keep" if self.test_calls > 1 else ""
+
+    def run_test(self, session: WorkerSession, case: dict[str, Any], then: Callable[[], None] | None = None,
+                 ) -> CaseResult:
         """The test of one shape: one checked call; on the CPU a second one with new inputs written
-        into the first call's tensors (CPU_TEST_CALLS), which a GPU's timed calls do by themselves."""
+        into the first call's tensors (CPU_TEST_CALLS), which a GPU's timed calls do by themselves.
+        ``then``: run once the test's reply is in, before its check (the next test sent ahead)."""
         started = time.perf_counter()
-        calls = CPU_TEST_CALLS if self.device == "cpu" else 1
+        calls = self.test_calls
         with self.clock.phase("tests"):
             self.checker.checked_call(session, case, 0, 0.0, "the test", self.task.timeouts_s["test"],
-                                      buffers="keep" if calls > 1 else "")
+                                      buffers=self.first_test_buffers, then=then if calls == 1 else None)
             for index in range(1, calls):
                 self.checker.checked_call(session, case, index, 0.0, REPEAT_TEST, self.task.timeouts_s["call"],
-                                          buffers="refill")
+                                          buffers="refill", then=then if index == calls - 1 else None)
         spent = f"passed in {time.perf_counter() - started:.1f} s"
         return CaseResult("test", case, Status.PASSED, spent + (f" ({calls} calls)" if calls > 1 else ""))
 
@@ -189,6 +201,24 @@ class Evaluation:
             return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
         return None
 
+    def ahead(self, session: WorkerSession, kind: str, pending: list[tuple[str, dict[str, Any]]],
+              sent: list[dict[str, Any]]) -> Callable[[], None] | None:
+        """On the GPU (``sends_ahead``), a test followed by a test: what sends the next one once this one's reply is in,
+        so the worker runs it while the parent draws, computes and checks this one's expected output
+        (tests are not timed; the two may share the GPU). Verdicts keep their order: each test's is
+        decided by its own run_test; a stop discards the one in flight with the worker. Only where
+        the worker is alive when the reply is in (a worker dying after it is left to a fresh one)."""
+        if not self.sends_ahead or kind != "test" or not pending or pending[0][0] != "test":
+            return None
+        following = pending[0][1]
+
+        def send() -> None:
+            if session.alive() and self.checker.send_ahead(session, following, self.task.timeouts_s["test"],
+                                                           self.first_test_buffers):
+                sent.append(following)
+
+        return send
+
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
         results: list[CaseResult] = []
         pending = list(cases)
@@ -216,12 +246,15 @@ class Evaluation:
                     announced = True
                     if pending[0][0] == "test":  # beside the first test only (warm_first_use)
                         warming = self.warm_first_use(pending[0][1])
+                sent_ahead: list[dict[str, Any]] = []  # the next test, sent while this one is checked
                 while pending:
                     kind, case = pending.pop(0)
                     label = f"{kind} {case_text(case)}"
                     self.progress.working(label)
+                    ahead = self.ahead(session, kind, pending, sent_ahead)
                     try:
-                        outcome = self.run_test(session, case) if kind == "test" else self.run_benchmark(session, case)
+                        outcome = (self.run_test(session, case, ahead) if kind == "test"
+                                   else self.run_benchmark(session, case))
                     except WorkerFailure as failure:
                         outcome = self.judged_failure(kind, case, failure)
                     self.join_first_use(warming)
@@ -234,8 +267,9 @@ class Evaluation:
                             self.progress.note(f"{len(pending)} case(s) {stop}")
                         results += [CaseResult(k, c, Status.NOT_RUN, stop) for k, c in pending]
                         pending = []
-                    elif not session.alive():
+                    elif not session.alive() and not sent_ahead:
                         break  # the worker died with this case; a fresh one takes the rest
+                    sent_ahead.clear()  # a test sent ahead is collected by its own run_test, on this worker
         return results
 
 

@@ -77,6 +77,19 @@ def _reported_ms(spent: dict[str, Any]) -> dict[str, float]:
     return {str(k)[:20]: float(v) for k, v in list(spent.items())[:8] if type(v) in (int, float)}
 
 
+@dataclass(frozen=True)
+class _SentCall:
+    """A call request on its way: what was asked, its index (its MAC covers it) and when it left."""
+
+    case: dict[str, Any]
+    sleep_us: float
+    plain: bool
+    buffers: str
+    index: int
+    started: float
+    sent: float
+
+
 class WorkerSession:
     """The parent's conversation with one worker for one submission; use as a context manager."""
 
@@ -96,6 +109,7 @@ class WorkerSession:
         self._prepare_pending = False
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
+        self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
 
     def __enter__(self) -> WorkerSession:
         self.spawn()
@@ -140,10 +154,12 @@ class WorkerSession:
             raise WorkerFailure(Status.REJECTED, f"the core's key page was opened {supervision.unlocks()} times "
                                 f"for {self._macs} signed results (rule 'core': only the core's own MACs open it)")
 
-    def _expect(self, kind: type[R], stage: str, timeout_s: float) -> tuple[R, protocol.Received]:
-        """The reply of ``kind`` (and how it came), or the WorkerFailure that ended the request."""
+    def _expect(self, kind: type[R], stage: str, timeout_s: float,
+                spent_s: float = 0.0) -> tuple[R, protocol.Received]:
+        """The reply of ``kind`` (and how it came), or the WorkerFailure that ended the request;
+        ``spent_s``: the part of ``timeout_s`` already gone since the request was sent."""
         try:
-            message = self.worker.messages.get(timeout=timeout_s)
+            message = self.worker.messages.get(timeout=max(0.0, timeout_s - spent_s))
         except queue.Empty:
             self._supervised()
             stacks = self.worker.stacks()
@@ -207,6 +223,8 @@ class WorkerSession:
 
     def _request(self, request: messages.Request) -> None:
         """Send one request (its ``limit_s``, the parent's limit for the reply, arms the worker's watchdog)."""
+        if self._ahead is not None:  # its reply would be taken for an unrequested message
+            raise RuntimeError("a request was made while a call sent ahead is still unanswered")
         if self._prepare_pending:  # every request but a Prepare first collects the drawn inputs' reply
             self._await_prepared(self.task.timeouts_s["warmup"])
         self._ensure_quiet()
@@ -237,19 +255,39 @@ class WorkerSession:
         self.prepare(case)
         return self._await_prepared(timeout_s).placements
 
+    def _send_call(self, case: dict[str, Any], sleep_us: float, timeout_s: float, plain: bool,
+                   buffers: str) -> _SentCall:
+        index, self._next_index = self._next_index, self._next_index + 1
+        started = time.perf_counter()
+        self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
+                                    limit_s=timeout_s))
+        return _SentCall(case, sleep_us, plain, buffers, index, started, time.perf_counter())
+
+    def send_ahead(self, case: dict[str, Any], timeout_s: float, plain: bool = False, buffers: str = "") -> bool:
+        """Send the next call (an untimed test's: no sleep) now, while the parent still
+        judges the last one; the next ``call`` with the same arguments collects its reply instead of
+        sending. Not sent (False) where a reply is still unread or a message waits on the channel:
+        the next ``call`` then sends it itself and meets what is there as it does today."""
+        if self._ahead is not None or self._prepare_pending or not self.worker.messages.empty():
+            return False
+        self._ahead = self._send_call(case, 0.0, timeout_s, plain, buffers)
+        return True
+
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
         (the parent's GPU work for the check) proceeds while the CPU digests the outputs; its time
-        is not booked to ``seal``."""
-        index, self._next_index = self._next_index, self._next_index + 1
-        started = time.perf_counter()
-        self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
-                                    limit_s=timeout_s))
-        sent = time.perf_counter()
-        reply, received = self._expect(Output, stage, timeout_s)
+        is not booked to ``seal``. A call already sent (``send_ahead``) is collected; its time limit
+        counts from its sending."""
+        sent_call, self._ahead = self._ahead, None
+        if sent_call is not None and (sent_call.case, sent_call.sleep_us, sent_call.plain,
+                                      sent_call.buffers) != (case, sleep_us, plain, buffers):
+            raise RuntimeError(f"the call sent ahead ({sent_call.case}) is not the one asked for ({case})")
+        sent_call = sent_call or self._send_call(case, sleep_us, timeout_s, plain, buffers)
+        index, started, sent = sent_call.index, sent_call.started, sent_call.sent
+        reply, received = self._expect(Output, stage, timeout_s, time.perf_counter() - sent)
         tensors = received.tensors
         replied = time.perf_counter()
         if answered is not None:

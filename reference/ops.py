@@ -22,8 +22,6 @@ e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows
 from __future__ import annotations
 
 import importlib.util
-import itertools
-from collections.abc import Callable, Sequence
 from typing import Literal
 
 import torch
@@ -32,7 +30,7 @@ from reference.block_kernel import block_product
 from reference.formats import BLOCK_SIZE, E4M3, as_fp4
 from reference.fp8 import ACTIVATION_BLOCK, WEIGHT_BLOCK, dequantize_blockwise, dequantize_mxfp8
 from reference.layouts import ceil_div, to_blocked
-from reference.quantize import decode64
+from reference.quantize import dequantize
 
 Backend = Literal["decode", "blocks", "scaled_mm"]
 
@@ -56,8 +54,8 @@ def _batch_first(t: torch.Tensor) -> torch.Tensor:
 
 
 def _decode_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
-    a_values = decode64(_batch_first(a), _batch_first(sfa))
-    b_values = decode64(_batch_first(b), _batch_first(sfb))
+    a_values = dequantize(_batch_first(a), _batch_first(sfa)).double()
+    b_values = dequantize(_batch_first(b), _batch_first(sfb)).double()
     return torch.matmul(a_values, b_values.transpose(1, 2)).permute(1, 2, 0)
 
 
@@ -111,48 +109,6 @@ def block_scaled_mm(
     chosen = backend or pick_backend(a.device, b.shape[0])
     products = {"decode": _decode_product, "blocks": block_product, "scaled_mm": _scaled_mm_product}
     return products[chosen](a, sfa, b, sfb)
-
-
-Group = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-"""One product's (a, sfa, b, sfb), as ``block_scaled_mm`` takes them."""
-
-
-def grouped_block_scaled_mm(groups: Sequence[Group],
-                            finish: Callable[[torch.Tensor], torch.Tensor] = lambda c: c) -> list[torch.Tensor]:
-    """``[finish(block_scaled_mm(*group)) for group in groups]``, the float64 decode's bits, in few launches.
-
-    Groups whose B share a shape (a grouped GEMM's case: every group has the same N and K) are
-    decoded together: their A rows concatenated and their B stacked, each decoded in one pass
-    (``decode64``), every product written into one (L, sum of M, N) buffer and ``finish`` (the
-    problem's rounding) applied once to it; each group's result is a view of it. The decoded
-    values are the per-group decode's, and each group's float64 product is the same exact sum
-    (reference/block_kernel.py: every partial sum is a multiple of 2^-20 below 2^33 on every
-    shipped task, so no summation order rounds): the results are bit for bit the per-group ones
-    (tests/test_ops.py). One matrix product per group and batch, not a padded batched one: padding
-    every A to the largest M would add up to 2x the work of the float64 product, which dominates.
-    Groups the decode does not serve best (``pick_backend``) take ``block_scaled_mm`` one by one.
-    """
-    results: list[torch.Tensor] = [torch.empty(0)] * len(groups)
-    buckets: dict[tuple, list[int]] = {}
-    for index, (a, _, b, _) in enumerate(groups):
-        buckets.setdefault((tuple(b.shape), a.shape[1:], a.device), []).append(index)
-    for (b_shape, a_tail, device), members in buckets.items():
-        if pick_backend(device, b_shape[0]) != "decode" or len(members) == 1 or a_tail != b_shape[1:]:
-            for index in members:
-                results[index] = finish(block_scaled_mm(*groups[index]))
-            continue
-        picked = [groups[index] for index in members]
-        a_values = decode64(*(_batch_first(torch.cat([g[i] for g in picked])) for i in (0, 1)))
-        b_values = decode64(*(torch.stack([g[i] for g in picked]).permute(0, 3, 1, 2) for i in (2, 3)))
-        rows = list(itertools.accumulate((g[0].shape[0] for g in picked), initial=0))
-        out = torch.empty((a_values.shape[0], rows[-1], b_shape[0]), dtype=torch.float64, device=device)
-        for j, (start, stop) in enumerate(itertools.pairwise(rows)):
-            for batch in range(out.shape[0]):
-                torch.mm(a_values[batch, start:stop], b_values[j, batch].T, out=out[batch, start:stop])
-        finished = finish(out)
-        for index, (start, stop) in zip(members, itertools.pairwise(rows)):
-            results[index] = finished[:, start:stop].permute(1, 2, 0)
-    return results
 
 
 def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -8,15 +8,11 @@ block scales stay inside e4m3's range; dequantize multiplies it back.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from reference.formats import (
     BLOCK_SIZE,
     E2M1_MAX,
-    E2M1_VALUES,
-    as_bytes,
     decode_e2m1,
     decode_e4m3,
     encode_e2m1,
@@ -63,25 +59,3 @@ def dequantize(packed: torch.Tensor, scales: torch.Tensor, global_scale: float |
     if global_scale is not None:
         out = out * global_scale
     return out
-
-
-@functools.lru_cache(maxsize=16)
-def _byte_pairs(device: torch.device) -> torch.Tensor:
-    """(256, 2) float64: the two e2m1 values of each packed byte (low nibble first), on ``device`` once."""
-    values = torch.tensor(E2M1_VALUES, dtype=torch.float64)
-    return torch.stack((values.repeat(16), values.repeat_interleave(16)), dim=-1).to(device)
-
-
-def decode64(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """``dequantize(packed, scales).double()``, bit for bit, in three passes instead of nine.
-
-    Every e2m1 x e4m3 product is exact in float32 and float64 alike, so reading both nibbles of a
-    byte from one 256-entry float64 table and multiplying by the float64 scale in place gives the
-    same values without the int64 codes, the float32 copy and its widening (the float64 reference's
-    decode moved about 45 bytes an element; this one about 22)."""
-    k = 2 * packed.shape[-1]
-    if k != scales.shape[-1] * BLOCK_SIZE:
-        raise ValueError(f"{k} elements along K need {k // BLOCK_SIZE} scales, got {scales.shape[-1]}")
-    codes = as_bytes(packed).to(torch.int32)
-    values = _byte_pairs(codes.device)[codes].flatten(-2)
-    return _blocks(values).mul_(decode_e4m3(scales).double().unsqueeze(-1)).flatten(-2)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from reference import formats
-from reference.quantize import decode64, dequantize, quantize
+from reference.quantize import dequantize, quantize
 
 
 def random_blocks(rows: int, k: int, seed: int, decades: tuple[float, float] = (-2, 2.5)) -> torch.Tensor:
@@ -161,15 +161,3 @@ def test_shape_errors():
         dequantize(torch.zeros(2, 16, dtype=torch.uint8), torch.zeros(2, 1, dtype=formats.E4M3))
     with pytest.raises(ValueError):
         quantize(torch.tensor([[math.nan] * 16]))
-
-
-def test_decode64_is_dequantize_widened_bit_for_bit():
-    gen = torch.Generator().manual_seed(5)
-    packed = torch.randint(0, 256, (2, 40, 64), generator=gen, dtype=torch.uint8)
-    scales = torch.arange(256, dtype=torch.uint8).repeat(5)[: 2 * 40 * 8].reshape(2, 40, 8)  # every byte, NaN too
-    got = decode64(packed.view(formats.FP4), scales.view(formats.E4M3))
-    want = dequantize(packed, scales.view(formats.E4M3)).double()
-    assert got.dtype == torch.float64 and got.isnan().any()
-    assert torch.equal(got.view(torch.int64), want.view(torch.int64)), "same bits, signed zeros and NaNs included"
-    with pytest.raises(ValueError, match="need 8 scales, got 3"):
-        decode64(packed, scales[..., :3].view(formats.E4M3))

@@ -256,14 +256,15 @@ def open_dask_executor(address: str, device: str | None = None, progress: LineCa
         import distributed  # noqa: F401
     except ImportError:
         raise ClusterError("--cluster needs Dask distributed: pip install -e '.[cluster]'") from None
-    cluster, start_s = start_local_cluster(device) if address == "local" else (None, 0.0)
-    if cluster is not None:
-        from distributed import Client
-
-        client = Client(cluster, set_as_default=False)
+    if address == "local":
+        cluster, client, start_s = start_local_cluster(device)
     else:
-        client = _connect(address)
+        cluster, client, start_s = None, _connect(address), 0.0
     try:
+        if cluster is None:  # a local cluster's workers were set up as it started
+            from harness.execution.dask_worker_setup import PLUGIN_NAME, WorkerSetup
+
+            client.register_plugin(WorkerSetup(device), name=PLUGIN_NAME)
         workers = client.scheduler_info(n_workers=-1)["workers"]
         if not workers:
             raise ClusterError(f"--cluster {address}: no Dask workers are connected; start one per GPU "

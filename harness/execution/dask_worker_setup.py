@@ -1,0 +1,94 @@
+"""What every Dask worker does once, as it joins: the thread limits Dask set undone, a blank worker started.
+
+Why (issue 35: each job took 20-22 s on a two-GPU cluster against 16 s serially on the same host):
+
+- Dask's Nanny starts every worker process with OMP_NUM_THREADS, MKL_NUM_THREADS and
+  OPENBLAS_NUM_THREADS at 1 (its ``distributed.nanny.pre-spawn-environ``). ``host_share`` keeps a
+  thread count the organizer set, and could not tell Dask's from one: the evaluation's reference
+  and output check ran on one thread in the Dask worker, and so did its worker's compiled digest,
+  where the serial run uses the evaluation's share of the host. A value the Nanny's own
+  environment lacks came from Dask, not the organizer, and is removed here.
+- The first job on each worker started its evaluation worker cold (5.2 s on the H200s): a blank
+  one is started now, while the client is still checking the workers, and every job keeps one
+  ahead after it (``blank_workers.keep_one_ahead``, as ``run_job`` does).
+- The evaluator's modules (torch, the judge) are imported now, on a thread, not in the first job.
+
+``WorkerSetup`` is registered by the client on every worker, present and future (a worker the
+Nanny restarts runs it again), for a local cluster and a joined one alike. Imported only where
+Dask is installed (it imports distributed).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from harness.judge.worker_link import blank_workers, host_share
+from harness.judge.worker_link.worker_spawn import WorkerSpec
+
+PLUGIN_NAME = "nvfp4-worker-setup"
+
+
+def dask_thread_limits(environ: Mapping[str, str], nanny_environ: Mapping[str, str] | None,
+                       dask_values: Mapping[str, Any]) -> list[str]:
+    """The thread-count variables of ``environ`` that Dask's Nanny set, not the organizer: equal to
+    Dask's pre-spawn value and absent from the Nanny's own environment (None: no Nanny, so none)."""
+    if nanny_environ is None:
+        return []
+    return [name for name in host_share.THREAD_ENV
+            if name in dask_values and environ.get(name) == str(dask_values[name]) and name not in nanny_environ]
+
+
+def process_environ(pid: int) -> dict[str, str] | None:
+    """A process's environment as it started (Linux /proc), None where it cannot be read."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {name.decode(errors="replace"): value.decode(errors="replace") for name, value in pairs}
+
+
+def undo_dask_thread_limits() -> list[str]:
+    """Remove from this process's environment the thread limits the Nanny (its parent) put there."""
+    import dask
+
+    dask_values = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    removed = dask_thread_limits(os.environ, process_environ(os.getppid()), dask_values)
+    for name in removed:
+        del os.environ[name]
+    return removed
+
+
+def _import_evaluator() -> None:
+    import harness.judge.run  # noqa: F401  (torch and the judge: what run_job imports first)
+
+
+def prepare(device: str | None, busy: bool) -> None:
+    """This worker process, once: thread limits undone, a blank worker started for ``device`` (None:
+    the device this host would run), the evaluator's imports begun. ``busy``: a job already runs here,
+    so the blank worker makes no CUDA context before its Start (it would touch the GPU mid-timing)."""
+    undo_dask_thread_limits()
+    device = device or blank_workers.guess_device()
+    blank_workers.keep_one_ahead()
+    # On this (the worker's event loop) thread, which lives as long as the worker: the blank worker
+    # dies with the thread that started it (PR_SET_PDEATHSIG), so never on a short-lived one.
+    blank_workers.SHELF.put(WorkerSpec(device), warm=device == "cuda" and not busy)
+    threading.Thread(target=_import_evaluator, name="nvfp4-imports", daemon=True).start()
+
+
+class WorkerSetup(WorkerPlugin):
+    """``prepare`` on each worker as it joins the client's cluster."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, device: str | None) -> None:
+        self.device = device
+
+    def setup(self, worker: Any) -> None:
+        prepare(self.device, busy=bool(worker.state.executing_count))

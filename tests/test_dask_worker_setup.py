@@ -1,0 +1,118 @@
+"""Dask workers set up as they join (issue 35): Dask's thread limits undone, a blank worker waiting,
+and --cluster local started ahead of the parent's imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.execution import dask_executor, local_cluster
+from harness.execution.dask_worker_setup import dask_thread_limits
+from harness.judge.worker_link import host_share
+
+DASK = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1, "MALLOC_TRIM_THRESHOLD_": 65536}
+
+
+def test_only_the_limits_dask_set_are_undone():
+    environ = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "4"}
+    assert dask_thread_limits(environ, {}, DASK) == ["OMP_NUM_THREADS", "MKL_NUM_THREADS"]
+    # the organizer set OMP_NUM_THREADS=1 for the Nanny itself: theirs, kept
+    assert dask_thread_limits(environ, {"OMP_NUM_THREADS": "1"}, DASK) == ["MKL_NUM_THREADS"]
+    assert dask_thread_limits(environ, None, DASK) == []  # no Nanny's environment to tell by: kept
+    assert dask_thread_limits(environ, {}, {}) == []  # a Dask configured to set none
+
+
+def _fake_gpus(root: Path, models: list[str]) -> Path:
+    for index, model in enumerate(models):
+        (root / f"0000:0{index}:00.0").mkdir(parents=True)
+        (root / f"0000:0{index}:00.0" / "information").write_text(f"Model: \t\t {model}\nIRQ:   1\n")
+    return root
+
+
+def test_gpus_are_counted_without_torch_only_where_that_is_sure(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    two = _fake_gpus(tmp_path / "two", ["NVIDIA H100 80GB HBM3"] * 2)
+    slots = local_cluster.guessed_slots("cuda", two)
+    assert {name: env["CUDA_VISIBLE_DEVICES"] for name, env in slots.items()} == {"gpu0": "0", "gpu1": "1"}
+    assert slots["gpu0"][host_share.SHARE_ENV] == "2"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert {n: e["CUDA_VISIBLE_DEVICES"] for n, e in local_cluster.guessed_slots("cuda", two).items()} == {"gpu0": "1"}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5f1c")  # by UUID: torch must tell
+    assert local_cluster.guessed_slots("cuda", two) is None
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert local_cluster.guessed_slots("cuda", _fake_gpus(tmp_path / "mixed", ["NVIDIA H100", "NVIDIA L4"])) is None
+    assert local_cluster.guessed_slots("cuda", tmp_path / "none") is None
+    assert local_cluster.guessed_slots(None, tmp_path / "none") == local_cluster._cpu_slots()  # no driver: CPU
+
+
+def _on_worker():
+    import os
+
+    from harness.judge.worker_link import blank_workers, host_share
+
+    return (os.environ.get("OMP_NUM_THREADS"), host_share.thread_env(os.environ)["OMP_NUM_THREADS"],
+            [blank.process.poll() for blank in blank_workers.SHELF.waiting()], blank_workers.SHELF.ahead)
+
+
+def test_local_cluster_started_ahead_is_taken_with_the_hosts_share(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    local_cluster.start_ahead_for_command(["leaderboard", "--cluster", "local", "--device", "cpu"])
+    ahead = local_cluster._ahead
+    assert ahead is not None
+    ahead.thread.join()
+    cluster = ahead.started[0]
+    executor = dask_executor.open_executor("local", device="cpu")
+    try:
+        assert executor._cluster is cluster and local_cluster._ahead is None  # the one started ahead
+        found = executor.client.run(_on_worker)
+        parent_omp = os.environ.get("OMP_NUM_THREADS")
+    finally:
+        executor.close()
+    # each worker: no thread limit of Dask's (its Nanny set 1, in this process too), the host's share,
+    # a live blank worker and one kept ahead after each job
+    share = str(max(1, host_share.host_cpus() // len(found)))
+    assert parent_omp is None
+    assert sorted(found.values()) == [(None, share, [None], True)] * len(found)
+
+
+def test_only_cluster_local_starts_ahead():
+    for argv in (["leaderboard", "--cluster", "tcp://h:1"], ["leaderboard"], ["eval", "--cluster", "local"],
+                 ["serve", "--cluster", "local", "--help"]):
+        local_cluster.start_ahead_for_command(argv)
+        assert local_cluster._ahead is None, argv
+
+
+def test_a_joined_workers_dask_limits_are_undone(tmp_path):
+    """A worker started by hand (`dask worker`, its own Nanny): the plugin undoes the Nanny's limits."""
+    port = 18700 + os.getpid() % 500
+    here = Path(__file__).resolve().parent  # the worker imports this module for _on_worker
+    env = {**os.environ, host_share.SHARE_ENV: "1", "PYTHONPATH": f"{here.parent}{os.pathsep}{here}"}
+    env.pop("OMP_NUM_THREADS", None)
+    processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                   "--port", str(port), "--no-dashboard"], env=env, stderr=subprocess.DEVNULL)]
+    processes.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", f"tcp://127.0.0.1:{port}",
+                                       "--nthreads", "1", "--resources", "GPU=1", "--no-dashboard"],
+                                      env=env, stderr=subprocess.DEVNULL))
+    try:
+        executor = None
+        deadline = time.monotonic() + 60
+        while executor is None:
+            try:
+                executor = dask_executor.open_executor(f"tcp://127.0.0.1:{port}", device="cpu")
+            except dask_executor.ClusterError:  # not up yet, or no worker joined yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        try:
+            found = list(executor.client.run(_on_worker).values())
+        finally:
+            executor.close()
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    # Dask's 1 is gone; the worker's evaluations get the host's share (2 cores, one evaluation: 2)
+    assert found == [(None, str(host_share.host_cpus()), [None], True)]

@@ -4,8 +4,12 @@
 # scheduler, a Dask worker killed mid-run, and the submission service under load with a kill and
 # restart mid-queue, on one GPU and on two. Prints a table (wall, speed-up, the medians' largest
 # difference from the 1-GPU run, entries ranked once / lost / doubled, where the time went, the
-# per-GPU check, the service's answered-once count and throughput) and writes it to
-# $OUT/two_gpu.md; every log, database and page stays under $OUT.
+# per-GPU check, the service's answered-once count and throughput, each leaderboard run's phases
+# summed over its jobs) and writes it to $OUT/two_gpu.md. Every log, database, page and timeline goes
+# into $OUT/results-<first step>.tar.gz, packed again after each step (a call cut short keeps what
+# ran), since the device tool brings back only a few dozen files; beside it in $OUT only the small
+# summaries: steps.txt, walls.txt, cluster_scaling.json, two_gpu.md and two_gpu.json. Read it with
+# `tar -xzf results-build.tar.gz -C somewhere` (two_gpu_report.py runs on the unpacked folder too).
 #
 # Prepare here, once (the device has no package registry; 5.3 MB and 3.7 MB, measured 2026-11-26):
 #   for set in "cluster dask distributed" "service fastapi uvicorn python-multipart jinja2"; do
@@ -56,11 +60,21 @@
 # cluster has one worker per core.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/two-gpu-out}
+RESULTS=${OUT:-$PWD/two-gpu-out}  # what comes back: the tarball and the summaries
 DEVICE=${DEVICE:-cuda}
 STEPS=${STEPS:-build leaderboard kill service_1gpu service_2gpu table}
 WORK=$(mktemp -d)
-mkdir -p "$OUT"
+OUT=$WORK/out  # every step's files, packed into the tarball
+mkdir -p "$OUT" "$RESULTS"
+first=${STEPS%% *}
+keep_results() {  # after every step, and at the end however it comes
+  tar -czf "$RESULTS/results-$first.tar.gz" -C "$OUT" .
+  for file in steps.txt scaling/walls.txt scaling/cluster_scaling.json two_gpu.md two_gpu.json; do
+    [ -e "$OUT/$file" ] && cp "$OUT/$file" "$RESULTS/"
+  done
+  return 0
+}
+trap keep_results EXIT
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 source scripts/carried_wheels.sh
 export NVFP4_SECRET_SEED=${NVFP4_SECRET_SEED:-20261126}
@@ -85,7 +99,7 @@ ISSUE_FILE=${ISSUE_FILE:-submissions/nvfp4_gemv/torch_reference.py} ISSUE_SUBMIS
 ISSUE_USERS=${ISSUE_USERS:-10} ISSUE_ONE_GPU=${ISSUE_ONE_GPU:-24}
 SCHEDULER_FILE=${SCHEDULER_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
-say() { echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }
+say() { keep_results; echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }  # packs the steps before
 
 service_1gpu() {  # [timeout s]: clients still waiting then count as lost (the queue's rate stands)
   CUDA_VISIBLE_DEVICES=${ONE_GPU:-1} python3 scripts/service_load.py "$OUT/service_1gpu" --device "$DEVICE" \

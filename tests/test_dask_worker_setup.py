@@ -1,4 +1,4 @@
-"""Dask workers set up as they join (issue 35): Dask's thread limits undone, a blank worker waiting,
+"""Dask workers set up as they join (issue 35): the environment Dask set undone, a blank worker waiting,
 and --cluster local started ahead of the parent's imports."""
 
 from __future__ import annotations
@@ -10,19 +10,20 @@ import time
 from pathlib import Path
 
 from harness.execution import dask_executor, local_cluster
-from harness.execution.dask_worker_setup import dask_thread_limits
+from harness.execution.dask_worker_setup import dask_set_variables
 from harness.judge.worker_link import host_share
 
 DASK = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1, "MALLOC_TRIM_THRESHOLD_": 65536}
 
 
-def test_only_the_limits_dask_set_are_undone():
-    environ = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "4"}
-    assert dask_thread_limits(environ, {}, DASK) == ["OMP_NUM_THREADS", "MKL_NUM_THREADS"]
+def test_only_what_dask_set_is_undone():
+    environ = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "4",
+               "MALLOC_TRIM_THRESHOLD_": "65536", "PYTHONHASHSEED": "6640"}
+    assert dask_set_variables(environ, {}, DASK) == ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_"]
     # the organizer set OMP_NUM_THREADS=1 for the Nanny itself: theirs, kept
-    assert dask_thread_limits(environ, {"OMP_NUM_THREADS": "1"}, DASK) == ["MKL_NUM_THREADS"]
-    assert dask_thread_limits(environ, None, DASK) == []  # no Nanny's environment to tell by: kept
-    assert dask_thread_limits(environ, {}, {}) == []  # a Dask configured to set none
+    assert dask_set_variables(environ, {"OMP_NUM_THREADS": "1"}, DASK) == ["MKL_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_"]
+    assert dask_set_variables(environ, None, DASK) == []  # no Nanny's environment to tell by: kept
+    assert dask_set_variables(environ, {}, {}) == []  # a Dask configured to set none
 
 
 def _fake_gpus(root: Path, models: list[str]) -> Path:
@@ -53,7 +54,8 @@ def _on_worker():
 
     from harness.judge.worker_link import blank_workers, host_share
 
-    return (os.environ.get("OMP_NUM_THREADS"), host_share.thread_env(os.environ)["OMP_NUM_THREADS"],
+    return (os.environ.get("OMP_NUM_THREADS"), os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+            host_share.thread_env(os.environ)["OMP_NUM_THREADS"],
             [blank.process.poll() for blank in blank_workers.SHELF.waiting()], blank_workers.SHELF.ahead)
 
 
@@ -71,11 +73,11 @@ def test_local_cluster_started_ahead_is_taken_with_the_hosts_share(monkeypatch):
         parent_omp = os.environ.get("OMP_NUM_THREADS")
     finally:
         executor.close()
-    # each worker: no thread limit of Dask's (its Nanny set 1, in this process too), the host's share,
-    # a live blank worker and one kept ahead after each job
+    # each worker: neither Dask's thread limit (its Nanny set 1, in this process too) nor its trim
+    # threshold, the host's share, a live blank worker and one kept ahead after each job
     share = str(max(1, host_share.host_cpus() // len(found)))
     assert parent_omp is None
-    assert sorted(found.values()) == [(None, share, [None], True)] * len(found)
+    assert sorted(found.values()) == [(None, None, share, [None], True)] * len(found)
 
 
 def test_only_cluster_local_starts_ahead():
@@ -114,5 +116,5 @@ def test_a_joined_workers_dask_limits_are_undone(tmp_path):
         for process in processes:
             process.kill()
             process.wait()
-    # Dask's 1 is gone; the worker's evaluations get the host's share (2 cores, one evaluation: 2)
-    assert found == [(None, str(host_share.host_cpus()), [None], True)]
+    # Dask's 1 and trim threshold are gone; the worker's evaluations get the host's share (2 cores, one evaluation: 2)
+    assert found == [(None, None, str(host_share.host_cpus()), [None], True)]

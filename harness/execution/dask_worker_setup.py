@@ -1,13 +1,19 @@
-"""What every Dask worker does once, as it joins: the thread limits Dask set undone, a blank worker started.
+"""What every Dask worker does once, as it joins: the environment Dask set undone, a blank worker started.
 
 Why (issue 35: each job took 20-22 s on a two-GPU cluster against 16 s serially on the same host):
 
 - Dask's Nanny starts every worker process with OMP_NUM_THREADS, MKL_NUM_THREADS and
-  OPENBLAS_NUM_THREADS at 1 (its ``distributed.nanny.pre-spawn-environ``). ``host_share`` keeps a
-  thread count the organizer set, and could not tell Dask's from one: the evaluation's reference
-  and output check ran on one thread in the Dask worker, and so did its worker's compiled digest,
-  where the serial run uses the evaluation's share of the host. A value the Nanny's own
-  environment lacks came from Dask, not the organizer, and is removed here.
+  OPENBLAS_NUM_THREADS at 1 and MALLOC_TRIM_THRESHOLD_ at 65536 (its
+  ``distributed.nanny.pre-spawn-environ``), and every evaluation worker inherited them.
+  ``host_share`` keeps a thread count the organizer set and could not tell Dask's from one: the
+  evaluation's reference and output check ran on one thread in the Dask worker, and so did its
+  worker's compiled digest, where the serial run uses the evaluation's share of the host. The trim
+  threshold turns glibc's growing mmap threshold off: every host buffer over 128 KiB is a fresh
+  mmap, its pages faulted in again on each use (a 14 MB torch tensor made and filled: 15.4 ms
+  against 0.7 ms, this CPU machine). A variable the Nanny's own environment lacks came from Dask,
+  not the organizer: it is removed here (the evaluation workers start without it), and for the
+  malloc setting this process already runs with, its thresholds are set to glibc's dynamic limits.
+  ``--cluster local`` starts its workers without them in the first place (local_cluster).
 - The first job on each worker started its evaluation worker cold (5.2 s on the H200s): a blank
   one is started now, while the client is still checking the workers, and every job keeps one
   ahead after it (``blank_workers.keep_one_ahead``, as ``run_job`` does).
@@ -20,7 +26,9 @@ Dask is installed (it imports distributed).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,13 +42,20 @@ from harness.judge.worker_link.worker_spawn import WorkerSpec
 PLUGIN_NAME = "nvfp4-worker-setup"
 
 
-def dask_thread_limits(environ: Mapping[str, str], nanny_environ: Mapping[str, str] | None,
+DASK_SET = (*host_share.THREAD_ENV, "MALLOC_TRIM_THRESHOLD_")
+"""The variables of the Nanny's pre-spawn-environ undone here (the rest, PYTHONHASHSEED, changes no timing)."""
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's upper bound for its growing mmap threshold on 64-bit hosts
+TRIM_THRESHOLD_BYTES = 2 * MMAP_THRESHOLD_BYTES  # and its trim threshold as it grows (twice the mmap one)
+
+
+def dask_set_variables(environ: Mapping[str, str], nanny_environ: Mapping[str, str] | None,
                        dask_values: Mapping[str, Any]) -> list[str]:
-    """The thread-count variables of ``environ`` that Dask's Nanny set, not the organizer: equal to
+    """The variables of ``DASK_SET`` in ``environ`` that Dask's Nanny set, not the organizer: equal to
     Dask's pre-spawn value and absent from the Nanny's own environment (None: no Nanny, so none)."""
     if nanny_environ is None:
         return []
-    return [name for name in host_share.THREAD_ENV
+    return [name for name in DASK_SET
             if name in dask_values and environ.get(name) == str(dask_values[name]) and name not in nanny_environ]
 
 
@@ -54,14 +69,19 @@ def process_environ(pid: int) -> dict[str, str] | None:
     return {name.decode(errors="replace"): value.decode(errors="replace") for name, value in pairs}
 
 
-def undo_dask_thread_limits() -> list[str]:
-    """Remove from this process's environment the thread limits the Nanny (its parent) put there."""
+def undo_dask_environment() -> list[str]:
+    """Remove from this process's environment what the Nanny (its parent) put there; where that held
+    the trim threshold this process's malloc started with, set glibc's dynamic limits instead."""
     import dask
 
     dask_values = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
-    removed = dask_thread_limits(os.environ, process_environ(os.getppid()), dask_values)
+    removed = dask_set_variables(os.environ, process_environ(os.getppid()), dask_values)
     for name in removed:
         del os.environ[name]
+    if "MALLOC_TRIM_THRESHOLD_" in removed and sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
     return removed
 
 
@@ -70,10 +90,10 @@ def _import_evaluator() -> None:
 
 
 def prepare(device: str | None, busy: bool) -> None:
-    """This worker process, once: thread limits undone, a blank worker started for ``device`` (None:
+    """This worker process, once: Dask's environment undone, a blank worker started for ``device`` (None:
     the device this host would run), the evaluator's imports begun. ``busy``: a job already runs here,
     so the blank worker makes no CUDA context before its Start (it would touch the GPU mid-timing)."""
-    undo_dask_thread_limits()
+    undo_dask_environment()
     device = device or blank_workers.guess_device()
     blank_workers.keep_one_ahead()
     # On this (the worker's event loop) thread, which lives as long as the worker: the blank worker

@@ -106,7 +106,7 @@ def _start(slots: Slots, device: str | None) -> tuple[Any, Any, float]:
     import dask
     from distributed import Client, Nanny, Scheduler, SpecCluster
 
-    from harness.execution.dask_worker_setup import PLUGIN_NAME, WorkerSetup
+    from harness.execution.dask_worker_setup import DASK_SET, PLUGIN_NAME, WorkerSetup
 
     started = time.perf_counter()
     workers = {
@@ -115,9 +115,10 @@ def _start(slots: Slots, device: str | None) -> tuple[Any, Any, float]:
         for name, env in slots.items()
     }
     scheduler = {"cls": Scheduler, "options": {"dashboard": False, "allowed_failures": ALLOWED_FAILURES}}
-    # Each Nanny would set its worker's thread counts to 1, in this process's own environment too (its
-    # pre-spawn-environ): the workers size their pools to their share of the host (host_share) instead.
-    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": None for name in host_share.THREAD_ENV}):
+    # Each Nanny would set its worker's thread counts to 1 and glibc's trim threshold to 64 KiB, in this
+    # process's own environment too (its pre-spawn-environ; dask_worker_setup says what they cost): the
+    # workers size their pools to their share of the host (host_share) and keep glibc's defaults.
+    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": None for name in DASK_SET}):
         cluster = SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR,
                               name="nvfp4-leaderboard")
     client = Client(cluster, set_as_default=False)

@@ -23,6 +23,8 @@
 #                                      OUT=$OUT STEPS="build service_issue table" bash scripts/two_gpu_check.sh
 #                                      OUT=$OUT STEPS="build scheduler table" bash scripts/two_gpu_check.sh
 # (the scheduler and host_share steps fit together in one call: about 6.5 min)
+# Issue 35's speed-ups with each run's phases summed over its jobs, under 8 min on two H100s:
+#   command: OUT=$OUT STEPS="build leaderboard table" bash scripts/two_gpu_check.sh   (about 6 min)
 #
 # Steps (STEPS, default "build leaderboard kill service_1gpu service_2gpu table", in that order):
 #   build        the sealed timing core, in place (ranked runs need it; 3 s)
@@ -75,6 +77,7 @@ keep_results() {  # after every step, and at the end however it comes
   return 0
 }
 trap keep_results EXIT
+trap 'exit 143' TERM INT  # a call's timeout: the EXIT trap still packs what ran
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 source scripts/carried_wheels.sh
 export NVFP4_SECRET_SEED=${NVFP4_SECRET_SEED:-20261126}

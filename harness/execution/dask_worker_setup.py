@@ -112,3 +112,9 @@ class WorkerSetup(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         prepare(self.device, busy=bool(worker.state.executing_count))
+
+
+def set_up_workers(client: Any, device: str | None) -> None:
+    """Every worker of the client's scheduler, present and future, runs ``prepare`` as it joins (again
+    on the present ones after a scheduler's restart: it is idempotent)."""
+    client.register_plugin(WorkerSetup(device), name=PLUGIN_NAME)

@@ -106,7 +106,7 @@ def _start(slots: Slots, device: str | None) -> tuple[Any, Any, float]:
     import dask
     from distributed import Client, Nanny, Scheduler, SpecCluster
 
-    from harness.execution.dask_worker_setup import DASK_SET, PLUGIN_NAME, WorkerSetup
+    from harness.execution.dask_worker_setup import DASK_SET, set_up_workers
 
     started = time.perf_counter()
     workers = {
@@ -122,7 +122,7 @@ def _start(slots: Slots, device: str | None) -> tuple[Any, Any, float]:
         cluster = SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR,
                               name="nvfp4-leaderboard")
     client = Client(cluster, set_as_default=False)
-    client.register_plugin(WorkerSetup(device), name=PLUGIN_NAME)
+    set_up_workers(client, device)
     return cluster, client, time.perf_counter() - started
 
 

@@ -71,7 +71,8 @@ trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 workers_start=$EPOCHREALTIME
 for gpu in 0 1; do
   CUDA_VISIBLE_DEVICES=$gpu python3 -m distributed.cli.dask_worker "tcp://127.0.0.1:$PORT" --nthreads 1 \
-    --nworkers 1 --resources GPU=1 --name "loopback-gpu$gpu" --no-dashboard > "$OUT/worker$gpu.log" 2>&1 &
+    --nworkers 1 --resources GPU=1 --name "loopback-gpu$gpu" --no-dashboard \
+    --preload harness.execution.dask_worker_setup > "$OUT/worker$gpu.log" 2>&1 &
   PIDS+=($!)
 done
 python3 -c "

@@ -87,34 +87,55 @@ def test_only_cluster_local_starts_ahead():
         assert local_cluster._ahead is None, argv
 
 
-def test_a_joined_workers_dask_limits_are_undone(tmp_path):
-    """A worker started by hand (`dask worker`, its own Nanny): the plugin undoes the Nanny's limits."""
+def _named_on_worker(dask_worker):
+    """The worker's name, its blank worker's age (s) and ``_on_worker``'s findings."""
+    import time
+
+    from harness.judge.worker_link import blank_workers
+
+    return dask_worker.name, time.perf_counter() - blank_workers.SHELF.waiting()[0].started_at, _on_worker()
+
+
+def test_workers_started_by_hand_are_set_up_by_the_client_or_as_they_start(tmp_path):
+    """`dask worker` (its own Nanny): the client's plugin undoes the Nanny's environment and starts a
+    blank worker; with `--preload harness.execution.dask_worker_setup` that is done before any client."""
     port = 18700 + os.getpid() % 500
-    here = Path(__file__).resolve().parent  # the worker imports this module for _on_worker
+    here = Path(__file__).resolve().parent  # the worker imports this module for _named_on_worker
     env = {**os.environ, host_share.SHARE_ENV: "1", "PYTHONPATH": f"{here.parent}{os.pathsep}{here}"}
     env.pop("OMP_NUM_THREADS", None)
+    address = f"tcp://127.0.0.1:{port}"
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1", "--resources", "GPU=1",
+              "--no-dashboard", "--name"]
     processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                   "--port", str(port), "--no-dashboard"], env=env, stderr=subprocess.DEVNULL)]
-    processes.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", f"tcp://127.0.0.1:{port}",
-                                       "--nthreads", "1", "--resources", "GPU=1", "--no-dashboard"],
-                                      env=env, stderr=subprocess.DEVNULL))
+                                   "--port", str(port), "--no-dashboard"], env=env, stderr=subprocess.DEVNULL),
+                 subprocess.Popen([*worker, "by-hand"], env=env, stderr=subprocess.DEVNULL),
+                 subprocess.Popen([*worker, "preloaded", "--preload", "harness.execution.dask_worker_setup"],
+                                  env=env, stderr=subprocess.DEVNULL)]
     try:
-        executor = None
+        from distributed import Client
+
         deadline = time.monotonic() + 60
-        while executor is None:
+        while True:
             try:
-                executor = dask_executor.open_executor(f"tcp://127.0.0.1:{port}", device="cpu")
-            except dask_executor.ClusterError:  # not up yet, or no worker joined yet
+                with Client(address, timeout=5) as waiting:
+                    waiting.wait_for_workers(2, timeout=120)
+                break
+            except OSError:  # the scheduler is not up yet
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+        connected = time.monotonic()
+        executor = dask_executor.open_executor(address, device="cpu")
         try:
-            found = list(executor.client.run(_on_worker).values())
+            found = {name: (age, rest) for name, age, rest in executor.client.run(_named_on_worker).values()}
+            since_connected = time.monotonic() - connected
         finally:
             executor.close()
     finally:
         for process in processes:
             process.kill()
             process.wait()
-    # Dask's 1 and trim threshold are gone; the worker's evaluations get the host's share (2 cores, one evaluation: 2)
-    assert found == [(None, None, str(host_share.host_cpus()), [None], True)]
+    # Dask's 1 and trim threshold are gone; the evaluations get the host's share (one evaluation: every core)
+    assert {name: rest for name, (_, rest) in found.items()} == {
+        name: (None, None, str(host_share.host_cpus()), [None], True) for name in ("by-hand", "preloaded")}
+    assert found["by-hand"][0] < since_connected < found["preloaded"][0]  # its blank worker: at the client's setup

@@ -20,7 +20,9 @@ Why (issue 35: each job took 20-22 s on a two-GPU cluster against 16 s serially 
 - The evaluator's modules (torch, the judge) are imported now, on a thread, not in the first job.
 
 ``WorkerSetup`` is registered by the client on every worker, present and future (a worker the
-Nanny restarts runs it again), for a local cluster and a joined one alike. Imported only where
+Nanny restarts runs it again), for a local cluster and a joined one alike. A worker started by hand
+can run it as it starts, before any client connects (``dask worker --preload
+harness.execution.dask_worker_setup``: ``dask_setup``), so its first job finds all of it done. Imported only where
 Dask is installed (it imports distributed).
 """
 
@@ -112,6 +114,13 @@ class WorkerSetup(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         prepare(self.device, busy=bool(worker.state.executing_count))
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask's preload hook (``dask worker --preload harness.execution.dask_worker_setup``): ``prepare``
+    as the worker starts, for the device this host would run (a client's later setup is a no-op)."""
+    prepare(None, busy=False)
+    import harness.judge.run  # noqa: F401  (torch and the judge now, before the worker takes jobs)
 
 
 def set_up_workers(client: Any, device: str | None) -> None:

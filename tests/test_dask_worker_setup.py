@@ -139,3 +139,20 @@ def test_workers_started_by_hand_are_set_up_by_the_client_or_as_they_start(tmp_p
     assert {name: rest for name, (_, rest) in found.items()} == {
         name: (None, None, str(host_share.host_cpus()), [None], True) for name in ("by-hand", "preloaded")}
     assert found["by-hand"][0] < since_connected < found["preloaded"][0]  # its blank worker: at the client's setup
+
+
+def test_a_result_crosses_to_the_client_without_torch(tmp_path):
+    """A cluster's client unpickles every result on its event loop: a torch object in it (torch's
+    version was one) made the client import torch there, holding every other job's lines and result."""
+    from harness.execution.eval_job import EvalJob, run_job
+
+    job = EvalJob(key="k", problem="nvfp4_gemm", filename="wrong.py", device="cpu", secret_seed=5,
+                  source=b"def custom_kernel(data):\n    return None\n")
+    result = run_job(job)
+    assert result.device.get("torch")  # the version is there, as a plain string
+    (tmp_path / "result.pickle").write_bytes(__import__("cloudpickle").dumps(result))
+    loads = ("import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read()); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))")
+    found = subprocess.run([sys.executable, "-c", loads, str(tmp_path / "result.pickle")], capture_output=True,
+                           text=True, check=True, cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    assert found == "[]"

@@ -80,6 +80,19 @@ def test_local_cluster_started_ahead_is_taken_with_the_hosts_share(monkeypatch):
     assert sorted(found.values()) == [(None, None, share, [None], True)] * len(found)
 
 
+def test_a_cluster_started_ahead_for_other_workers_is_stopped(monkeypatch):
+    started, stopped = [], []
+    monkeypatch.setattr(local_cluster, "_start", lambda slots, device: started.append(slots) or ("c", "k", 1.0))
+    monkeypatch.setattr(local_cluster, "stop_local_cluster", lambda cluster, client: stopped.append(cluster))
+    guessed = {"gpu0": {"CUDA_VISIBLE_DEVICES": "0"}, "gpu1": {"CUDA_VISIBLE_DEVICES": "1"}}
+    assert local_cluster._Ahead(guessed, "cuda").take(dict(guessed)) == ("c", "k", 1.0) and not stopped
+    assert local_cluster._Ahead(guessed, "cuda").take({"gpu0": {"CUDA_VISIBLE_DEVICES": "0"}}) is None
+    assert stopped == ["c"]  # torch found one GPU of that model: the guess was wrong, its cluster stopped
+    ahead = local_cluster._Ahead(guessed, "cuda")
+    ahead.discard()  # the command failed before it opened its executor
+    assert stopped == ["c", "c"] and ahead.take(guessed) is None
+
+
 def test_only_cluster_local_starts_ahead():
     for argv in (["leaderboard", "--cluster", "tcp://h:1"], ["leaderboard"], ["eval", "--cluster", "local"],
                  ["serve", "--cluster", "local", "--help"]):

@@ -6,9 +6,10 @@
 # difference from the 1-GPU run, entries ranked once / lost / doubled, where the time went, the
 # per-GPU check, the service's answered-once count and throughput, each leaderboard run's phases
 # summed over its jobs) and writes it to $OUT/two_gpu.md. Every log, database, page and timeline goes
-# into $OUT/results-<first step>.tar.gz, packed again after each step (a call cut short keeps what
-# ran), since the device tool brings back only a few dozen files; beside it in $OUT only the small
-# summaries: steps.txt, walls.txt, cluster_scaling.json, two_gpu.md and two_gpu.json. Read it with
+# into $OUT/results-<first step>.tar.gz, packed again after each step and each leaderboard run (a
+# call cut short keeps what ran), since the device tool brings back only a few dozen files; beside
+# it in $OUT only the small summaries: steps.txt, walls.txt, cluster_scaling.json, two_gpu.md and
+# two_gpu.json. Read it with
 # `tar -xzf results-build.tar.gz -C somewhere` (two_gpu_report.py runs on the unpacked folder too).
 #
 # Prepare here, once (the device has no package registry; 5.3 MB and 3.7 MB, measured 2026-11-26):
@@ -68,14 +69,15 @@ STEPS=${STEPS:-build leaderboard kill service_1gpu service_2gpu table}
 WORK=$(mktemp -d)
 OUT=$WORK/out  # every step's files, packed into the tarball
 mkdir -p "$OUT" "$RESULTS"
-first=${STEPS%% *}
-keep_results() {  # after every step, and at the end however it comes
-  tar -czf "$RESULTS/results-$first.tar.gz" -C "$OUT" .
+export PACK_DIR=$OUT RESULTS PACK_NAME="results-${STEPS%% *}.tar.gz"
+keep_results() {  # before every step, after each leaderboard run (AFTER_RUN), and at the end however it comes
+  tar -czf "$RESULTS/$PACK_NAME.part" -C "$PACK_DIR" . && mv "$RESULTS/$PACK_NAME.part" "$RESULTS/$PACK_NAME"
   for file in steps.txt scaling/walls.txt scaling/cluster_scaling.json two_gpu.md two_gpu.json; do
-    [ -e "$OUT/$file" ] && cp "$OUT/$file" "$RESULTS/"
+    [ -e "$PACK_DIR/$file" ] && cp "$PACK_DIR/$file" "$RESULTS/"
   done
   return 0
 }
+export -f keep_results
 trap keep_results EXIT
 trap 'exit 143' TERM INT  # a call's timeout: the EXIT trap still packs what ran
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -131,7 +133,8 @@ if has leaderboard; then
     busy="$WORK/gpu1_busy"; touch "$busy"
     ( service_1gpu; rm -f "$busy" ) &
   fi
-  OUT="$OUT/scaling" DEVICE="$DEVICE" GPU1_BUSY_FILE="$busy" bash scripts/cluster_scaling.sh > "$OUT/scaling.log" 2>&1
+  OUT="$OUT/scaling" DEVICE="$DEVICE" GPU1_BUSY_FILE="$busy" AFTER_RUN=keep_results bash scripts/cluster_scaling.sh \
+    > "$OUT/scaling.log" 2>&1
   echo "cluster_scaling.sh: exit $?"; cat "$OUT/scaling/walls.txt" 2>/dev/null
   wait
 elif has service_1gpu; then

@@ -13,9 +13,10 @@ them: PR_SET_PDEATHSIG), then closes the cluster: 0.2 s there.
 
 Why the early start (issue 35: the cluster's first job began 5 s after the serial run's): ``python
 -m harness leaderboard|serve --cluster local`` starts the cluster on a thread before the parent
-imports torch (``start_ahead_for_command``), its workers and their blank workers beside those
-imports. The GPUs are then counted without torch (/proc), a guess: ``start_local_cluster`` takes
-that cluster only where its workers are the ones torch finds, else stops it and starts another.
+imports torch (``start_ahead_for_command``; Dask itself is imported first, on the main thread), its
+workers and their blank workers beside those imports. The GPUs are then counted without torch
+(/proc), a guess: ``start_local_cluster`` takes that cluster only where its workers are the ones
+torch finds, else stops it and starts another.
 """
 
 from __future__ import annotations
@@ -172,8 +173,13 @@ def start_ahead_for_command(argv: list[str]) -> None:
         return
     device = options.get("--device") or (blank_workers.guess_device() if argv[0] == "leaderboard" else None)
     slots = guessed_slots(device)
-    if slots:
-        _ahead = _Ahead(slots, device)
+    if not slots:
+        return
+    try:  # here, not on the thread: two threads importing one module graph can see it half made
+        import harness.execution.dask_worker_setup  # noqa: F401  (dask, distributed)
+    except ImportError:  # no cluster extra: the command says so itself
+        return
+    _ahead = _Ahead(slots, device)
 
 
 def start_local_cluster(device: str | None) -> tuple[Any, Any, float]:

@@ -16,9 +16,11 @@ def _install_hint(module: str) -> str:
 
 
 def _run() -> int:
+    from harness.execution.local_cluster import start_ahead_for_command
     from harness.judge.worker_link.blank_workers import prestart_for_command
 
     prestart_for_command(sys.argv[1:])  # `eval`'s worker starts now, beside the imports below (issue 33)
+    start_ahead_for_command(sys.argv[1:])  # and `--cluster local`'s workers (issue 35)
     from harness.commands.main import main
 
     return main()

@@ -11,7 +11,7 @@
 # comment line (so its own sha256), make the submissions. DEVICE=cpu runs the same on CPU workers
 # (a dry run of the script's logic). GPU_CHECK (default none: the runs measure scaling alone) is
 # passed as --gpu-check. GPU1_BUSY_FILE: while that file exists, the 2-GPU runs wait (another job
-# uses GPU 1 beside the serial run; scripts/two_gpu_check.sh).
+# uses GPU 1 beside the serial run; scripts/two_gpu_check.sh). AFTER_RUN: a command run after each run.
 #
 # Where the time goes (issue 35: --cluster local took 116.2 s against the TCP cluster's 93.5 s on
 # two H100s): every stderr line is stamped as it arrives, and scripts/cluster_timeline.py turns each
@@ -56,6 +56,7 @@ run() {  # name, then the extra arguments of python -m harness leaderboard
   python3 -c "print(f'$name wall {$end - $start:.1f} s, exit $rc')" | tee -a "$OUT/walls.txt"
   echo "{\"$name\": $(python3 -c "print($end - $start)")}" > "$OUT/$name.wall.json"
   python3 scripts/cluster_timeline.py "$OUT/$name.log" "$start" "$end" > "$OUT/$name.timeline.json"
+  ${AFTER_RUN:-true}  # a command run after each run (two_gpu_check.sh packs its results: a call cut short keeps them)
 }
 wait_for_gpu1() { while [ -n "${GPU1_BUSY_FILE:-}" ] && [ -e "$GPU1_BUSY_FILE" ]; do sleep 1; done; }
 
@@ -71,7 +72,8 @@ trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 workers_start=$EPOCHREALTIME
 for gpu in 0 1; do
   CUDA_VISIBLE_DEVICES=$gpu python3 -m distributed.cli.dask_worker "tcp://127.0.0.1:$PORT" --nthreads 1 \
-    --nworkers 1 --resources GPU=1 --name "loopback-gpu$gpu" --no-dashboard > "$OUT/worker$gpu.log" 2>&1 &
+    --nworkers 1 --resources GPU=1 --name "loopback-gpu$gpu" --no-dashboard \
+    --preload harness.execution.dask_worker_setup > "$OUT/worker$gpu.log" 2>&1 &
   PIDS+=($!)
 done
 python3 -c "

@@ -4,8 +4,13 @@
 # scheduler, a Dask worker killed mid-run, and the submission service under load with a kill and
 # restart mid-queue, on one GPU and on two. Prints a table (wall, speed-up, the medians' largest
 # difference from the 1-GPU run, entries ranked once / lost / doubled, where the time went, the
-# per-GPU check, the service's answered-once count and throughput) and writes it to
-# $OUT/two_gpu.md; every log, database and page stays under $OUT.
+# per-GPU check, the service's answered-once count and throughput, each leaderboard run's phases
+# summed over its jobs) and writes it to $OUT/two_gpu.md. Every log, database, page and timeline goes
+# into $OUT/results-<first step>.tar.gz, packed again after each step and each leaderboard run (a
+# call cut short keeps what ran), since the device tool brings back only a few dozen files; beside
+# it in $OUT only the small summaries: steps.txt, walls.txt, cluster_scaling.json, two_gpu.md and
+# two_gpu.json. Read it with
+# `tar -xzf results-build.tar.gz -C somewhere` (two_gpu_report.py runs on the unpacked folder too).
 #
 # Prepare here, once (the device has no package registry; 5.3 MB and 3.7 MB, measured 2026-11-26):
 #   for set in "cluster dask distributed" "service fastapi uvicorn python-multipart jinja2"; do
@@ -19,6 +24,8 @@
 #                                      OUT=$OUT STEPS="build service_issue table" bash scripts/two_gpu_check.sh
 #                                      OUT=$OUT STEPS="build scheduler table" bash scripts/two_gpu_check.sh
 # (the scheduler and host_share steps fit together in one call: about 6.5 min)
+# Issue 35's speed-ups with each run's phases summed over its jobs, under 8 min on two H100s:
+#   command: OUT=$OUT STEPS="build leaderboard table" bash scripts/two_gpu_check.sh   (about 6 min)
 #
 # Steps (STEPS, default "build leaderboard kill service_1gpu service_2gpu table", in that order):
 #   build        the sealed timing core, in place (ranked runs need it; 3 s)
@@ -56,11 +63,23 @@
 # cluster has one worker per core.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/two-gpu-out}
+RESULTS=${OUT:-$PWD/two-gpu-out}  # what comes back: the tarball and the summaries
 DEVICE=${DEVICE:-cuda}
 STEPS=${STEPS:-build leaderboard kill service_1gpu service_2gpu table}
 WORK=$(mktemp -d)
-mkdir -p "$OUT"
+OUT=$WORK/out  # every step's files, packed into the tarball
+mkdir -p "$OUT" "$RESULTS"
+export PACK_DIR=$OUT RESULTS PACK_NAME="results-${STEPS%% *}.tar.gz"
+keep_results() {  # before every step, after each leaderboard run (AFTER_RUN), and at the end however it comes
+  tar -czf "$RESULTS/$PACK_NAME.part" -C "$PACK_DIR" . && mv "$RESULTS/$PACK_NAME.part" "$RESULTS/$PACK_NAME"
+  for file in steps.txt scaling/walls.txt scaling/cluster_scaling.json two_gpu.md two_gpu.json; do
+    [ -e "$PACK_DIR/$file" ] && cp "$PACK_DIR/$file" "$RESULTS/"
+  done
+  return 0
+}
+export -f keep_results
+trap keep_results EXIT
+trap 'exit 143' TERM INT  # a call's timeout: the EXIT trap still packs what ran
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 source scripts/carried_wheels.sh
 export NVFP4_SECRET_SEED=${NVFP4_SECRET_SEED:-20261126}
@@ -85,7 +104,7 @@ ISSUE_FILE=${ISSUE_FILE:-submissions/nvfp4_gemv/torch_reference.py} ISSUE_SUBMIS
 ISSUE_USERS=${ISSUE_USERS:-10} ISSUE_ONE_GPU=${ISSUE_ONE_GPU:-24}
 SCHEDULER_FILE=${SCHEDULER_FILE:-submissions/nvfp4_gemv/triton_gemv.py}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
-say() { echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }
+say() { keep_results; echo "== $* ($(date -u +%FT%TZ))" | tee -a "$OUT/steps.txt"; }  # packs the steps before
 
 service_1gpu() {  # [timeout s]: clients still waiting then count as lost (the queue's rate stands)
   CUDA_VISIBLE_DEVICES=${ONE_GPU:-1} python3 scripts/service_load.py "$OUT/service_1gpu" --device "$DEVICE" \
@@ -114,7 +133,8 @@ if has leaderboard; then
     busy="$WORK/gpu1_busy"; touch "$busy"
     ( service_1gpu; rm -f "$busy" ) &
   fi
-  OUT="$OUT/scaling" DEVICE="$DEVICE" GPU1_BUSY_FILE="$busy" bash scripts/cluster_scaling.sh > "$OUT/scaling.log" 2>&1
+  OUT="$OUT/scaling" DEVICE="$DEVICE" GPU1_BUSY_FILE="$busy" AFTER_RUN=keep_results bash scripts/cluster_scaling.sh \
+    > "$OUT/scaling.log" 2>&1
   echo "cluster_scaling.sh: exit $?"; cat "$OUT/scaling/walls.txt" 2>/dev/null
   wait
 elif has service_1gpu; then

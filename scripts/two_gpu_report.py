@@ -4,6 +4,10 @@ From what the steps left under OUT: wall per configuration, speed-up against the
 medians' largest difference from it, the leaderboard entries ranked (or listed) once, lost and
 doubled (from the ledger, the stored runs and the pages themselves), where each run's time went,
 the per-GPU check, and the service's answered-once count and throughput on one GPU and on two.
+Then each leaderboard run's phases (issue 35: a job took 20-22 s on the cluster against 16 s
+serially): the sum over its jobs of every phase of ``RunResult.wall_s`` (harness.judge.verdict.wall_clock),
+and what the jobs' workers were busy beyond the evaluator's own seconds (the Dask worker's imports,
+the result's way back), so a run slower per job shows in which phase.
 
     python3 scripts/two_gpu_report.py OUT      -> OUT/two_gpu.md (printed too) and OUT/two_gpu.json
 """
@@ -16,6 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.judge.verdict.wall_clock import PHASES
+
+PARTS = ("submission_import", "worker_head_start", "supervisor", "supervisor_notifications")
+"""wall_s figures that are parts of a phase, or no part of the wall (wall_clock's docstring), summed too."""
 LISTS = ("ranking", "others", "not_rankable", "failed", "not_run")
 RANKED = ("ranking", "others")
 
@@ -54,6 +62,32 @@ def entries(db: Path, site: Path) -> dict[str, Any] | None:
     }
 
 
+def phase_split(db: Path) -> dict[str, Any] | None:
+    """The last leaderboard run's stored jobs: how many, their evaluator seconds, and each wall_s figure
+    summed over them (a job that never reached the evaluator, a harness failure, adds nothing)."""
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as connection:
+        ledger_run = connection.execute("SELECT MAX(id) FROM leaderboard_runs").fetchone()[0]
+        rows = connection.execute("SELECT elapsed_s, result_json FROM runs WHERE run_key LIKE ?",
+                                  (f"leaderboard/{ledger_run}/%",)).fetchall()
+    sums: dict[str, float] = {}
+    for _, result in rows:
+        for name, seconds in (json.loads(result).get("wall_s") or {}).items():
+            sums[name] = sums.get(name, 0.0) + seconds
+    return {"jobs": len(rows), "elapsed_s": sum(e or 0.0 for e, _ in rows),
+            "phases_s": {name: round(sums[name], 2) for name in (*PHASES, *PARTS) if name in sums}}
+
+
+def phases_of(db: Path, timeline: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``phase_split`` of a run, with its workers' busy seconds beyond the evaluator's (its timeline)."""
+    split = phase_split(db)
+    busy = sum(w["busy_s"] for w in ((timeline or {}).get("workers") or {}).values())
+    if split is not None and busy:
+        split["outside_evaluator_s"] = round(busy - split["elapsed_s"], 2)
+    return split
+
+
 def where_time_went(timeline: dict[str, Any] | None) -> str:
     if not timeline:
         return ""
@@ -88,13 +122,15 @@ def leaderboard_rows(out: Path) -> list[dict[str, Any]]:
             note += f"; its workers started beforehand in {scaling['tcp_workers_start_s']:.1f} s (not in its wall)"
         rows.append({"run": label, "wall_s": wall, "speed_up": serial / wall if serial and wall else None,
                      "max_median_diff_pct": (scaling.get(name) or {}).get("max_median_deviation_pct"),
-                     **counts, "where": note})
+                     **counts, "where": note, "phases": phases_of(out / "scaling" / f"{name}.db", timelines.get(name))})
     kill_wall = (loaded(out / "kill" / "kill_2gpu.wall.json") or {}).get("kill_2gpu")
     counts = entries(out / "kill" / "kill_2gpu.db", out / "kill" / "site") or {}
     killed = (out / "kill" / "killed.txt").read_text().strip() if (out / "kill" / "killed.txt").exists() else "?"
+    timeline = loaded(out / "kill" / "kill_2gpu.timeline.json")
     rows.append({"run": "2 GPUs, --cluster local, a Dask worker SIGKILLed mid-run", "wall_s": kill_wall,
                  "speed_up": None, "max_median_diff_pct": None, **counts,
-                 "where": f"killed: {killed}; " + where_time_went(loaded(out / "kill" / "kill_2gpu.timeline.json"))})
+                 "where": f"killed: {killed}; " + where_time_went(timeline),
+                 "phases": phases_of(out / "kill" / "kill_2gpu.db", timeline)})
     restart = loaded(out / "scheduler" / "summary.json")
     if restart:
         rows.append({"run": "2 GPUs, TCP, the scheduler SIGKILLed and started again mid-run",
@@ -127,6 +163,23 @@ def service_rows(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def phase_table(lb: list[dict[str, Any]]) -> list[str]:
+    """Each leaderboard run's phases summed over its jobs (s), the same columns for every run."""
+    split = [(row["run"], row["phases"]) for row in lb if row.get("phases")]
+    if not split:
+        return []
+    names = [name for name in (*PHASES, *PARTS) if any(name in phases["phases_s"] for _, phases in split)]
+    lines = ["Phases summed over each run's jobs, s (RunResult.wall_s; 'busy beyond' is the workers' busy time "
+             "less the evaluator's: imports in the worker, the result's way back):", "",
+             "| run | jobs | evaluator | " + " | ".join(names) + " | busy beyond |", "|" + " --- |" * (len(names) + 4)]
+    for run, phases in split:
+        cells = [fmt(phases["phases_s"].get(name), ".0f" if name == "supervisor_notifications" else ".1f")
+                 for name in names]
+        lines.append(f"| {run} | {phases['jobs']} | {fmt(phases['elapsed_s'])} | " + " | ".join(cells) +
+                     f" | {fmt(phases.get('outside_evaluator_s'))} |")
+    return lines
+
+
 def markdown(lb: list[dict[str, Any]], service: list[dict[str, Any]]) -> str:
     lines = ["| run | wall s | speed-up | medians: largest diff from 1 GPU | entries | ranked once | listed once "
              "| lost | doubled | where the time went |", "|" + " --- |" * 10]
@@ -135,6 +188,7 @@ def markdown(lb: list[dict[str, Any]], service: list[dict[str, Any]]) -> str:
                      f"{fmt(row['max_median_diff_pct'], '.2f', '%')} | {row.get('entries', '-')} | "
                      f"{row.get('ranked_once', '-')} | {row.get('listed_once', '-')} | {row.get('lost', '-')} | "
                      f"{row.get('doubled', '-')} | {row['where']} |")
+    lines += ["", *phase_table(lb)]
     agreement = next((row.get("gpu_agreement") for row in lb if row.get("gpu_agreement")), None)
     if agreement:
         lines += ["", "GPU check (one file, same seed, on each GPU): " + "; ".join(

@@ -143,6 +143,7 @@ class DaskExecutor:
             raise ClusterError("the local Dask cluster's scheduler is gone")
         self.client = _connect(self.address)
         self._subscribe()
+        set_up_workers(self.client, self.device)
 
     def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
         """Jobs finished since the last call, waiting up to ``timeout_s`` for one. While jobs wait
@@ -178,6 +179,8 @@ class DaskExecutor:
         with self._lock:
             if any(future.status == "cancelled" for future in done):
                 self._subscribe()  # a restarted scheduler knows no subscription (sent once it is back)
+                if self.address is not None:  # nor the plugin its new workers need
+                    set_up_workers(self.client, self.device)
             for future in done:
                 job = self._pending.pop(future)
                 lost = future.status == "cancelled"
@@ -256,14 +259,13 @@ def open_dask_executor(address: str, device: str | None = None, progress: LineCa
         import distributed  # noqa: F401
     except ImportError:
         raise ClusterError("--cluster needs Dask distributed: pip install -e '.[cluster]'") from None
-    cluster, start_s = start_local_cluster(device) if address == "local" else (None, 0.0)
-    if cluster is not None:
-        from distributed import Client
-
-        client = Client(cluster, set_as_default=False)
+    if address == "local":
+        cluster, client, start_s = start_local_cluster(device)
     else:
-        client = _connect(address)
+        cluster, client, start_s = None, _connect(address), 0.0
     try:
+        if cluster is None:  # a local cluster's workers were set up as it started
+            set_up_workers(client, device)
         workers = client.scheduler_info(n_workers=-1)["workers"]
         if not workers:
             raise ClusterError(f"--cluster {address}: no Dask workers are connected; start one per GPU "
@@ -290,6 +292,13 @@ def open_dask_executor(address: str, device: str | None = None, progress: LineCa
         started = f" (started in {start_s:.1f} s)" if cluster is not None else ""
         progress(f"cluster {address}: {count} worker(s) with {model}, one job per worker at a time{started}")
     return DaskExecutor(client, chosen, kind, model, progress, cluster, None if cluster is not None else address)
+
+
+def set_up_workers(client: Any, device: str | None) -> None:
+    """dask_worker_setup's, imported on use (it imports distributed, which this module does only on use)."""
+    from harness.execution.dask_worker_setup import set_up_workers as register  # imports distributed
+
+    register(client, device)
 
 
 def _limit_failures(count: int, dask_scheduler: Any = None) -> None:

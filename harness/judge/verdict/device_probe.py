@@ -32,8 +32,10 @@ def read_clocks(index: int = 0) -> dict[str, object]:
 
 def describe_device(device: str, index: int) -> dict[str, Any]:
     """``RunResult.device``: the CPU, or GPU ``index``'s name, capability, SMs, L2, memory and clocks."""
+    # str(): torch's TorchVersion would make whoever unpickles the result import torch (a cluster's
+    # client did, on its event loop, holding every other job's result and line for seconds: issue 35)
     info: dict[str, Any] = {"type": device, "name": torch.cuda.get_device_name(index) if device == "cuda" else "cpu",
-                            "torch": torch.__version__}
+                            "torch": str(torch.__version__)}
     if device == "cuda":
         props = torch.cuda.get_device_properties(index)
         info.update(capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,

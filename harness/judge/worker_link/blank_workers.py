@@ -103,14 +103,14 @@ def prestart_for_command(argv: list[str]) -> None:
     a killed blank worker."""
     if not argv or argv[0] != "eval" or {"-h", "--help"} & set(argv):
         return
-    options = dict(_option_values(argv[1:]))
+    options = dict(option_values(argv[1:]))
     if options.get("--mode") == "sanitize":
         return
-    device = options.get("--device") or _guess_device()
+    device = options.get("--device") or guess_device()
     SHELF.put(WorkerSpec(device), warm=device == "cuda")
 
 
-def _option_values(args: list[str]) -> list[tuple[str, str]]:
+def option_values(args: list[str]) -> list[tuple[str, str]]:
     """('--name', value) pairs, both as '--name value' and '--name=value'."""
     pairs = []
     for at, arg in enumerate(args):
@@ -132,7 +132,7 @@ def stopped_below(pid: int) -> bool:
     return state in ("T", "t") or any(stopped_below(int(child)) for child in children)
 
 
-def _guess_device() -> str:
+def guess_device() -> str:
     """cuda where the NVIDIA driver's device node exists and CUDA_VISIBLE_DEVICES hides nothing."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return "cpu"

@@ -25,6 +25,7 @@
 #include "python_hooks.h"
 #include "sealed_outputs.h"
 #include "sha256.h"
+#include "staged_inputs.h"
 
 #define MAX_OUTPUT_BYTES (1ULL << 31)
 #define MAX_OUTPUTS 64
@@ -149,7 +150,8 @@ static PyObject *output_entries(const output_view *views, int count, const uint8
 
 /* After custom_kernel returned (the hidden page closed, the collector off): the outputs read, the end
  * event, copies, second clock, digest and MAC. Returns the worker's answer, or NULL with an error. */
-static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_start) {
+static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_start,
+                           const staged_operand *staged, int staged_count) {
     output_view views[MAX_OUTPUTS];
     int count = 0, exposed = 0, unfinished = 0;
     size_t total = 0;
@@ -173,6 +175,9 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     const char *hook = failed ? NULL : watching_hook(&core.probes, 0);
     if (hook) snprintf(detail, sizeof detail, "%s", hook);
     why = hook ? "hooks" : NULL;
+    int changed = failed || why || !staged_count ? 0 : inputs_changed(core.on_gpu, staged, staged_count);
+    failed = failed || changed < 0;
+    why = changed > 0 ? "inputs" : why;
     overhead = ST->overhead_us;
     if (core.on_gpu) time_us = clock.event_us - overhead;
     if (!failed && !why) {
@@ -197,14 +202,24 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     return answer;
 }
 
-/* time_call(data, index, seed, sleep_us): see the file's comment. Indexes only grow, and calls do
- * not nest (no MAC for a replay). A refused call is answered (kind, result, why) with no MAC. */
+/* time_call(data, index, seed, sleep_us[, staged, kept]): see the file's comment. Indexes only grow, and
+ * calls do not nest (no MAC for a replay). A refused call is answered (kind, result, why) with no MAC.
+ * ``staged``: the call's tensors (every one of ``data``, in order), into which the core decrypts the
+ * parent's staged inputs for this index before the window opens (staged_inputs.c); ``kept``: a bit per
+ * tensor that custom_kernel must leave unchanged (its operands, not its output buffers): after the call
+ * the core refuses one where such a tensor changed ("inputs"). */
 static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
-    PyObject *data, *kernel, *result, *answer = NULL;
+    PyObject *data, *kernel, *result, *answer = NULL, *operands = Py_None;
     long long index;
-    unsigned long long seed;
+    unsigned long long seed, kept = 0;
     double sleep_us;
-    if (!PyArg_ParseTuple(args, "OLKd", &data, &index, &seed, &sleep_us)) return NULL;
+    staged_operand staged[MAX_STAGED];
+    int staged_count = 0;
+    if (!PyArg_ParseTuple(args, "OLKd|OK", &data, &index, &seed, &sleep_us, &operands, &kept)) return NULL;
+    /* Read through the captured torch entry points before the hidden page opens (they are Python). */
+    if (operands != Py_None && (!core.keyed || describe_operands(&core.hooks, core.on_gpu, operands, kept, staged,
+                                                                 &staged_count)))
+        return core.keyed ? NULL : PyErr_Format(PyExc_RuntimeError, "time_call: not initialized");
     /* From here to the MAC no collection runs: one would call the submission's gc.callbacks and
      * finalizers while the outputs are read (s11_gc_callback_in_window.py). */
     int collector_was_on = PyGC_Disable();
@@ -227,7 +242,8 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     ST->last_index = index;
     ST->busy = 1;
     kernel = ST->kernel;
-    if (core.on_gpu && open_window(sleep_us)) {
+    if ((staged_count && stage_inputs(ST->stage_key, index, core.on_gpu, staged, staged_count)) ||
+        (core.on_gpu && open_window(sleep_us))) {
         ST->busy = 0;
         hidden_close();
         goto done;
@@ -237,13 +253,14 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     result = PyObject_CallOneArg(kernel, data);
     PyGC_Disable(); /* custom_kernel may have turned it back on */
     if (result) {
-        answer = seal_call(index, seed, result, host_start);
+        answer = seal_call(index, seed, result, host_start, staged, staged_count);
     } else {
         release_call();
         clear_thread_hooks();
     }
     Py_XDECREF(result);
 done:
+    release_operands(staged, staged_count);
     if (collector_was_on) PyGC_Enable();
     return answer;
 }
@@ -305,6 +322,8 @@ static PyMethodDef methods[] = {
     {"time_call", sealed_time_call, METH_VARARGS, "Time one call of the bound kernel; returns a sealed result."},
     {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
     {"map_outputs", map_outputs, METH_VARARGS, "Take the parent's output file: large outputs go there, not the pipe."},
+    {"map_inputs", map_inputs, METH_VARARGS, "Take the parent's staging file: ranked calls' inputs, encrypted."},
+    {"chacha20", chacha20_bytes, METH_VARARGS, "ChaCha20 (RFC 8439) over bytes (self-test)."},
     {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
     {"sha256_backend", sealed_sha256_backend, METH_NOARGS, "'sha-ni' or 'portable': which SHA-256 digests and signs results."},
     {"digest_threads", sealed_digest_threads, METH_NOARGS, "Threads hashing an output (OMP_NUM_THREADS, 1..8; self-test)."},

@@ -73,7 +73,8 @@ class Prepared:
 @dataclass(frozen=True)
 class Call:
     """One call of ``custom_kernel`` (``plain``: sanitize mode, no timer, no flush, no seal; ``buffers``:
-    "keep" this call's input tensors, or "refill" the kept ones with this call's inputs)."""
+    "keep" this call's input tensors, or "refill" the kept ones with this call's inputs; ``staged``:
+    its inputs are the parent's, decrypted by the worker's core)."""
 
     KIND: ClassVar[str] = "call"
     case: dict[str, Any]
@@ -82,6 +83,9 @@ class Call:
     plain: bool = False
     buffers: str = ""
     limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+    # Ranked: the inputs are the parent's, encrypted in its staging file for this index; ``case`` then
+    # holds the case's public seed, which the worker draws the tensors' layout from (input_stage).
+    staged: bool = False
 
 
 @dataclass(frozen=True)

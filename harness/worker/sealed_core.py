@@ -87,8 +87,18 @@ class SealedTimer:
         _sealed.map_outputs(fd, output_file.FILE_MIN_BYTES)
 
     @staticmethod
-    def time_call(data: Any, index: int, seed: int, sleep_us: float) -> tuple[Any, ...]:
-        return _sealed.time_call(data, index, seed, sleep_us)
+    def map_inputs(fd: int) -> None:
+        """Hand the core the parent's staging file (read-only): staged calls' inputs, encrypted."""
+        _sealed.map_inputs(fd)
+
+    @staticmethod
+    def time_call(data: Any, index: int, seed: int, sleep_us: float, staged: list[Any] | None = None,
+                  kept: int = 0) -> tuple[Any, ...]:
+        """``staged``: every tensor of ``data``, into which the core decrypts the call's staged inputs;
+        ``kept``: a bit per tensor custom_kernel must leave unchanged (sealed.c: time_call)."""
+        if staged is None:
+            return _sealed.time_call(data, index, seed, sleep_us)
+        return _sealed.time_call(data, index, seed, sleep_us, staged, kept)
 
     @staticmethod
     def recheck(nonce: bytes) -> tuple[float, float, float, bytes]:

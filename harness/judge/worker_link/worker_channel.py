@@ -21,7 +21,7 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
-from harness.judge.worker_link import compile_cache, seal
+from harness.judge.worker_link import compile_cache, input_stage, seal
 from harness.judge.worker_link.worker_process import WorkerProcess
 
 R = TypeVar("R")
@@ -237,17 +237,28 @@ class WorkerSession:
         self.prepare(case)
         return self._await_prepared(timeout_s).placements
 
+    def stages(self) -> bool:
+        """Whether this session can stage a call's inputs (input_stage): a sealed worker with a staging file."""
+        spawned = self.worker.spawned
+        return self.sealed and spawned is not None and spawned.stage is not None
+
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
-             plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None) -> CallOutput:
+             plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None,
+             staged: Any = None) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
         (the parent's GPU work for the check) proceeds while the CPU digests the outputs; its time
-        is not booked to ``seal``."""
+        is not booked to ``seal``. ``staged``: the call's inputs, drawn by the parent (``case`` then
+        carries the public seed the worker draws the layout from): written encrypted for this index,
+        and the MAC's seed is 0 (the worker never learns the call's seed)."""
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
+        if staged is not None:
+            assert self.worker.spawned is not None and self.worker.spawned.stage is not None
+            input_stage.stage(self.worker.spawned.stage, input_stage.stage_key(self.worker.key), index, staged)
         self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
-                                    limit_s=timeout_s))
+                                    limit_s=timeout_s, staged=staged is not None))
         sent = time.perf_counter()
         reply, received = self._expect(Output, stage, timeout_s)
         tensors = received.tensors
@@ -256,7 +267,8 @@ class WorkerSession:
             answered()
         sealing = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
-            self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, reply,
+            seed = 0 if staged is not None else int(case["seed"])
+            self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
                                                   received.entries, tensors))
             self._count_mac()
         phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}

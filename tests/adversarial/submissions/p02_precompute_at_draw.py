@@ -1,10 +1,10 @@
 """Pure Python, no ctypes: compute each call's answer while the worker draws its inputs, untimed.
 
-A KNOWN HOLE (docs/security.md, "Inputs are drawn in the worker's Python"): the worker draws a
-call's inputs with Python code the submission can reach (here: the worker instance's `reference`
-attribute, swapped for a proxy), before the compiled core starts its timer. The proxy runs the
-honest kernel on the fresh inputs right there; custom_kernel then only hands back the stored
-answer. This row expects the attack to pass, so the suite notices the day it stops working.
+Ranked (issue 40), the worker never learns a call's seed: it draws the tensors' layout under the
+case's public seed, and the compiled core decrypts the parent's staged inputs into them inside the
+call (docs/security.md, "Staged inputs"), so the proxy solves the public draw and custom_kernel's
+stored answer fails the check. In benchmark mode, whose seeds are public, the hole stays open (the
+worker draws the real inputs; no staging can close it there).
 """
 
 import types

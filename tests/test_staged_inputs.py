@@ -1,0 +1,90 @@
+"""Staged inputs (issue 40): the core's ChaCha20 against RFC 8439's vectors, and a ranked call's inputs
+drawn by the parent (harness.judge.worker_link.input_stage) arriving in the core's call only there."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from harness.judge.worker_link import input_stage
+from harness.worker import _sealed
+
+REPO = Path(__file__).resolve().parent.parent
+SUNSCREEN = (b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, "
+             b"sunscreen would be it.")
+SUNSCREEN_ENCRYPTED = bytes.fromhex(  # RFC 8439 section 2.4.2
+    "6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afccfd9fae0b"
+    "f91b65c5524733ab8f593dabcd62b3571639d624e65152ab8f530c359f0861d8"
+    "07ca0dbf500d6a6156a38e088a22b65e52bc514d16ccf806818ce91ab7793736"
+    "5af90bbf74a35be6b40b8eedf2785e42874d")
+ZERO_KEYSTREAM = bytes.fromhex(  # RFC 8439 appendix A.2, test vector 1
+    "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7"
+    "da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586")
+
+
+def test_the_core_cipher_matches_rfc_8439():
+    key, nonce = bytes(range(32)), bytes.fromhex("000000000000004a00000000")
+    assert _sealed.chacha20(key, nonce, 1, SUNSCREEN) == SUNSCREEN_ENCRYPTED
+    assert _sealed.chacha20(key, nonce, 1, SUNSCREEN_ENCRYPTED) == SUNSCREEN
+    assert _sealed.chacha20(bytes(32), bytes(12), 0, bytes(64)) == ZERO_KEYSTREAM
+
+
+def test_the_parent_encrypts_what_the_core_decrypts():
+    """input_stage's file: each tensor's storage from a block boundary, under that block's counter."""
+    key, index = os.urandom(32), 7
+    tensors = [torch.arange(100, dtype=torch.int16), torch.randn(3, 5)]
+    fd, read_only = input_stage.new_stage_file()
+    try:
+        input_stage.stage(fd, key, index, tuple(tensors))
+        at = 0
+        for tensor in tensors:
+            plain = tensor.numpy().tobytes()
+            encrypted = os.pread(read_only, len(plain), at)
+            assert _sealed.chacha20(key, input_stage.nonce(index), at // 64, encrypted) == plain
+            at += -(-len(plain) // 64) * 64
+        assert at == 256 + 64
+        try:
+            os.pwrite(read_only, b"x", 0)
+            raise AssertionError("the worker's end of the staging file is writable")
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
+        os.close(read_only)
+
+
+STAGED_CALLS = """
+import torch
+from harness.judge.worker_link import input_stage, seal, worker_spawn
+from harness.worker import sealed_core
+key, read_fd = worker_spawn.new_key_pipe()
+timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
+fd, read_only = input_stage.new_stage_file()
+timer.map_inputs(read_only)
+seen = []
+def kernel(data):
+    a, out = data
+    seen.append(a.clone())
+    if a[0] == 4:  # a cheat: changes its input
+        a.add_(1)
+    return out.copy_(a * 2)
+timer.bind(lambda _: type("S", (), {"custom_kernel": staticmethod(kernel)}), "x")
+def call(index, staged_for, first):
+    secret = torch.arange(first, first + 8, dtype=torch.float32)
+    input_stage.stage(fd, input_stage.stage_key(key), staged_for, (secret, torch.full((8,), float("nan"))))
+    public = (torch.zeros(8), torch.full((8,), float("nan")))
+    answer = timer.time_call(public, index, 0, 0.0, list(public), 0b01)
+    return answer[0], bool(torch.equal(seen[-1], secret))
+print(call(1, 1, 100))  # the parent's inputs reach custom_kernel
+print(call(2, 3, 200))  # another index's ciphertext: noise
+print(call(4, 4, 4))    # custom_kernel changes its operand: refused
+"""
+
+
+def test_the_core_decrypts_each_index_once_and_refuses_changed_inputs():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", STAGED_CALLS], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:3] == ["('ok', True)", "('ok', False)", "('inputs', True)"]

@@ -108,7 +108,10 @@ int stage_inputs(const uint8_t key[32], long long index, int on_gpu, const stage
     if (reserve(total)) return -1;
     /* No kernel of the submission's runs while the plaintext lands (one left running could watch the
      * inputs' memory and solve the call before the hold); the GIL keeps its Python from launching more. */
-    if (on_gpu) CUI(cu.CtxSynchronize(), "waiting for the GPU before staging the inputs");
+    if (on_gpu) {
+        CUI(cu.CtxSetCurrent(core.context), "cuCtxSetCurrent");
+        CUI(cu.CtxSynchronize(), "waiting for the GPU before staging the inputs");
+    }
     for (size_t at = 0, i = 0; i < (size_t)count; at += aligned(operands[i].nbytes), i++) {
         chacha20_xor(key, nonce, (uint32_t)(at / STAGE_ALIGN), staging.base + at, staging.plain + at, operands[i].nbytes);
         if (!on_gpu) memcpy((void *)(uintptr_t)operands[i].pointer, staging.plain + at, operands[i].nbytes);

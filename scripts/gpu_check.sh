@@ -48,7 +48,7 @@
 #               acceptance on one H100 call: bash scripts/gpu_check.sh build fidelity ncu
 #   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
-#               ADVERSARIAL_PART=K/N runs one N-th of them
+#               ADVERSARIAL_PART=K/N runs one N-th of them; ADVERSARIAL_ONLY=p02,s00 only rows naming these
 #   window      issue 40's timed window: the four NVFP4 Triton baselines ranked against run 13's medians
 #               (within 2%) and the timed-window adversarial rows with their twins
 #               (scripts/window_check.py; WINDOW_PART=baselines or rows splits it across two calls)
@@ -194,7 +194,7 @@ for step in $steps; do
         ${FIDELITY_FILES:-} ;;
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" \
-                   --part "${ADVERSARIAL_PART:-1/1}" ;;
+                   --part "${ADVERSARIAL_PART:-1/1}" ${ADVERSARIAL_ONLY:+--only "$ADVERSARIAL_ONLY"} ;;
     window) run_step window python3 scripts/window_check.py "$WORK/window" --part "${WINDOW_PART:-all}" ;;
     sanitize) run_step sanitize sanitize_all ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \

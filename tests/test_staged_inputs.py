@@ -1,15 +1,18 @@
-"""Staged inputs (issue 40): the core's ChaCha20 against RFC 8439's vectors, and a ranked call's inputs
-drawn by the parent (harness.judge.worker_link.input_stage) arriving in the core's call only there."""
+"""Ranked inputs out of the worker's Python (issue 40): the core's ChaCha20 against RFC 8439's vectors, a
+CPU call's inputs drawn by the parent (harness.judge.worker_link.input_stage) arriving in the core's call
+only there, and what a GPU's drawn calls rest on: the core's stream keys and the seed's mask."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from harness.judge.worker_link import input_stage
 from harness.worker import _sealed
+from problems.shared.counter_rng import stream_keys
 
 REPO = Path(__file__).resolve().parent.parent
 SUNSCREEN = (b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, "
@@ -80,6 +83,13 @@ def call(index, staged_for, first):
 print(call(1, 1, 100))  # the parent's inputs reach custom_kernel
 print(call(2, 3, 200))  # another index's ciphertext: noise
 print(call(4, 4, 4))    # custom_kernel changes its operand: refused
+for attempt in (lambda: sealed_core._sealed.add_draw(0, [(1, bytes(32), [(16, b"a")])]),
+                lambda: timer.time_call((torch.zeros(8),), 5, 0, 0.0, draw=0, sealed=bytes(8))):
+    try:
+        attempt()
+        print("accepted")
+    except RuntimeError as error:
+        print(error)
 """
 
 
@@ -87,4 +97,24 @@ def test_the_core_decrypts_each_index_once_and_refuses_changed_inputs():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run([sys.executable, "-c", STAGED_CALLS], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split("\n")[:3] == ["('ok', True)", "('ok', False)", "('inputs', True)"]
+    assert run.stdout.split("\n")[:5] == ["('ok', True)", "('ok', False)", "('inputs', True)",
+                                          "add_draw: the core is not initialized on a GPU",
+                                          "time_call: a drawn call needs a GPU and an 8-byte sealed seed"]
+
+
+@pytest.mark.parametrize("seed", [0, 7, 20260101, 2**63 + 5, 2**64 - 1])
+def test_the_core_derives_the_generators_stream_keys(seed):
+    """A drawn call's keys come from the core's BLAKE2b: the same as counter_rng's for any seed and name."""
+    for name in ("a", "sfb", "sfa3", "x" * 40):
+        assert _sealed.stream_keys(seed, name.encode()) == stream_keys(seed, name)
+
+
+def test_the_seed_reaches_the_core_masked_once_per_index():
+    """The parent's mask is the first 8 bytes of the core's HMAC under the staging key, per call index:
+    the core recovers the seed; the same seed reads differently at another index."""
+    key, seed = os.urandom(32), 2**63 + 12345
+    sealed = {index: input_stage.sealed_seed(key, index, seed) for index in (3, 4)}
+    for index, masked in sealed.items():
+        pad = _sealed.hmac_sha256(input_stage.stage_key(key), b"seed:" + index.to_bytes(8, "little"))
+        assert int.from_bytes(masked, "little") ^ int.from_bytes(pad[:8], "little") == seed
+    assert sealed[3] != sealed[4] and seed.to_bytes(8, "little") not in sealed.values()

@@ -87,10 +87,13 @@ class CallChecker:
         ``buffers``: keep this call's input tensors, or refill the kept ones (WorkerSession.call)."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
-        # Ranked: the worker never learns the seed. The parent draws the inputs now, before the call
-        # (waited for: nothing of the parent's runs beside a timed call), and stages them encrypted; the
-        # worker draws only the layout, under the case's public seed (input_stage).
-        staged = self.secret is not None and not self.plain and session.stages()
+        # Ranked: the worker never learns the seed. On a GPU its core draws the inputs from a graph captured
+        # before the import, under the seed sent masked for it (drawn); on the CPU the parent draws them now,
+        # before the call (waited for: nothing of the parent's runs beside a timed call), and stages them
+        # encrypted, the worker drawing only the layout under the case's public seed (input_stage).
+        ranked = self.secret is not None and not self.plain
+        drawn = ranked and session.draws(case)
+        staged = ranked and not drawn and session.stages()
         parent: dict[str, Any] = {}
         if staged:
             started = time.perf_counter()
@@ -106,13 +109,14 @@ class CallChecker:
 
         def answered() -> None:
             started = time.perf_counter()
-            if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
+            if prefetch and not drawn:  # the worker draws the next call's inputs (untimed) while this is checked
                 session.prepare(case if staged else {**case, "seed": self.call_seed(case, index + 1)})
             parent["inputs"], parent["expected"] = self._expected(seeded, kept_key, drawing, parent.get("inputs"))
             parent["draw"] = parent.get("draw", 0.0) + 1e3 * (time.perf_counter() - started)
 
-        result = session.call(case if staged else seeded, sleep_us, stage, timeout_s, self.plain, buffers,
-                              answered=answered, staged=parent["inputs"] if staged else None)
+        result = session.call(case if staged or drawn else seeded, sleep_us, stage, timeout_s, self.plain, buffers,
+                              answered=answered, staged=parent["inputs"] if staged else None,
+                              drawn_seed=int(seeded["seed"]) if drawn else None)
         if "expected" not in parent:  # a session that did not run it (the tests' scripted ones)
             answered()
         checking = time.perf_counter()

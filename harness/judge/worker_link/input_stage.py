@@ -1,12 +1,14 @@
-"""Staged inputs: a ranked call's inputs, drawn by the parent and handed to the worker's core encrypted.
+"""Ranked calls' inputs out of the worker's Python: a GPU's seed masked for its core, a CPU's inputs staged.
 
-In ranked mode the worker never learns a timed call's seed: the parent draws the call's inputs itself
-(it draws them for its check anyway), encrypts every tensor's storage bytes with ChaCha20 under the
-run's staging key and a nonce naming the call index, and writes them into a sealed file it handed
-over at spawn (``new_stage_file``; the worker holds a read-only descriptor). The worker builds the
-call's tensors from a draw under the case's public seed, and its compiled core decrypts the real bytes
-into them inside ``time_call``, after the last Python of the submission's can run before the timer
-(harness/worker/csrc/staged_inputs.c; docs/security.md, "Staged inputs").
+In ranked mode the worker never learns a timed call's seed. On a GPU its compiled core draws the
+inputs itself, from the case's draw captured as a CUDA graph before the import; the parent sends each
+call's seed masked under the run's staging key (``sealed_seed``; harness/worker/csrc/drawn_inputs.c;
+docs/security.md, "Drawn inputs"). On the CPU, which has no graphs, the parent draws the call's inputs
+itself (it draws them for its check anyway), encrypts every tensor's storage bytes with ChaCha20 under
+the staging key and a nonce naming the call index, and writes them into a sealed file it handed over at
+spawn (``new_stage_file``; the worker holds a read-only descriptor). The worker builds the call's
+tensors from a draw under the case's public seed, and its compiled core decrypts the real bytes into
+them inside ``time_call`` (harness/worker/csrc/staged_inputs.c).
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ STAGE_KEY_LABEL = b"nvfp4 staged inputs"
 def stage_key(key: bytes) -> bytes:
     """The staging key, derived from the run's MAC key; it follows the MAC key through the key pipe."""
     return hmac.new(key, STAGE_KEY_LABEL, hashlib.sha256).digest()
+
+
+def sealed_seed(key: bytes, index: int, seed: int) -> bytes:
+    """Call ``index``'s seed as the worker's core reads it (drawn_inputs.c: replay_draw): XOR the first 8
+    bytes of HMAC-SHA256(staging key, "seed:" and the index), a pad used for that index only."""
+    pad = hmac.new(stage_key(key), b"seed:" + index.to_bytes(8, "little", signed=True), hashlib.sha256).digest()
+    return (seed ^ int.from_bytes(pad[:8], "little")).to_bytes(8, "little")
 
 
 def nonce(index: int) -> bytes:
@@ -64,15 +73,14 @@ def _storage_bytes(tensor: torch.Tensor) -> memoryview:
 
 def stage(fd: int, key: bytes, index: int, inputs: Any) -> None:
     """Write call ``index``'s inputs, encrypted, into the staging file: every tensor's whole storage,
-    each from the next multiple of STAGE_ALIGN, under block counter offset / STAGE_ALIGN. OpenSSL's
-    ChaCha20 (through ``cryptography``): GB/s, where numpy's would take a second for a GEMV's inputs."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms  # only where a call is staged
+    each from the next multiple of STAGE_ALIGN, under block counter offset / STAGE_ALIGN. The core's own
+    ChaCha20 (about 1 GB/s: a CPU's inputs are small; a GPU's are drawn by its core, ``sealed_seed``)."""
+    from harness.worker import _sealed  # built wherever a call is staged: only a sealed worker stages
 
     at = 0
     for tensor in tensors_of(inputs):
         plain = _storage_bytes(tensor)
-        counter = (at // STAGE_ALIGN).to_bytes(4, "little")
-        encrypted = Cipher(algorithms.ChaCha20(key, counter + nonce(index)), mode=None).encryptor().update(plain)
+        encrypted = _sealed.chacha20(key, nonce(index), at // STAGE_ALIGN, plain)
         written = 0
         while written < len(encrypted):
             written += os.pwrite(fd, memoryview(encrypted)[written:], at + written)

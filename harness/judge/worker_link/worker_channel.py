@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
-from harness.contract.task_spec import Task
+from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, input_stage, seal
 from harness.judge.worker_link.worker_process import WorkerProcess
 
@@ -95,6 +95,7 @@ class WorkerSession:
         self._next_index = 0
         self._prepare_pending = False
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
+        self._drawn: set[tuple] = set()  # the cases whose inputs the worker's core draws (start's ``draws``)
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
 
     def __enter__(self) -> WorkerSession:
@@ -181,15 +182,17 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "an unrequested message appeared on the result channel")
 
-    def start(self) -> Ready:
-        """Import the submission in the worker; returns the worker's Ready reply."""
+    def start(self, draws: list[dict[str, Any]] | None = None) -> Ready:
+        """Import the submission in the worker; returns the worker's Ready reply. ``draws``: the cases
+        whose ranked calls' inputs the worker's core will draw itself (a GPU's; captured before the import)."""
         limit_s = self.task.timeouts_s["import"]
         spawned = self.worker.spawned
         caches = compile_cache.owner_variables(spawned.cache_root, self.cache_owner, spawned.drop_to_uid) if (
             spawned is not None and spawned.cache_root is not None and self.cache_owner) else {}
         self.worker.send(messages.Start(device=self.device, reference_module=self.task.reference_module,
                                         task_py=str(self.task.task_py), submission=str(self.submission),
-                                        unsealed=self.unsealed, limit_s=limit_s, compile_cache=caches))
+                                        unsealed=self.unsealed, limit_s=limit_s, compile_cache=caches,
+                                        draws=list(draws or [])))
         ready, _ = self._expect(Ready, "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.
@@ -198,6 +201,7 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
         self.overhead_us = self.first_overhead_us = ready.overhead_us
+        self._drawn = {shape_text(case) for case in draws or []} if self.sealed else set()
         why = self.worker.supervision.not_armed()
         if why:
             self.worker.kill()
@@ -238,27 +242,37 @@ class WorkerSession:
         return self._await_prepared(timeout_s).placements
 
     def stages(self) -> bool:
-        """Whether this session can stage a call's inputs (input_stage): a sealed worker with a staging file."""
+        """Whether this session can stage a call's inputs (input_stage): a sealed CPU worker with a staging
+        file (a GPU worker's core draws them: ``draws``)."""
         spawned = self.worker.spawned
-        return self.sealed and spawned is not None and spawned.stage is not None
+        return self.sealed and self.device == "cpu" and spawned is not None and spawned.stage is not None
+
+    def draws(self, case: dict[str, Any]) -> bool:
+        """Whether this session's core draws ``case``'s inputs itself (its worker captured the draw at
+        Start: ``start(draws=...)``)."""
+        return self.sealed and shape_text(case) in self._drawn
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None,
-             staged: Any = None) -> CallOutput:
+             staged: Any = None, drawn_seed: int | None = None) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
         (the parent's GPU work for the check) proceeds while the CPU digests the outputs; its time
         is not booked to ``seal``. ``staged``: the call's inputs, drawn by the parent (``case`` then
         carries the public seed the worker draws the layout from): written encrypted for this index,
-        and the MAC's seed is 0 (the worker never learns the call's seed)."""
+        and the MAC's seed is 0 (the worker never learns the call's seed). ``drawn_seed``: the seed of a
+        call whose inputs the worker's core draws (``draws``); it travels masked for the core, which signs
+        it unmasked."""
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
         if staged is not None:
             assert self.worker.spawned is not None and self.worker.spawned.stage is not None
             input_stage.stage(self.worker.spawned.stage, input_stage.stage_key(self.worker.key), index, staged)
         self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
-                                    limit_s=timeout_s, staged=staged is not None))
+                                    limit_s=timeout_s, staged=staged is not None,
+                                    sealed_seed=b"" if drawn_seed is None else input_stage.sealed_seed(
+                                        self.worker.key, index, drawn_seed)))
         sent = time.perf_counter()
         reply, received = self._expect(Output, stage, timeout_s)
         tensors = received.tensors
@@ -267,7 +281,7 @@ class WorkerSession:
             answered()
         sealing = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
-            seed = 0 if staged is not None else int(case["seed"])
+            seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
             self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
                                                   received.entries, tensors))
             self._count_mac()

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cuda_driver.h"
+#include "drawn_inputs.h"
 #include "python_hooks.h"
 #include "sealed_outputs.h"
 
@@ -34,7 +35,9 @@ typedef struct {
     uint8_t *host_copy[2];
     size_t host_capacity;
     sigset_t saved_signals;                /* the caller's mask while the page is open */
-    uint8_t stage_key[KEY_BYTES];          /* the staged inputs' ChaCha20 key (staged_inputs.c) */
+    uint8_t stage_key[KEY_BYTES];          /* staged inputs' ChaCha20 key, drawn calls' seed mask (drawn_inputs.c) */
+    void *draws[MAX_DRAWS];                /* the captured draws (drawn_inputs.c: draw_plan), closed pages */
+    int draw_count;
 } hidden_state;
 
 /* Set by init before the submission exists, then read-only and sealed (core_pages.c: seal_core). */

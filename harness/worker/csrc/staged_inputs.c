@@ -1,10 +1,10 @@
-/* Staged inputs for harness._sealed: the parent draws each ranked call's inputs itself, encrypts every
- * operand's storage bytes with ChaCha20 under the run's staging key and a nonce naming the call index,
- * and writes them into a sealed file it handed over at spawn. The worker's Python builds the call's
- * tensors from a draw under a public seed; the core, inside time_call after its hook and mode probes,
- * decrypts the real bytes into them. No Python of the submission's runs between the decryption and
- * custom_kernel (the GIL is held, the collector off), and each index decrypts once: a call index the
- * core has timed is refused, another index gives noise. */
+/* Staged inputs for harness._sealed, the CPU's route (a GPU draws its inputs: drawn_inputs.c): the parent
+ * draws each ranked call's inputs itself, encrypts every operand's storage bytes with ChaCha20 under the
+ * run's staging key and a nonce naming the call index, and writes them into a sealed file it handed over
+ * at spawn. The worker's Python builds the call's tensors from a draw under a public seed; the core,
+ * inside time_call after its hook and mode probes, decrypts the real bytes into them. No Python of the
+ * submission's runs between the decryption and custom_kernel (the GIL is held, the collector off), and
+ * each index decrypts once: a call index the core has timed is refused, another index gives noise. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
@@ -13,15 +13,14 @@
 #include <sys/stat.h>
 
 #include "chacha20.h"
-#include "core_state.h"
 #include "staged_inputs.h"
 
 static struct {
     const uint8_t *base;   /* the file, mapped read-only */
     size_t size;
-    uint8_t *plain, *again; /* the last call's plaintext, and a read-back of the operands to compare */
+    uint8_t *plain;         /* the last call's plaintext, to compare the operands with after the call */
     size_t capacity;
-} staging = {NULL, 0, NULL, NULL, 0};
+} staging = {NULL, 0, NULL, 0};
 
 PyObject *map_inputs(PyObject *self, PyObject *args) {
     int fd;
@@ -39,7 +38,7 @@ PyObject *map_inputs(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-int describe_operands(const torch_hooks *hooks, int on_gpu, PyObject *operands, unsigned long long kept,
+int describe_operands(const torch_hooks *hooks, PyObject *operands, unsigned long long kept,
                       staged_operand *out, int *count) {
     PyObject *items = PySequence_Tuple(operands);
     if (!items) return -1;
@@ -66,8 +65,8 @@ int describe_operands(const torch_hooks *hooks, int on_gpu, PyObject *operands, 
         int is_cuda = flag ? PyObject_IsTrue(flag) : -1;
         Py_XDECREF(flag);
         failed = PyErr_Occurred() != NULL;
-        if (!failed && (is_cuda != on_gpu || (!op->pointer && op->nbytes))) {
-            PyErr_SetString(PyExc_ValueError, "a staged operand is not in memory on the core's device");
+        if (!failed && (is_cuda != 0 || (!op->pointer && op->nbytes))) {
+            PyErr_SetString(PyExc_ValueError, "a staged operand is not in host memory");
             failed = 1;
         }
     }
@@ -85,17 +84,15 @@ static size_t aligned(size_t bytes) { return (bytes + STAGE_ALIGN - 1) / STAGE_A
 /* The buffers hold ``bytes``; -1 with an exception. */
 static int reserve(size_t bytes) {
     if (bytes <= staging.capacity) return 0;
-    uint8_t *plain = malloc(bytes), *again = malloc(bytes);
-    if (!plain || !again) { free(plain); free(again); PyErr_NoMemory(); return -1; }
+    uint8_t *plain = malloc(bytes);
+    if (!plain) { PyErr_NoMemory(); return -1; }
     free(staging.plain);
-    free(staging.again);
     staging.plain = plain;
-    staging.again = again;
     staging.capacity = bytes;
     return 0;
 }
 
-int stage_inputs(const uint8_t key[32], long long index, int on_gpu, const staged_operand *operands, int count) {
+int stage_inputs(const uint8_t key[32], long long index, const staged_operand *operands, int count) {
     uint8_t nonce[12] = {'s', 't', 'g', ':'};
     size_t total = 0;
     memcpy(nonce + 4, &index, 8);
@@ -106,48 +103,31 @@ int stage_inputs(const uint8_t key[32], long long index, int on_gpu, const stage
         return -1;
     }
     if (reserve(total)) return -1;
-    /* No kernel of the submission's runs while the plaintext lands (one left running could watch the
-     * inputs' memory and solve the call before the hold); the GIL keeps its Python from launching more. */
-    if (on_gpu) {
-        CUI(cu.CtxSetCurrent(core.context), "cuCtxSetCurrent");
-        CUI(cu.CtxSynchronize(), "waiting for the GPU before staging the inputs");
-    }
     for (size_t at = 0, i = 0; i < (size_t)count; at += aligned(operands[i].nbytes), i++) {
         chacha20_xor(key, nonce, (uint32_t)(at / STAGE_ALIGN), staging.base + at, staging.plain + at, operands[i].nbytes);
-        if (!on_gpu) memcpy((void *)(uintptr_t)operands[i].pointer, staging.plain + at, operands[i].nbytes);
-        else if (operands[i].nbytes)
-            CUI(cu.MemcpyHtoD(operands[i].pointer, staging.plain + at, operands[i].nbytes), "staging an input");
+        memcpy((void *)(uintptr_t)operands[i].pointer, staging.plain + at, operands[i].nbytes);
     }
     return 0;
 }
 
-int inputs_changed(int on_gpu, const staged_operand *operands, int count) {
+int inputs_changed(const staged_operand *operands, int count) {
     int changed = 0;
-    for (size_t at = 0, i = 0; i < (size_t)count && !changed; at += aligned(operands[i].nbytes), i++) {
-        const uint8_t *now = (const uint8_t *)(uintptr_t)operands[i].pointer;
-        if (!operands[i].kept) continue;
-        if (on_gpu && operands[i].nbytes) {
-            CUI(cu.MemcpyDtoHAsync(staging.again + at, operands[i].pointer, operands[i].nbytes, core.stream),
-                "reading a staged input back");
-            CUI(cu.StreamSynchronize(core.stream), "reading a staged input back");
-            now = staging.again + at;
-        }
-        changed = memcmp(now, staging.plain + at, operands[i].nbytes) != 0;
-    }
+    for (size_t at = 0, i = 0; i < (size_t)count && !changed; at += aligned(operands[i].nbytes), i++)
+        changed = operands[i].kept && memcmp((const void *)(uintptr_t)operands[i].pointer, staging.plain + at,
+                                             operands[i].nbytes) != 0;
     return changed;
 }
 
 PyObject *chacha20_bytes(PyObject *self, PyObject *args) {
-    const char *key, *nonce, *data;
-    Py_ssize_t key_size, nonce_size, size;
+    const char *key, *nonce;
+    Py_ssize_t key_size, nonce_size;
     unsigned int counter;
-    if (!PyArg_ParseTuple(args, "y#y#Iy#", &key, &key_size, &nonce, &nonce_size, &counter, &data, &size)) return NULL;
-    if (key_size != 32 || nonce_size != 12) {
-        PyErr_SetString(PyExc_ValueError, "chacha20: a 32-byte key and a 12-byte nonce");
-        return NULL;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
-    if (out) chacha20_xor((const uint8_t *)key, (const uint8_t *)nonce, counter, (const uint8_t *)data,
-                          (uint8_t *)PyBytes_AS_STRING(out), (size_t)size);
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y#y#Iy*", &key, &key_size, &nonce, &nonce_size, &counter, &data)) return NULL;
+    PyObject *out = key_size == 32 && nonce_size == 12 ? PyBytes_FromStringAndSize(NULL, data.len) : NULL;
+    if (key_size != 32 || nonce_size != 12) PyErr_SetString(PyExc_ValueError, "chacha20: a 32-byte key and a 12-byte nonce");
+    if (out) chacha20_xor((const uint8_t *)key, (const uint8_t *)nonce, counter, (const uint8_t *)data.buf,
+                          (uint8_t *)PyBytes_AS_STRING(out), (size_t)data.len);
+    PyBuffer_Release(&data);
     return out;
 }

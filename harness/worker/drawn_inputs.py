@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 
+from harness.contract.results import Status
 from harness.contract.task_spec import shape_text
+from harness.worker.failures import SubmissionError
 
 
 class DrawnInputs:
@@ -33,21 +35,31 @@ class DrawnInputs:
 
     def capture(self, reference: ModuleType, cases: list[dict[str, Any]], device: torch.device,
                 add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]) -> None:
-        """Capture the draw of every case shape in ``cases`` and hand it to the core (``add_draw``)."""
+        """Capture the draw of every case shape in ``cases`` and hand it to the core (``add_draw``); a
+        failure is the harness's (no submission exists yet)."""
+        for case in cases:
+            if shape_text(case) not in self._draws:
+                try:
+                    self._draws[shape_text(case)] = self._capture_one(reference, case, device, add_draw)
+                except Exception as error:
+                    raise SubmissionError(Status.HARNESS_FAULT, f"capturing the inputs' draw of "
+                                          f"{shape_text(case)} failed: {type(error).__name__}: {error}") from None
+
+    @staticmethod
+    def _capture_one(reference: ModuleType, case: dict[str, Any], device: torch.device,
+                     add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]
+                     ) -> tuple[int, Any, torch.cuda.CUDAGraph]:
         from problems.shared import counter_rng  # every problem's draw goes through it
 
-        for case in cases:
-            if shape_text(case) in self._draws:
-                continue
-            reference.generate_input(**case, device=device)  # compiles its kernels: no compiler in a capture
-            torch.cuda.synchronize(device)
-            graph = torch.cuda.CUDAGraph(keep_graph=True)
-            with counter_rng.captured_tables() as capture, torch.cuda.graph(graph):
-                data = reference.generate_input(**case, device=device)
-            tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
-                       [(offset, name.encode()) for offset, name in sorted(keyed.items())])
-                      for table, rows, keyed in capture.tables]
-            self._draws[shape_text(case)] = (add_draw(graph.raw_cuda_graph(), tables), data, graph)
+        reference.generate_input(**case, device=device)  # compiles its kernels: no compiler in a capture
+        torch.cuda.synchronize(device)
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+        with counter_rng.captured_tables() as capture, torch.cuda.graph(graph):
+            data = reference.generate_input(**case, device=device)
+        tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
+                   [(offset, name.encode()) for offset, name in sorted(keyed.items())])
+                  for table, rows, keyed in capture.tables]
+        return add_draw(graph.raw_cuda_graph(), tables), data, graph
 
     def inputs(self, case: dict[str, Any]) -> tuple[int, Any]:
         """(the core's slot for ``case``'s draw, the tensors it draws into)."""

@@ -1,6 +1,6 @@
 /* ChaCha20 as RFC 8439 defines it (section 2.3 block function, 2.4 encryption), checked against the
  * RFC's test vectors (tests/test_chacha20.py). Portable C: about 1 GB/s on one core, run outside the
- * timed window (docs/security.md, "Staged inputs"). */
+ * timed window (docs/security.md, "Drawn and staged inputs"). */
 #include <string.h>
 
 #include "chacha20.h"

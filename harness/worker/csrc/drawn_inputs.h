@@ -1,6 +1,6 @@
 /* Drawn inputs (drawn_inputs.c): on a GPU, each ranked call's inputs are drawn by the core, replaying a
  * CUDA graph of the problem's own draw captured before the submission's import, with the stream keys
- * derived from a seed that reaches the core encrypted (docs/security.md, "Drawn inputs"). */
+ * derived from a seed that reaches the core encrypted (docs/security.md, "Drawn and staged inputs"). */
 #ifndef NVFP4_DRAWN_INPUTS_H
 #define NVFP4_DRAWN_INPUTS_H
 #include <Python.h>

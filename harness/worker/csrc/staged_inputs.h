@@ -1,6 +1,6 @@
 /* Inputs staged by the parent on the CPU (staged_inputs.c; a GPU draws them: drawn_inputs.h): ciphertext
  * in a file of the parent's, decrypted by the core inside time_call, into the call's own tensors, after every Python hook of the submission's has
- * had its last chance to run before the timer (docs/security.md, "Staged inputs"). */
+ * had its last chance to run before the timer (docs/security.md, "Drawn and staged inputs"). */
 #ifndef NVFP4_STAGED_INPUTS_H
 #define NVFP4_STAGED_INPUTS_H
 #include <Python.h>

@@ -118,3 +118,35 @@ def test_the_seed_reaches_the_core_masked_once_per_index():
         pad = _sealed.hmac_sha256(input_stage.stage_key(key), b"seed:" + index.to_bytes(8, "little"))
         assert int.from_bytes(masked, "little") ^ int.from_bytes(pad[:8], "little") == seed
     assert sealed[3] != sealed[4] and seed.to_bytes(8, "little") not in sealed.values()
+
+
+class Launches:
+    """Stands in for the generator's Triton kernels: records the table each launch reads."""
+
+    def __init__(self) -> None:
+        self.tables: list[torch.Tensor] = []
+
+    def __getitem__(self, grid):
+        return lambda table, *args, **kwargs: self.tables.append(table)
+
+
+def test_a_captured_draw_with_the_cores_keys_is_the_seeds_draw(monkeypatch):
+    """What a drawn call's replay reads: the captured tables' rows, with each named row's key words
+    written as the core writes them (drawn_inputs.c) for the call's seed, are the tables an ordinary draw
+    under that seed launches with."""
+    from problems.shared import counter_rng
+
+    launches = Launches()
+    monkeypatch.setattr(counter_rng, "_triton_kernels", lambda: (launches, launches))
+    streams, seed = [("a", 40), ("empty", 0), ("sfa", 8)], 2**64 - 3
+    with counter_rng.captured_tables() as capture:
+        counter_rng._words_triton(0, streams, torch.device("cpu"))
+    counter_rng._words_triton(seed, streams, torch.device("cpu"))
+    (table, rows, keyed), = capture.tables
+    assert table is launches.tables[0] and sorted(keyed.values()) == ["a", "sfa"]
+    replayed = torch.tensor(rows, dtype=torch.int64).view(torch.uint8).flatten()
+    for offset, name in keyed.items():
+        replayed[offset:offset + 16] = torch.tensor(_sealed.stream_keys(seed, name.encode()),
+                                                    dtype=torch.int64).view(torch.uint8)
+    ordinary = launches.tables[1]
+    assert torch.equal(replayed.view(torch.int64).view(ordinary.shape)[:, 1:], ordinary[:, 1:])  # addresses differ

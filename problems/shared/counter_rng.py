@@ -198,7 +198,7 @@ def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, s
     draw never waits for work already queued on the GPU; under ``captured_tables``, left unwritten and
     recorded (``keyed``: the byte offsets of the seed's keys and their stream names)."""
     host = torch.tensor(rows, dtype=torch.int64)
-    if _capturing and device.type == "cuda":
+    if _capturing:
         table = torch.empty_like(host, device=device)
         _capturing[-1].tables.append((table, rows, keyed or {}))
         return table

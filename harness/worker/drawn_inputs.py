@@ -4,7 +4,7 @@ Before the submission's import, for each case the parent names (``Start.draws``)
 problem's own ``generate_input`` once (its kernels compiled, its caches filled), then captures a second
 run into a CUDA graph while the counter generator records its kernel tables instead of copying them
 (``counter_rng.captured_tables``). The core instantiates the graph into an executable graph of its own
-and keeps it, with every table's device address and contents, on pages the submission cannot read
+and keeps it, with every table's device address and contents, on read-only pages of its own image
 (harness/worker/csrc/drawn_inputs.c). Each drawn call, the core writes the tables, the hash tables' keys
 derived from the call's seed (which reaches only the core, masked), and replays the graph before the
 hold; the tensors the capture returned (fixed addresses in the graph's pool) are the call's inputs.
@@ -63,5 +63,8 @@ class DrawnInputs:
 
     def inputs(self, case: dict[str, Any]) -> tuple[int, Any]:
         """(the core's slot for ``case``'s draw, the tensors it draws into)."""
+        if shape_text(case) not in self._draws:
+            raise SubmissionError(Status.HARNESS_FAULT, f"a drawn call for {shape_text(case)}, whose draw was "
+                                  "not captured at Start")
         slot, data, _ = self._draws[shape_text(case)]
         return slot, data

@@ -194,7 +194,7 @@ class Worker:
         if (request.staged or request.sealed_seed) and not sealed:
             raise SubmissionError(Status.HARNESS_FAULT, "a ranked call reached a worker without the timing core")
         # A drawn call's tensors are its captured draw's, filled by the core inside the call.
-        draw, data = self._drawn(request.case) if request.sealed_seed else (None, None)
+        draw, data = self.drawn.inputs(request.case) if request.sealed_seed else (None, None)
         data = self._inputs(request.case, request.buffers) if draw is None else data
         if request.plain:
             self.call_plain(data)
@@ -221,14 +221,6 @@ class Worker:
         clock.append(timers._perf_counter())
         spent_ms = {name: 1e3 * (end - begin) for name, begin, end in zip(("scan", "core", "checks"), clock, clock[1:])}
         self.send(dataclasses.replace(reply, spent_ms=spent_ms), snapshot, parts)
-
-    def _drawn(self, case: dict[str, Any]) -> tuple[int, Any]:
-        """(the core's slot for ``case``'s captured draw, the tensors it draws into)."""
-        try:
-            return self.drawn.inputs(case)
-        except KeyError:
-            raise SubmissionError(Status.HARNESS_FAULT, "a drawn call for a case whose draw was not captured at "
-                                  "Start") from None
 
     def _sealed_call(self, request: Call, data: Any, operands: list[torch.Tensor] | None, draw: int | None
                      ) -> tuple[messages.Output, list, list[torch.Tensor]]:

@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include "cuda_driver.h"
-#include "drawn_inputs.h"
 #include "python_hooks.h"
 #include "sealed_outputs.h"
 
@@ -36,8 +35,7 @@ typedef struct {
     size_t host_capacity;
     sigset_t saved_signals;                /* the caller's mask while the page is open */
     uint8_t stage_key[KEY_BYTES];          /* staged inputs' ChaCha20 key, drawn calls' seed mask (drawn_inputs.c) */
-    void *draws[MAX_DRAWS];                /* the captured draws (drawn_inputs.c: draw_plan), closed pages */
-    int draw_count;
+    int draw_count;                        /* captured draws (drawn_inputs.c), slots 0.. */
 } hidden_state;
 
 /* Set by init before the submission exists, then read-only and sealed (core_pages.c: seal_core). */

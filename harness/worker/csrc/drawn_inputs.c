@@ -11,11 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "blake2b.h"
 #include "core_state.h"
 #include "drawn_inputs.h"
 #include "sha256.h"
+
+#ifndef SYS_mseal
+#define SYS_mseal 462 /* as core_pages.c */
+#endif
 
 typedef struct {
     uint32_t offset;
@@ -30,12 +36,20 @@ typedef struct {
     keyed_row rows[MAX_KEYED_ROWS];
 } draw_table;
 
-/* One draw: its own mapping, no access outside the core's own code (core_mprotect). */
+/* One draw, on pages of the core's own image (.bss): read-only (and sealed where the kernel has mseal)
+ * once add_draw has filled them, before the syscall filter exists, and inside the image the supervisor
+ * refuses every mprotect of: no write can swap the executable graph the core launches for another. */
 typedef struct {
     CUgraphExec exec;
     uint32_t tables;
     draw_table table[MAX_DRAW_TABLES];
 } draw_plan;
+
+#define PLAN_BYTES ((sizeof(draw_plan) + CORE_PAGE_BYTES - 1) / CORE_PAGE_BYTES * CORE_PAGE_BYTES)
+static union {
+    draw_plan plan;
+    unsigned char pages[PLAN_BYTES];
+} plans[MAX_DRAWS] __attribute__((aligned(CORE_PAGE_BYTES)));
 
 static uint8_t scratch[MAX_TABLE_BYTES]; /* a table with this call's keys, cleared once copied */
 
@@ -88,44 +102,43 @@ PyObject *add_draw(PyObject *self, PyObject *args) {
     unsigned long long graph;
     PyObject *tables;
     if (!PyArg_ParseTuple(args, "KO", &graph, &tables)) return NULL;
-    if (!core.keyed || !core.on_gpu) {
-        PyErr_SetString(PyExc_RuntimeError, "add_draw: the core is not initialized on a GPU");
+    if (!core.keyed || !core.on_gpu || hidden_open()) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "add_draw: the core is not initialized on a GPU");
+        return NULL;
+    }
+    int slot = ST->kernel || ST->busy || ST->draw_count >= MAX_DRAWS ? -1 : ST->draw_count;
+    hidden_close();
+    if (slot < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "add_draw: only before the submission's import, up to 32 draws");
         return NULL;
     }
     PyObject *items = PySequence_Tuple(tables);
     if (!items) return NULL;
-    draw_plan *plan = mmap(NULL, sizeof(draw_plan), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int failed = plan == MAP_FAILED, keyed = 0;
-    if (failed) PyErr_SetFromErrno(PyExc_OSError);
-    else if (PyTuple_GET_SIZE(items) < 1 || PyTuple_GET_SIZE(items) > MAX_DRAW_TABLES) {
-        PyErr_SetString(PyExc_ValueError, "add_draw: a draw has 1 to 16 kernel tables");
-        failed = 1;
-    }
+    draw_plan *plan = &plans[slot].plan;
+    int failed = PyTuple_GET_SIZE(items) < 1 || PyTuple_GET_SIZE(items) > MAX_DRAW_TABLES, keyed = 0;
+    if (failed) PyErr_SetString(PyExc_ValueError, "add_draw: a draw has 1 to 4 kernel tables");
     for (Py_ssize_t i = 0; !failed && i < PyTuple_GET_SIZE(items); i++) {
         failed = read_table(PyTuple_GET_ITEM(items, i), &plan->table[i]);
         keyed += failed ? 0 : (int)plan->table[i].keyed;
+        plan->tables = (uint32_t)(i + 1);
     }
     Py_DECREF(items);
     if (!failed && !keyed) {
         PyErr_SetString(PyExc_ValueError, "add_draw: the draw reads no seed (no keyed row)");
         failed = 1;
     }
-    if (!failed) plan->tables = (uint32_t)PyTuple_GET_SIZE(tables);
     failed = failed || cuda_failed(cu.CtxSetCurrent(core.context), "cuCtxSetCurrent") ||
              cuda_failed(cu.GraphInstantiate(&plan->exec, (CUgraph)(uintptr_t)graph, 0), "instantiating a draw's graph");
-    if (!failed && hidden_open()) failed = 1;
-    else if (!failed) {
-        int refused = ST->kernel || ST->busy || ST->draw_count >= MAX_DRAWS;
-        long slot = ST->draw_count;
-        if (!refused) ST->draws[ST->draw_count++] = plan;
-        hidden_close();
-        if (!refused && !core_mprotect(plan, sizeof(draw_plan), PROT_NONE)) return PyLong_FromLong(slot);
-        PyErr_SetString(PyExc_RuntimeError, refused ? "add_draw: only before the submission's import, up to 32 draws"
-                                                    : "add_draw: the draw's pages cannot be closed");
-        if (!refused) return NULL; /* listed already: its pages stay as they are */
+    if (failed) {
+        memset(&plans[slot], 0, sizeof plans[slot]);
+        return NULL;
     }
-    if (plan != MAP_FAILED) munmap(plan, sizeof(draw_plan));
-    return NULL;
+    if (core_mprotect(&plans[slot], sizeof plans[slot], PROT_READ)) return PyErr_SetFromErrno(PyExc_OSError);
+    syscall(SYS_mseal, (void *)&plans[slot], sizeof plans[slot], 0UL); /* best effort, as the core's tables */
+    if (hidden_open()) return NULL;
+    ST->draw_count = slot + 1;
+    hidden_close();
+    return PyLong_FromLong(slot);
 }
 
 int replay_draw(int slot, long long index, const uint8_t sealed[8], unsigned long long *seed) {
@@ -134,13 +147,12 @@ int replay_draw(int slot, long long index, const uint8_t sealed[8], unsigned lon
         PyErr_SetString(PyExc_RuntimeError, "time_call: no such draw");
         return -1;
     }
-    draw_plan *plan = (draw_plan *)ST->draws[slot];
+    const draw_plan *plan = &plans[slot].plan;
     memcpy(message + 5, &index, 8);
     hmac_sha256(ST->stage_key, KEY_BYTES, message, sizeof message, pad);
     *seed = 0;
     for (int i = 7; i >= 0; i--) *seed = *seed << 8 | (uint8_t)(sealed[i] ^ pad[i]);
     explicit_bzero(pad, sizeof pad);
-    if (core_mprotect(plan, sizeof(draw_plan), PROT_READ)) { PyErr_SetFromErrno(PyExc_OSError); return -1; }
     int failed = 0;
     for (uint32_t t = 0; !failed && t < plan->tables; t++) {
         const draw_table *table = &plan->table[t];
@@ -160,7 +172,6 @@ int replay_draw(int slot, long long index, const uint8_t sealed[8], unsigned lon
         explicit_bzero(scratch, table->size);
     }
     failed = failed || cuda_failed(cu.GraphLaunch(plan->exec, core.stream), "replaying a draw");
-    core_mprotect(plan, sizeof(draw_plan), PROT_NONE);
     return failed ? -1 : 0;
 }
 

@@ -7,10 +7,10 @@
 #include <stdint.h>
 
 #define MAX_DRAWS 32           /* captured draws (one per case shape) */
-#define MAX_DRAW_TABLES 16     /* kernel tables per draw */
+#define MAX_DRAW_TABLES 4      /* kernel tables per draw (the words' hash, a codes table per scale format) */
 #define MAX_KEYED_ROWS 64      /* hash-table rows per table, each keyed by a stream name */
 #define DRAW_NAME_BYTES 48
-#define MAX_TABLE_BYTES 8192
+#define MAX_TABLE_BYTES 4096
 
 /* add_draw(graph, tables): before the submission's import, on a GPU. ``graph``: a captured cudaGraph_t
  * (torch's, kept alive by the worker), which the core instantiates into an executable graph of its own;

@@ -196,7 +196,8 @@ def captured_tables() -> Iterator[TableCapture]:
 def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, str] | None = None) -> torch.Tensor:
     """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
     draw never waits for work already queued on the GPU; under ``captured_tables``, left unwritten and
-    recorded (``keyed``: the byte offsets of the seed's keys and their stream names)."""
+    recorded (``keyed``: the byte offsets of the seed's keys and their stream names). Every table a
+    draw's kernels read comes from here: a table made elsewhere would replay its capture-time contents."""
     host = torch.tensor(rows, dtype=torch.int64)
     if _capturing:
         table = torch.empty_like(host, device=device)

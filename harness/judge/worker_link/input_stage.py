@@ -17,11 +17,12 @@ import fcntl
 import hashlib
 import hmac
 import os
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from harness.contract.output_file import FILE_BYTES
+
+if TYPE_CHECKING:  # torch only where a call is staged: the parent spawns its worker before importing it
+    import torch
 
 STAGE_ALIGN = 64
 """Each tensor's bytes start at a multiple of one ChaCha20 block (staged_inputs.h: STAGE_ALIGN)."""
@@ -59,6 +60,8 @@ def new_stage_file() -> tuple[int, int] | None:
 
 def tensors_of(tree: Any) -> list[torch.Tensor]:
     """Every tensor of a call's inputs, in the order the worker hands them to its core."""
+    import torch
+
     if isinstance(tree, torch.Tensor):
         return [tree]
     if isinstance(tree, (list, tuple)):
@@ -67,6 +70,8 @@ def tensors_of(tree: Any) -> list[torch.Tensor]:
 
 
 def _storage_bytes(tensor: torch.Tensor) -> memoryview:
+    import torch
+
     host = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage()).cpu()
     return memoryview(host.numpy())
 

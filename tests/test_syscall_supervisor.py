@@ -40,7 +40,7 @@ def test_the_core_opens_its_key_through_the_gate_and_nobody_else_does():
 
     def start_the_core():  # before the filter, as in the worker: the key's page, closed through the gate
         key_r, key_w = os.pipe()
-        os.write(key_w, os.urandom(64))  # the MAC key and the staging key (worker_spawn.new_key_pipe)
+        os.write(key_w, os.urandom(32))
         os.close(key_w)
         try:
             sealed_core.SealedTimer(key_r, torch.device("cpu"))

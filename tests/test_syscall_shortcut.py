@@ -9,9 +9,8 @@ import random
 import tempfile
 
 import pytest
-import torch
 from test_syscall_filter import CHANNELS, run_bpf
-from test_syscall_supervisor import needs_seccomp, supervised
+from test_syscall_supervisor import needs_seccomp, start_the_core, supervised
 
 from harness.contract import syscall_rules as rules
 from harness.judge.worker_link.syscall_policy import overlaps, span
@@ -120,19 +119,6 @@ def test_an_honest_churn_of_memory_no_longer_reaches_the_supervisor():
     assert decided["refused"] == {} == everything["refused"]
 
 
-def _start_the_core():
-    from harness.worker import sealed_core
-
-    key_r, key_w = os.pipe()
-    os.write(key_w, os.urandom(32))
-    os.close(key_w)
-    try:
-        sealed_core.SealedTimer(key_r, torch.device("cpu"))
-    except RuntimeError as error:  # an earlier test of this process started it: the fork has it
-        if "already initialized" not in str(error):
-            raise
-
-
 @needs_seccomp
 @pytest.mark.parametrize("attempt", ["mmap fixed", "madvise", "mprotect none", "munmap"])
 def test_the_core_pages_still_reach_the_core_rule(attempt):
@@ -151,7 +137,7 @@ def test_the_core_pages_still_reach_the_core_rule(attempt):
                 "munmap": lambda: libc.munmap(key, 4096) == 0}[attempt]()
         return 1 if done else 0
 
-    state = supervised(run, _start_the_core)
+    state = supervised(run, start_the_core)
     assert state["exit"] == 0 and state["refused"] == {"core": 1}
 
 

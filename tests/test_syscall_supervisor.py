@@ -32,21 +32,25 @@ def supervised(run, before=lambda: None) -> dict:
     return state
 
 
+def start_the_core() -> None:
+    """Before the filter, as in the worker: the core started, its key's page closed through the gate."""
+    from harness.worker import sealed_core
+
+    key_r, key_w = os.pipe()
+    os.write(key_w, os.urandom(32))
+    os.close(key_w)
+    try:
+        sealed_core.SealedTimer(key_r, torch.device("cpu"))
+    except RuntimeError as error:  # an earlier test of this process started it: the fork has it
+        if "already initialized" not in str(error):
+            raise
+
+
 @needs_seccomp
 def test_the_core_opens_its_key_through_the_gate_and_nobody_else_does():
-    from harness.worker import _sealed, sealed_core
+    from harness.worker import _sealed
 
     libc = ctypes.CDLL(None, use_errno=True)
-
-    def start_the_core():  # before the filter, as in the worker: the key's page, closed through the gate
-        key_r, key_w = os.pipe()
-        os.write(key_w, os.urandom(32))
-        os.close(key_w)
-        try:
-            sealed_core.SealedTimer(key_r, torch.device("cpu"))
-        except RuntimeError as error:  # an earlier test of this process started it: the fork has it
-            if "already initialized" not in str(error):
-                raise
 
     def run():
         _, _, _, key_page = described()

@@ -116,6 +116,8 @@ def leaderboard_rows(out: Path) -> list[dict[str, Any]]:
     for name, label in (("serial_1gpu", "1 GPU, serial"), ("local_2gpu", "2 GPUs, --cluster local"),
                         ("tcp_2gpu", "2 GPUs, TCP scheduler + 1 worker per GPU")):
         wall = walls.get(name)
+        if wall is None:  # not run by this call's steps: no row
+            continue
         counts = entries(out / "scaling" / f"{name}.db", out / "scaling" / name) or {}
         note = where_time_went(timelines.get(name))
         if name == "tcp_2gpu" and scaling.get("tcp_workers_start_s") is not None:
@@ -127,10 +129,11 @@ def leaderboard_rows(out: Path) -> list[dict[str, Any]]:
     counts = entries(out / "kill" / "kill_2gpu.db", out / "kill" / "site") or {}
     killed = (out / "kill" / "killed.txt").read_text().strip() if (out / "kill" / "killed.txt").exists() else "?"
     timeline = loaded(out / "kill" / "kill_2gpu.timeline.json")
-    rows.append({"run": "2 GPUs, --cluster local, a Dask worker SIGKILLed mid-run", "wall_s": kill_wall,
-                 "speed_up": None, "max_median_diff_pct": None, **counts,
-                 "where": f"killed: {killed}; " + where_time_went(timeline),
-                 "phases": phases_of(out / "kill" / "kill_2gpu.db", timeline)})
+    if kill_wall is not None:
+        rows.append({"run": "2 GPUs, --cluster local, a Dask worker SIGKILLed mid-run", "wall_s": kill_wall,
+                     "speed_up": None, "max_median_diff_pct": None, **counts,
+                     "where": f"killed: {killed}; " + where_time_went(timeline),
+                     "phases": phases_of(out / "kill" / "kill_2gpu.db", timeline)})
     restart = loaded(out / "scheduler" / "summary.json")
     if restart:
         rows.append({"run": "2 GPUs, TCP, the scheduler SIGKILLed and started again mid-run",
@@ -182,22 +185,22 @@ def phase_table(lb: list[dict[str, Any]]) -> list[str]:
 
 def markdown(lb: list[dict[str, Any]], service: list[dict[str, Any]]) -> str:
     lines = ["| run | wall s | speed-up | medians: largest diff from 1 GPU | entries | ranked once | listed once "
-             "| lost | doubled | where the time went |", "|" + " --- |" * 10]
+             "| lost | doubled | where the time went |", "|" + " --- |" * 10] if lb else []
     for row in lb:
         lines.append(f"| {row['run']} | {fmt(row['wall_s'])} | {fmt(row['speed_up'], '.2f')} | "
                      f"{fmt(row['max_median_diff_pct'], '.2f', '%')} | {row.get('entries', '-')} | "
                      f"{row.get('ranked_once', '-')} | {row.get('listed_once', '-')} | {row.get('lost', '-')} | "
                      f"{row.get('doubled', '-')} | {row['where']} |")
-    lines += ["", *phase_table(lb)]
+    lines += ["", *phase_table(lb)] if lb else []
     agreement = next((row.get("gpu_agreement") for row in lb if row.get("gpu_agreement")), None)
     if agreement:
         lines += ["", "GPU check (one file, same seed, on each GPU): " + "; ".join(
             f"{g['label']}: {fmt(g['off_pct'], '+.2f')}% off its peers{' (FLAGGED)' if g['flagged'] else ''}"
             for g in agreement)]
-    lines += ["", "| service | submissions | users | answered once | lost | answered twice | re-queued at the restart "
-              "| run again beyond it | wall s | answered per min | without the restart's gap | queue per min "
-              "(without the gap) | vs 1 GPU | seen by another user |",
-              "|" + " --- |" * 14]
+    if service:  # the tables of the steps this call ran, only
+        lines += ["", "| service | submissions | users | answered once | lost | answered twice | re-queued at the "
+                  "restart | run again beyond it | wall s | answered per min | without the restart's gap | queue "
+                  "per min (without the gap) | vs 1 GPU | seen by another user |", "|" + " --- |" * 14]
     for row in service:
         lines.append(f"| {row['service']} | {row['submissions']} | {row['users']} | {row['answered_once']} | "
                      f"{row['lost']} | {row['answered_twice']} | {row['requeued_at_restart']} | "

@@ -49,3 +49,13 @@ def test_the_table_has_one_column_per_phase_any_run_has(tmp_path):
     assert lines[2] == "| run | jobs | evaluator | tests | timed | vendor | busy beyond |"
     assert lines[4:] == ["| 1 GPU | 1 | 6.0 | 4.0 | 2.0 | - | - |", "| 2 GPUs | 1 | 5.4 | 5.0 | - | 0.4 | - |"]
     assert report.phase_table([{"run": "1 GPU", "phases": None}]) == []
+
+
+def test_only_the_runs_a_call_made_get_rows(tmp_path):
+    """A call of other steps (the service alone) leaves no empty leaderboard rows, no 'killed: ?'."""
+    (tmp_path / "scaling").mkdir()
+    (tmp_path / "scaling" / "cluster_scaling.json").write_text(json.dumps({"walls_s": {"serial_1gpu": 10.0}}))
+    text = report.markdown(report.leaderboard_rows(tmp_path), [])
+    assert "| 1 GPU, serial | 10.0 |" in text
+    assert "--cluster local" not in text and "killed" not in text and "| service |" not in text
+    assert report.markdown(report.leaderboard_rows(tmp_path / "nothing"), []).strip() == ""

@@ -26,7 +26,7 @@ def _recorded(evaluation: Evaluation, events: list[str]) -> threading.Event:
     """Every checked call and the first-use thread logged into ``events``; the thread waits (up to
     10 s) for the first test's call to be in flight, logs whether it was, and takes a second more."""
     in_flight = threading.Event()
-    checked_call, first_use = evaluation.checker.checked_call, evaluation._first_use
+    checked_call, first_use = evaluation.checker.checked_call, evaluation.checker._draw_and_reference
 
     def call(session, case, index, *args, **kwargs):
         events.append(f"call {case['m']} starts")
@@ -36,13 +36,16 @@ def _recorded(evaluation: Evaluation, events: list[str]) -> threading.Event:
         finally:
             events.append(f"call {case['m']} ends")
 
-    def warm(seeded):
+    def warm(seeded, synchronized=False):
+        if not synchronized:  # the check drawing its own copy, not the early one
+            return first_use(seeded)
         events.append(f"first use {seeded['m']} beside a call: {in_flight.wait(10)}")
         time.sleep(1.0)  # a slow compile: the next case must still wait for it
-        first_use(seeded)
+        computed = first_use(seeded, synchronized)
         events.append("first use done")
+        return computed
 
-    evaluation.checker.checked_call, evaluation._first_use = call, warm
+    evaluation.checker.checked_call, evaluation.checker._draw_and_reference = call, warm
     return in_flight
 
 
@@ -60,6 +63,7 @@ def test_the_parent_warms_its_kernels_beside_the_first_test_and_is_done_before_t
     # Once only, for the first test, and finished before the second test's first call.
     assert sum(e.startswith("first use ") and "done" not in e for e in events) == 1
     assert events.index("first use done") < events.index(f"call {second['m']} starts")
+    assert evaluation.checker._early == {}  # the first test's check took what was computed early
     assert evaluation.clock.seconds["tests"] > 0
 
 

@@ -9,11 +9,12 @@ its later calls (``share_draws``); each output is still checked against them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
 
@@ -41,6 +42,7 @@ class CallChecker:
         self._shared: set[tuple] = set()  # cases listed more than once (share_draws)
         self._shared_calls = 0
         self._kept: dict[tuple, tuple[Any, Any]] = {}  # seeded case -> (inputs, expected output)
+        self._early: dict[tuple, Future] = {}  # seeded case -> its (inputs, expected) computed ahead (expect_early)
         check = self.reference.check_implementation
         self._takes_expected = "expected" in inspect.signature(check).parameters
 
@@ -131,14 +133,40 @@ class CallChecker:
             raise WorkerFailure(Status.FAILED, f"{stage} (call {index + 1} of this shape): {message}")
         return result
 
+    def expect_early(self, case: dict[str, Any], pool: ThreadPoolExecutor) -> Future:
+        """The inputs and expected output of ``case``'s first call, computed on ``pool`` now (on the GPU,
+        synchronized) for its check to take: the parent's first use of its own kernels (Triton
+        compiling or loading them) runs while the worker runs that call, not after it."""
+        seeded = {**case, "seed": self.call_seed(case, 0)}
+        future = pool.submit(self._draw_and_reference, seeded, True)
+        self._early[_case_key(seeded)] = future
+        return future
+
+    def _draw_and_reference(self, seeded: dict[str, Any], synchronized: bool = False) -> tuple[Any, Any]:
+        """(the parent's inputs, the reference's output on them, where the problem's check takes one)."""
+        device = self.check_device
+        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+            inputs = self.reference.generate_input(**seeded, device=device)
+            expected = self.reference.ref_kernel(inputs) if self._takes_expected or synchronized else None
+            if synchronized and device.type == "cuda":  # another thread reads them
+                torch.cuda.synchronize(device)
+        return inputs, expected if self._takes_expected else None
+
     def _expected(self, seeded: dict[str, Any], kept_key: tuple | None, drawing: Any) -> tuple[Any, Any]:
-        """(the parent's inputs, the reference's output on them) for one seeded call: kept ones, or
-        drawn and computed now (queued on the GPU, not waited for: the check reads them). The
-        expected output is left to the check where the problem's check takes none."""
+        """(the parent's inputs, the reference's output on them) for one seeded call: kept ones, ones
+        computed early (``expect_early``), or drawn and computed now (queued on the GPU, not waited
+        for: the check reads them). The expected output is left to the check where the problem's
+        check takes none."""
         if kept_key in self._kept:
             return self._kept[kept_key]
-        inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
-        expected = self.reference.ref_kernel(inputs) if self._takes_expected else None
+        early = self._early.pop(_case_key(seeded), None)
+        if early is not None and early.exception() is None:
+            inputs, expected = early.result()
+        elif drawing:
+            inputs = drawing.result()
+            expected = self.reference.ref_kernel(inputs) if self._takes_expected else None
+        else:
+            inputs, expected = self._draw_and_reference(seeded)
         if kept_key is not None:
             self._kept[kept_key] = (inputs, expected)
         return inputs, expected

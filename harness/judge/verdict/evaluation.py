@@ -88,22 +88,14 @@ class Evaluation:
     def warm_first_use(self, case: dict[str, Any]) -> Future | None:
         """The parent's first use of its own kernels (the input draw's and the reference's: Triton
         compiles or loads them, 0.6-1.5 s on the H100, docs/results.md run 14) moved off the critical
-        path: the first test's inputs and expected output drawn on a thread while the worker runs that
-        test, which pays its own first use meanwhile. The check still draws its own copy (now fast).
+        path: the first test's inputs and expected output computed on a thread while the worker runs
+        that test, which pays its own first use meanwhile; its check takes them (``expect_early``).
         Only after the worker's Ready (its timing core has measured its overhead) and only beside a
         test, whose time decides nothing; joined before the next case (``join_first_use``), so it
         never overlaps a warm-up or timed call. A failure here is left for the check to meet."""
         if not self.warms_first_use:
             return None
-        seeded = {**case, "seed": self.checker.call_seed(case, 0)}
-        return self._warmer.submit(self._first_use, seeded)
-
-    def _first_use(self, seeded: dict[str, Any]) -> None:
-        device = self.checker.check_device
-        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-            self.reference.ref_kernel(self.reference.generate_input(**seeded, device=device))
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+        return self.checker.expect_early(case, self._warmer)
 
     def join_first_use(self, warming: Future | None) -> None:
         """Wait for ``warm_first_use``'s thread (booked to the tests it ran beside); its error is dropped."""

@@ -8,7 +8,7 @@ writing %globaltimer (harness.sol.globaltimer): a pair also holds one kernel bou
 the pair with nothing between (``Floors.nothing_us``) is taken off every call. A trimmed mean, not a
 median: the timer may tick coarser than a short kernel, and over many calls the tick's phase averages
 out. Event-record nodes were the first reference and were dropped (docs/timing.md, "The reference
-clock, decided"): on an H100 each in-graph event pair read 2.1-2.6 us above the stamps on every kernel.
+clock, decided"): on an H100 each in-graph event pair read 2.4-2.7 us above the stamps on every single kernel.
 
 ``Floors`` reads the pair with nothing and with an empty kernel between its stamps: what the stamps
 cost, and what one empty kernel reads on this clock (scripts/ncu_times.py holds ncu's reading of the

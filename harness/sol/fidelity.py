@@ -22,8 +22,8 @@ RECORD_KEY = "fidelity"
 """Where the entry lies in a device's calibration record (harness.sol.calibration)."""
 REPLAY_CLOCK = "stamps-in-graph"
 """The replay clock an entry was measured against; an entry with another (the replay that subtracted a
-flush-only graph, whose error grew with the flush; in-graph event pairs, 2.4-2.7 us above the stamps on single kernels on
-an H100: docs/timing.md) gives no bound."""
+flush-only graph, whose error grew with the flush; in-graph event pairs, 2.4-2.7 us above the stamps
+on single kernels on an H100: docs/timing.md) gives no bound."""
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,8 @@ class Evaluation:
         check_device = torch.device("cuda", gpu_index(self.visible_devices)) if device == "cuda" else (
             torch.device("cpu"))
         self.checker = CallChecker(task, options.secret_seed, check_device, plain=mode.sanitized)
+        # Ranked on a GPU the worker's core draws every call's inputs (harness.worker.drawn_inputs).
+        self.ranked_on_gpu = device == "cuda" and options.secret_seed is not None and not mode.sanitized
         self.rule = mode.rule(device)
         self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
         # The speed of light always uses the shipped problem's formula (a folder given by path may
@@ -230,7 +232,7 @@ class Evaluation:
             with self.session() as session:
                 try:
                     with self.clock.phase("worker_start"):
-                        ready = session.start()
+                        ready = session.start(draws=[case for _, case in pending] if self.ranked_on_gpu else None)
                 except WorkerFailure as failure:
                     results.append(self.judged_failure(*pending.pop(0), failure))
                     self.progress.step(f"import failed: {results[-1].reason}")

@@ -193,13 +193,14 @@ class Worker:
         sealed = isinstance(self.timer, sealed_core.SealedTimer)
         if (request.staged or request.sealed_seed) and not sealed:
             raise SubmissionError(Status.HARNESS_FAULT, "a ranked call reached a worker without the timing core")
-        # A drawn call's tensors are its captured draw's, filled by the core inside the call.
-        draw, data = self.drawn.inputs(request.case) if request.sealed_seed else (None, None)
+        # A drawn call's tensors are its captured draw's, filled by the core inside the call: until then they
+        # hold the graph pool's leftovers, so its operands are the ones its draw's eager run showed at Start.
+        draw, data, operands = self.drawn.inputs(request.case) if request.sealed_seed else (None, None, None)
         data = self._inputs(request.case, request.buffers) if draw is None else data
         if request.plain:
             self.call_plain(data)
             return
-        operands = operand_tensors(data)
+        operands = operand_tensors(data) if operands is None else operands
         # A staged call's tensors hold the public draw until the core decrypts the parent's inputs into
         # them; the core itself checks afterwards that custom_kernel left the operands unchanged.
         staged = request.staged

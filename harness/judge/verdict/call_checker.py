@@ -88,10 +88,11 @@ class CallChecker:
         False where the session did not send it (WorkerSession.send_ahead)."""
         seeded = {**case, "seed": self.call_seed(case, 0)}
         ranked = self.secret is not None and not self.plain
-        if ranked and not session.draws(case):  # a staged call's inputs are staged as it is sent
-            return False
-        drawn_seed = int(seeded["seed"]) if ranked else None
-        return session.send_ahead(case if ranked else seeded, timeout_s, self.plain, buffers, drawn_seed)
+        drawn = ranked and session.draws(case)  # a ranked test on a GPU is drawn only where a benchmark has its shape
+        if ranked and not drawn and session.stages():
+            return False  # a staged call's inputs are staged as it is sent
+        drawn_seed = int(seeded["seed"]) if drawn else None
+        return session.send_ahead(case if drawn else seeded, timeout_s, self.plain, buffers, drawn_seed)
 
     def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
                      stage: str, timeout_s: float, prefetch: bool = False, buffers: str = "",

@@ -187,3 +187,36 @@ def test_a_ranked_call_sends_the_parents_inputs_and_no_seed(counted):
     assert torch.equal(staged[0], torch.full((4,), float(made.call_seed(case, 1)))) and made.call_seed(case, 1) != 3
     assert counted == {"draws": 1, "references": 1}
     made.close()
+
+
+class SendingAhead(DrawingSession):
+    """A sealed GPU session whose core draws only ``drawn``'s shape: records each call sent ahead."""
+
+    def __init__(self, drawn: dict) -> None:
+        super().__init__()
+        self.drawn = drawn
+
+    def stages(self) -> bool:
+        return False
+
+    def draws(self, case) -> bool:
+        return case["n"] == self.drawn["n"]
+
+    def send_ahead(self, case, timeout_s, plain, buffers, drawn_seed):
+        self.sent.append((dict(case), drawn_seed))
+        return True
+
+
+def test_a_ranked_gpu_test_is_sent_ahead_drawn_only_where_its_shape_is_captured(counted):
+    """Ranked on a GPU only the timed shapes are drawn by the core: a test of another shape is sent ahead
+    with its seed (untimed, it keeps the ordinary draw), one of a captured shape with the seed for the core;
+    a staging session (CPU) never sends one ahead."""
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=99, check_device=torch.device("cpu"),
+                       plain=False)
+    captured, other = {"n": 4, "seed": 3}, {"n": 2, "seed": 3}
+    session = SendingAhead(captured)
+    assert made.send_ahead(session, other, 1.0) and made.send_ahead(session, captured, 1.0)
+    assert session.sent == [({**other, "seed": made.call_seed(other, 0)}, None),
+                            (captured, made.call_seed(captured, 0))]
+    assert not made.send_ahead(StagingSession(), other, 1.0)
+    made.close()

@@ -41,7 +41,7 @@ class Session:
     def __init__(self, wrong: set[int] = frozenset()) -> None:
         self.wrong, self.calls = wrong, 0
 
-    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None):
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
         self.calls += 1
         value = seeded["seed"] * 2 + (1 if self.calls in self.wrong else 0)
         return CallOutput(time_us=1.0, host_us=1.0, output=torch.full((seeded["n"],), float(value)), unfinished=False)
@@ -90,7 +90,7 @@ class SealingSession(Session):
     def prepare(self, case):
         self.events.append(("prepare", case["seed"]))
 
-    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None):
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
         self.events.append(("reply", seeded["seed"]))
         output = super().call(seeded, sleep_us, stage, timeout_s, plain, buffers)
         answered()
@@ -121,4 +121,102 @@ def test_a_wrong_output_or_a_broken_seal_still_ends_the_call(counted, wrong, bro
     with pytest.raises(WorkerFailure) as failure:
         made.checked_call(SealingSession(wrong, broken_seal), {"n": 4, "seed": 3}, 0, 0.0, "a timed call", 1.0)
     assert failure.value.status == status
+    made.close()
+
+
+class StagingSession:
+    """A sealed session with a staging file: records what the worker would have been sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[dict, object]] = []
+        self.prepared: list[dict] = []
+
+    def stages(self) -> bool:
+        return True
+
+    def draws(self, case) -> bool:
+        return False
+
+    def prepare(self, case):
+        self.prepared.append(case)
+
+    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+        self.sent.append((dict(case), staged))
+        answered()
+        return CallOutput(time_us=1.0, host_us=1.0, output=staged[0] * 2, unfinished=False)
+
+
+class DrawingSession(StagingSession):
+    """A sealed GPU session whose worker's core draws the inputs: records the seed the core would get."""
+
+    def draws(self, case) -> bool:
+        return True
+
+    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+        self.sent.append((dict(case), (staged, drawn_seed)))
+        answered()
+        return CallOutput(time_us=1.0, host_us=1.0, output=torch.full((case["n"],), 2.0 * drawn_seed),
+                          unfinished=False)
+
+
+def test_a_drawn_call_sends_the_public_case_and_the_seed_only_for_the_core(counted):
+    """Ranked on a GPU: the worker's Python gets the public case, its core the call's seed (masked by the
+    session); nothing is staged or prefetched, and the check runs on the parent's draw under that seed."""
+    case = {"n": 4, "seed": 3}
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=99, check_device=torch.device("cpu"),
+                       plain=False)
+    session = DrawingSession()
+    made.checked_call(session, case, 1, 0.0, "a timed call", 1.0, prefetch=True)
+    (sent, (staged, drawn_seed)), = session.sent
+    assert sent == case and staged is None and session.prepared == []
+    assert drawn_seed == made.call_seed(case, 1) != 3
+    assert counted == {"draws": 1, "references": 1}
+    made.close()
+
+
+def test_a_ranked_call_sends_the_parents_inputs_and_no_seed(counted):
+    """Ranked: the worker gets the case's public seed and the parent's own draw (staged), for the call
+    and for the prefetch of the next; the check runs on the same draw."""
+    case = {"n": 4, "seed": 3}
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=99, check_device=torch.device("cpu"),
+                       plain=False)
+    session = StagingSession()
+    made.checked_call(session, case, 1, 0.0, "a timed call", 1.0, prefetch=True)
+    (sent, staged), = session.sent
+    assert sent == case and session.prepared == [case]
+    assert torch.equal(staged[0], torch.full((4,), float(made.call_seed(case, 1)))) and made.call_seed(case, 1) != 3
+    assert counted == {"draws": 1, "references": 1}
+    made.close()
+
+
+class SendingAhead(DrawingSession):
+    """A sealed GPU session whose core draws only ``drawn``'s shape: records each call sent ahead."""
+
+    def __init__(self, drawn: dict) -> None:
+        super().__init__()
+        self.drawn = drawn
+
+    def stages(self) -> bool:
+        return False
+
+    def draws(self, case) -> bool:
+        return case["n"] == self.drawn["n"]
+
+    def send_ahead(self, case, timeout_s, plain, buffers, drawn_seed):
+        self.sent.append((dict(case), drawn_seed))
+        return True
+
+
+def test_a_ranked_gpu_test_is_sent_ahead_drawn_only_where_its_shape_is_captured(counted):
+    """Ranked on a GPU only the timed shapes are drawn by the core: a test of another shape is sent ahead
+    with its seed (untimed, it keeps the ordinary draw), one of a captured shape with the seed for the core;
+    a staging session (CPU) never sends one ahead."""
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=99, check_device=torch.device("cpu"),
+                       plain=False)
+    captured, other = {"n": 4, "seed": 3}, {"n": 2, "seed": 3}
+    session = SendingAhead(captured)
+    assert made.send_ahead(session, other, 1.0) and made.send_ahead(session, captured, 1.0)
+    assert session.sent == [({**other, "seed": made.call_seed(other, 0)}, None),
+                            (captured, made.call_seed(captured, 0))]
+    assert not made.send_ahead(StagingSession(), other, 1.0)
     made.close()

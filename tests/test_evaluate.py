@@ -270,7 +270,8 @@ class _RecheckingSession(WorkerSession):
             self.core_us = fresh_us
         return answer, None
 
-    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None):
+    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None, staged=None,
+             drawn_seed=None):
         assert self.core_us == self.overhead_us, "the call's MAC would not check: parent and core disagree"
         data = self.reference.generate_input(**case, device="cpu")
         if stage == "a timed call":
@@ -327,7 +328,8 @@ class _ExposingSession(_RecheckingSession):
         super().__init__(reference, [(2.5, 0.1)] * 2)
         self.always = always
 
-    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None):
+    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None, staged=None,
+             drawn_seed=None):
         output = super().call(case, sleep_us, stage, timeout_s, plain, answered=answered)
         if stage != "a timed call":
             return output
@@ -359,7 +361,8 @@ class _ClockSession(_RecheckingSession):
         super().__init__(reference, [(2.4, 0.1), (2.4, 0.1)])  # before the case, after it
         self.gaps_us, self.timed = gaps_us, 0
 
-    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None):
+    def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None, staged=None,
+             drawn_seed=None):
         output = super().call(case, sleep_us, stage, timeout_s, plain, answered=answered)
         if stage == "a timed call":
             gap = self.gaps_us[self.timed % len(self.gaps_us)]

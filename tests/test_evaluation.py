@@ -129,3 +129,15 @@ def test_verdicts_with_tests_sent_ahead_are_those_without():
     assert [r.status for r in ahead] == [Status.FAILED, Status.FAILED, Status.NOT_RUN]
     assert "wrong on purpose" in ahead[0].reason
     assert "sent ahead 2" in events and "check 2 starts" not in events
+
+
+def test_a_ranked_gpu_worker_captures_only_the_timed_cases():
+    """Issue 40 part D: the core draws the benchmarks' inputs (timed); tests are untimed and keep the
+    ordinary draw, so their shapes are not captured at the worker's Start (3 captures here, not 12)."""
+    evaluation = _evaluation("leaderboard")
+    pending = [("test", test) for test in evaluation.task.tests] + [
+        ("benchmark", bench) for bench in evaluation.task.benchmarks]
+    assert evaluation.drawn_cases(pending) is None  # not ranked on a GPU: the worker draws every call
+    evaluation.ranked_on_gpu = True
+    assert evaluation.drawn_cases(pending) == list(evaluation.task.benchmarks)
+    evaluation.close()

@@ -102,7 +102,7 @@ from problems.shared.input_digests import current_digests, differences, read_sto
 # The CUDA route on the CPU: every draw's words in one hash launch, every table's codes in one codes launch.
 launches = []
 hash_triton, codes_triton = counter_rng._hash_triton, counter_rng._codes_triton
-counter_rng._hash_triton = lambda keyed, device: launches.append("hash") or hash_triton(keyed, device)
+counter_rng._hash_triton = lambda keyed, *rest: launches.append("hash") or hash_triton(keyed, *rest)
 counter_rng._codes_triton = lambda words, *tables: launches.append("codes") or codes_triton(words, *tables)
 blockscaled.random_words = lambda seed, streams, device: counter_rng._words_triton(seed, streams, torch.device(device))
 counter_rng._fused = lambda words: words.dim() == 1 and words.is_contiguous()

@@ -37,7 +37,7 @@ def start_the_core() -> None:
     from harness.worker import sealed_core
 
     key_r, key_w = os.pipe()
-    os.write(key_w, os.urandom(32))
+    os.write(key_w, os.urandom(64))  # the MAC key and the staging key (worker_spawn.new_key_pipe)
     os.close(key_w)
     try:
         sealed_core.SealedTimer(key_r, torch.device("cpu"))

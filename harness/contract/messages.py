@@ -37,6 +37,9 @@ class Start:
     unsealed: bool = False
     limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
     compile_cache: dict[str, Any] = field(default_factory=dict)  # the owner's cache variables (empty: its own folder)
+    # GPU, ranked: the cases (public seeds) whose calls' inputs the core will draw; their draws are
+    # captured as CUDA graphs before the import (harness.worker.drawn_inputs).
+    draws: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,8 @@ class Prepared:
 @dataclass(frozen=True)
 class Call:
     """One call of ``custom_kernel`` (``plain``: sanitize mode, no timer, no flush, no seal; ``buffers``:
-    "keep" this call's input tensors, or "refill" the kept ones with this call's inputs)."""
+    "keep" this call's input tensors, or "refill" the kept ones with this call's inputs; ``staged``:
+    its inputs are the parent's, decrypted by the worker's core; ``sealed_seed``: drawn by the core)."""
 
     KIND: ClassVar[str] = "call"
     case: dict[str, Any]
@@ -82,6 +86,12 @@ class Call:
     plain: bool = False
     buffers: str = ""
     limit_s: float | None = None  # the parent's limit for the reply: the worker's watchdog dumps its stacks just before
+    # Ranked: the inputs are the parent's, encrypted in its staging file for this index; ``case`` then
+    # holds the case's public seed, which the worker draws the tensors' layout from (input_stage).
+    staged: bool = False
+    # GPU, ranked: the call's seed masked for the core (input_stage.sealed_seed), which draws the inputs
+    # from the case's captured graph (``case`` holds the public seed); empty otherwise.
+    sealed_seed: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,26 @@ class SealedTimer:
         _sealed.map_outputs(fd, output_file.FILE_MIN_BYTES)
 
     @staticmethod
-    def time_call(data: Any, index: int, seed: int, sleep_us: float) -> tuple[Any, ...]:
-        return _sealed.time_call(data, index, seed, sleep_us)
+    def map_inputs(fd: int) -> None:
+        """Hand the core the parent's staging file (read-only): staged CPU calls' inputs, encrypted."""
+        _sealed.map_inputs(fd)
+
+    @staticmethod
+    def add_draw(graph: int, tables: list[tuple[int, bytes, list[tuple[int, bytes]]]]) -> int:
+        """Hand the core a captured draw (drawn_inputs.py); returns its slot. Before the import only."""
+        return _sealed.add_draw(graph, tables)
+
+    @staticmethod
+    def time_call(data: Any, index: int, seed: int, sleep_us: float, staged: list[Any] | None = None,
+                  kept: int = 0, draw: int = -1, sealed: bytes = b"") -> tuple[Any, ...]:
+        """``staged``: every tensor of ``data``, into which the core decrypts the call's staged inputs;
+        ``kept``: a bit per tensor custom_kernel must leave unchanged; ``draw`` and ``sealed``: the slot
+        of the captured draw the core replays under the masked seed (sealed.c: time_call)."""
+        if draw >= 0:
+            return _sealed.time_call(data, index, seed, sleep_us, None, 0, draw, sealed)
+        if staged is None:
+            return _sealed.time_call(data, index, seed, sleep_us)
+        return _sealed.time_call(data, index, seed, sleep_us, staged, kept)
 
     @staticmethod
     def recheck(nonce: bytes) -> tuple[float, float, float, bytes]:

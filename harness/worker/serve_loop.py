@@ -27,6 +27,7 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
 from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, syscall_filter, timers
+from harness.worker.drawn_inputs import DrawnInputs
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
 from harness.worker.outputs import (
@@ -51,6 +52,8 @@ class Worker:
         self.stacks_fd: int | None = None  # a file of the parent's for every thread's stack at a time limit
         self.supervisor_fd: int | None = None  # the socket to the syscall supervisor, until the filter is on
         self.outputs_fd: int | None = None  # the parent's output file (large outputs go there, not the pipe)
+        self.stage_fd: int | None = None  # the parent's staging file (ranked CPU calls' inputs, encrypted), read-only
+        self.drawn = DrawnInputs()  # ranked GPU calls' draws, captured before the import
         self.channels = [commands_fd, results_fd]  # the fds the filter keeps dup2 and close off
         self.workdir = os.getcwd()  # the worker's own folder (NVFP4_WORKDIR), the one it always may write in
         self.steps: frozenset[str] = frozenset()  # the sandbox steps the parent chose
@@ -77,6 +80,12 @@ class Worker:
         self.timer = self._make_timer(unsealed=request.unsealed)
         if isinstance(self.timer, sealed_core.SealedTimer) and self.outputs_fd is not None:
             self.timer.map_outputs(self.outputs_fd)  # mapped before the syscall filter exists
+        if isinstance(self.timer, sealed_core.SealedTimer) and self.stage_fd is not None:
+            self.timer.map_inputs(self.stage_fd)
+        if request.draws:  # before the syscall filter and the import: the core keeps what no submission saw
+            if not isinstance(self.timer, sealed_core.SealedTimer) or self.device.type != "cuda":
+                raise SubmissionError(Status.HARNESS_FAULT, "drawn inputs asked of a worker without a GPU's core")
+            self.drawn.capture(self.reference, request.draws, self.device, self.timer.add_draw)
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol,
                                                    messages))
         if self.supervisor_fd is not None:  # the last step before the submission's code exists
@@ -181,15 +190,24 @@ class Worker:
 
     def call(self, request: Call) -> None:
         clock = [timers._perf_counter()]  # the worker's own account of its time (the parent shows it only)
-        data = self._inputs(request.case, request.buffers)
+        sealed = isinstance(self.timer, sealed_core.SealedTimer)
+        if (request.staged or request.sealed_seed) and not sealed:
+            raise SubmissionError(Status.HARNESS_FAULT, "a ranked call reached a worker without the timing core")
+        # A drawn call's tensors are its captured draw's, filled by the core inside the call: until then they
+        # hold the graph pool's leftovers, so its operands are the ones its draw's eager run showed at Start.
+        draw, data, operands = self.drawn.inputs(request.case) if request.sealed_seed else (None, None, None)
+        data = self._inputs(request.case, request.buffers) if draw is None else data
         if request.plain:
             self.call_plain(data)
             return
-        operands = operand_tensors(data)
-        pristine = [bytes_of(t).clone() for t in operands]
+        operands = operand_tensors(data) if operands is None else operands
+        # A staged call's tensors hold the public draw until the core decrypts the parent's inputs into
+        # them; the core itself checks afterwards that custom_kernel left the operands unchanged.
+        staged = request.staged
+        pristine = [] if staged or draw is not None else [bytes_of(t).clone() for t in operands]
         clock.append(timers._perf_counter())
-        if isinstance(self.timer, sealed_core.SealedTimer):
-            reply, parts, outputs = self._sealed_call(request, data)
+        if sealed:
+            reply, parts, outputs = self._sealed_call(request, data, operands if staged else None, draw)
             snapshot = None
         else:
             reply, snapshot, outputs = self._python_call(request, data)
@@ -199,15 +217,26 @@ class Worker:
         for out in outputs:
             if any(shares_memory(out, t) for t in operands):
                 raise SubmissionError(Status.REJECTED, "custom_kernel returned one of its input tensors as output")
-        if changed_any(pristine, operands):
+        if pristine and changed_any(pristine, operands):
             raise SubmissionError(Status.REJECTED, "custom_kernel modified its input tensors")
         clock.append(timers._perf_counter())
         spent_ms = {name: 1e3 * (end - begin) for name, begin, end in zip(("scan", "core", "checks"), clock, clock[1:])}
         self.send(dataclasses.replace(reply, spent_ms=spent_ms), snapshot, parts)
 
-    def _sealed_call(self, request: Call, data: Any) -> tuple[messages.Output, list, list[torch.Tensor]]:
-        """The compiled core times the call and copies the outputs; this only forwards its answer."""
-        answer = self.timer.time_call(data, request.index, int(request.case["seed"]), request.sleep_us)
+    def _sealed_call(self, request: Call, data: Any, operands: list[torch.Tensor] | None, draw: int | None
+                     ) -> tuple[messages.Output, list, list[torch.Tensor]]:
+        """The compiled core times the call and copies the outputs; this only forwards its answer.
+        ``operands``: a staged call's (the core decrypts every tensor of ``data``, then checks these);
+        ``draw``: a drawn call's slot (the core draws ``data`` under the call's masked seed)."""
+        if draw is not None:
+            answer = self.timer.time_call(data, request.index, 0, request.sleep_us, draw=draw,
+                                          sealed=request.sealed_seed)
+        elif operands is None:
+            answer = self.timer.time_call(data, request.index, int(request.case["seed"]), request.sleep_us)
+        else:
+            tensors = flatten(data)
+            kept = sum(1 << i for i, t in enumerate(tensors) if any(t is o for o in operands))
+            answer = self.timer.time_call(data, request.index, 0, request.sleep_us, tensors, kept)
         if answer[0] != "ok":
             self._refused(*answer)
         _, time_us, host_us, unfinished, exposed, structure, views, mac, result, clock = answer
@@ -230,6 +259,8 @@ class Worker:
             raise SubmissionError(Status.REJECTED, f"a {modes} was active {detail}; it would run the submission's "
                                   "code inside the harness (after the timer stopped, or while the next inputs are "
                                   "drawn); exit every mode (torch.set_default_device included) before returning")
+        if kind == "inputs":
+            raise SubmissionError(Status.REJECTED, "custom_kernel modified its input tensors")
         if kind == "hooks":
             raise SubmissionError(Status.REJECTED, f"{detail} was set while the harness prepared or finished a call: "
                                   "it sees the inputs before the timer starts; the core refuses to time calls under it")
@@ -344,6 +375,9 @@ def main(argv: list[str]) -> int:
     if len(argv) > 8 and argv[8] != "-":  # the parent's output file (harness.contract.output_file)
         worker.outputs_fd = int(argv[8])
         worker.channels.append(worker.outputs_fd)
+    if len(argv) > 9 and argv[9] != "-":  # the parent's staging file (harness.judge.worker_link.input_stage)
+        worker.stage_fd = int(argv[9])
+        worker.channels.append(worker.stage_fd)
     worker.workdir, worker.steps = os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(","))
     # Confined before any submission code exists; the report travels in the Ready reply.
     worker.sandbox = sandbox.in_worker(worker.workdir, worker.steps, worker.cache_root)

@@ -31,8 +31,8 @@ import functools
 import hashlib
 import itertools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -145,9 +145,10 @@ def _on_device(device: torch.device) -> contextlib.AbstractContextManager:
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device) -> list[torch.Tensor]:
+def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device,
+                 names: Sequence[str] = ()) -> list[torch.Tensor]:
     """Per (count, k0, k1): words 0..count-1 under those keys (``hash_words(arange(count), k0, k1)``),
-    each in its own tensor, all streams in one kernel launch.
+    each in its own tensor, all streams in one kernel launch; ``names``: the streams' (for a capture).
 
     The kernel finds each stream's tensor through a table of addresses (a few dozen bytes from the
     host, pinned and copied asynchronously, as in ``_words_batched``): one launch whatever the
@@ -156,15 +157,52 @@ def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device) ->
     words = [torch.empty(count, dtype=torch.int32, device=device) for count, _, _ in keyed]
     rows = [(w.data_ptr(), count, k0, k1) for w, (count, k0, k1) in zip(words, keyed) if count]
     if rows:
+        kept = [name for name, (count, _, _) in zip(names, keyed) if count]
+        table = _table(rows, device, {HASH_ROW_BYTES * i + HASH_KEY_OFFSET: name for i, name in enumerate(kept)})
         with _on_device(device):
-            _triton_kernels()[0][_grid(rows, 1)](_table(rows, device), BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
+            _triton_kernels()[0][_grid(rows, 1)](table, BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
     return words
 
 
-def _table(rows: list[tuple[int, ...]], device: torch.device) -> torch.Tensor:
+HASH_ROW_BYTES, HASH_KEY_OFFSET = 32, 16
+"""hash_kernel's table row: (address, count, k0, k1) as int64; the keys from byte 16 of a row."""
+
+
+@dataclass
+class TableCapture:
+    """The kernel tables of a draw being captured into a CUDA graph: each one allocated on the device
+    (in the graph's pool) but not written by the graph, with the rows it must hold and, per hash-table
+    row, the byte offset of its keys and its stream's name. Whoever replays the graph writes every table
+    first, the keys from the call's seed (harness/worker/drawn_inputs.py: the worker's core does)."""
+
+    tables: list[tuple[torch.Tensor, list[tuple[int, ...]], dict[int, str]]] = field(default_factory=list)
+
+
+_capturing: list[TableCapture] = []
+
+
+@contextlib.contextmanager
+def captured_tables() -> Iterator[TableCapture]:
+    """Record the draws' kernel tables instead of copying them to the device (inside a graph capture,
+    where a copy from host memory would replay whatever that memory holds then)."""
+    capture = TableCapture()
+    _capturing.append(capture)
+    try:
+        yield capture
+    finally:
+        _capturing.remove(capture)
+
+
+def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, str] | None = None) -> torch.Tensor:
     """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
-    draw never waits for work already queued on the GPU."""
+    draw never waits for work already queued on the GPU; under ``captured_tables``, left unwritten and
+    recorded (``keyed``: the byte offsets of the seed's keys and their stream names). Every table a
+    draw's kernels read comes from here: a table made elsewhere would replay its capture-time contents."""
     host = torch.tensor(rows, dtype=torch.int64)
+    if _capturing:
+        table = torch.empty_like(host, device=device)
+        _capturing[-1].tables.append((table, rows, keyed or {}))
+        return table
     return host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
 
 
@@ -176,7 +214,8 @@ def _grid(rows: list[tuple[int, ...]], count_column: int) -> tuple[int, int]:
 def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
     """Every stream in one Triton kernel, each writing its own tensor (the CUDA path; on the CPU
     only under ``TRITON_INTERPRET=1``, which the tests use)."""
-    return _hash_triton([(count, *stream_keys(seed, name)) for name, count in streams], device)
+    return _hash_triton([(count, *stream_keys(seed, name)) for name, count in streams], device,
+                        [name for name, _ in streams])
 
 
 def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.device | str) -> list[torch.Tensor]:

@@ -88,7 +88,13 @@ class CallChecker:
         """Send ``case``'s first call (an untimed test's) now: the worker runs it while the parent
         still checks the last one (``checked_call``'s ``then``); its own checked_call collects it.
         False where the session did not send it (WorkerSession.send_ahead)."""
-        return session.send_ahead({**case, "seed": self.call_seed(case, 0)}, timeout_s, self.plain, buffers)
+        seeded = {**case, "seed": self.call_seed(case, 0)}
+        ranked = self.secret is not None and not self.plain
+        drawn = ranked and session.draws(case)  # a ranked test on a GPU is drawn only where a benchmark has its shape
+        if ranked and not drawn and session.stages():
+            return False  # a staged call's inputs are staged as it is sent
+        drawn_seed = int(seeded["seed"]) if drawn else None
+        return session.send_ahead(case if drawn else seeded, timeout_s, self.plain, buffers, drawn_seed)
 
     def checked_call(self, session: WorkerSession, case: dict[str, Any], index: int, sleep_us: float,
                      stage: str, timeout_s: float, prefetch: bool = False, buffers: str = "",
@@ -99,24 +105,37 @@ class CallChecker:
         when the call itself failed, so a call that ends the case leaves nothing in flight."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
+        # Ranked: the worker never learns the seed. On a GPU its core draws the inputs from a graph captured
+        # before the import, under the seed sent masked for it (drawn); on the CPU the parent draws them now,
+        # before the call (waited for: nothing of the parent's runs beside a timed call), and stages them
+        # encrypted, the worker drawing only the layout under the case's public seed (input_stage).
+        ranked = self.secret is not None and not self.plain
+        drawn = ranked and session.draws(case)
+        staged = ranked and not drawn and session.stages()
+        parent: dict[str, Any] = {}
+        if staged:
+            started = time.perf_counter()
+            parent["inputs"] = self._expected(seeded, kept_key, None, with_expected=False)[0]
+            parent["draw"] = 1e3 * (time.perf_counter() - started)
         # On the GPU the parent's copy of the inputs and the reference are launched only once the
         # worker has answered (``answered``, run by the session before it checks the MAC: the GPU
         # works while the CPU digests), and the next call is sent only once the check has read its
         # verdict back: none of this overlaps a timed call. On the CPU (never ranked) the copy is
         # drawn on a thread meanwhile.
-        drawing = None if self.check_device.type == "cuda" or kept_key in self._kept else self._generator.submit(
-            self.reference.generate_input, **seeded, device="cpu")
-        parent: dict[str, Any] = {}
+        drawing = None if self.check_device.type == "cuda" or kept_key in self._kept or staged else (
+            self._generator.submit(self.reference.generate_input, **seeded, device="cpu"))
 
         def answered() -> None:
             started = time.perf_counter()
-            if prefetch:  # the worker draws the next call's inputs (untimed) while this one is checked
-                session.prepare({**case, "seed": self.call_seed(case, index + 1)})
-            parent["inputs"], parent["expected"] = self._expected(seeded, kept_key, drawing)
-            parent["draw"] = 1e3 * (time.perf_counter() - started)
+            if prefetch and not drawn:  # the worker draws the next call's inputs (untimed) while this is checked
+                session.prepare(case if staged else {**case, "seed": self.call_seed(case, index + 1)})
+            parent["inputs"], parent["expected"] = self._expected(seeded, kept_key, drawing, parent.get("inputs"))
+            parent["draw"] = parent.get("draw", 0.0) + 1e3 * (time.perf_counter() - started)
 
-        result = session.call(seeded, sleep_us, stage, timeout_s, self.plain, buffers, answered=answered)
-        if not parent:  # a session that did not run it (the tests' scripted ones)
+        result = session.call(case if staged or drawn else seeded, sleep_us, stage, timeout_s, self.plain, buffers,
+                              answered=answered, staged=parent["inputs"] if staged else None,
+                              drawn_seed=int(seeded["seed"]) if drawn else None)
+        if "expected" not in parent:  # a session that did not run it (the tests' scripted ones)
             answered()
         if then is not None:
             then()
@@ -152,21 +171,27 @@ class CallChecker:
                 torch.cuda.synchronize(device)
         return inputs, expected if self._takes_expected else None
 
-    def _expected(self, seeded: dict[str, Any], kept_key: tuple | None, drawing: Any) -> tuple[Any, Any]:
+    def _expected(self, seeded: dict[str, Any], kept_key: tuple | None, drawing: Any, inputs: Any = None,
+                  with_expected: bool = True) -> tuple[Any, Any]:
         """(the parent's inputs, the reference's output on them) for one seeded call: kept ones, ones
         computed early (``expect_early``), or drawn and computed now (queued on the GPU, not waited
         for: the check reads them). The expected output is left to the check where the problem's
-        check takes none."""
+        check takes none, or to a later call where ``with_expected`` is False (the inputs of a staged
+        call, drawn before it); ``inputs``: those, already drawn."""
         if kept_key in self._kept:
             return self._kept[kept_key]
-        early = self._early.pop(_case_key(seeded), None)
+        key = _case_key(seeded)
+        early = self._early.pop(key, None) if with_expected else self._early.get(key)
         if early is not None and early.exception() is None:
             inputs, expected = early.result()
-        elif drawing:
-            inputs = drawing.result()
-            expected = self.reference.ref_kernel(inputs) if self._takes_expected else None
-        else:
+        elif inputs is None and drawing is None and with_expected:
             inputs, expected = self._draw_and_reference(seeded)
+        else:
+            if inputs is None:
+                inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+            expected = self.reference.ref_kernel(inputs) if self._takes_expected and with_expected else None
+        if not with_expected:
+            return inputs, None
         if kept_key is not None:
             self._kept[kept_key] = (inputs, expected)
         return inputs, expected

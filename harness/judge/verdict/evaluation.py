@@ -60,6 +60,9 @@ class Evaluation:
         check_device = torch.device("cuda", gpu_index(self.visible_devices)) if device == "cuda" else (
             torch.device("cpu"))
         self.checker = CallChecker(task, options.secret_seed, check_device, plain=mode.sanitized)
+        # Ranked on a GPU the worker's core draws every timed case's inputs (harness.worker.drawn_inputs):
+        # the benchmarks'. Tests are untimed (a head start gains nothing) and keep the ordinary draw.
+        self.ranked_on_gpu = device == "cuda" and options.secret_seed is not None and not mode.sanitized
         self.rule = mode.rule(device)
         self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
         # The speed of light always uses the shipped problem's formula (a folder given by path may
@@ -193,6 +196,11 @@ class Evaluation:
             return f"not run: the previous {SAME_FAILURE_LIMIT} cases failed the same way (--keep-going runs them all)"
         return None
 
+    def drawn_cases(self, pending: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]] | None:
+        """The cases whose inputs a ranked GPU worker's core draws (captured at its Start, about 50 ms a shape
+        on the H100): the timed ones, benchmarks; None where the worker draws every call itself."""
+        return [case for kind, case in pending if kind == "benchmark"] if self.ranked_on_gpu else None
+
     def ahead(self, session: WorkerSession, kind: str, pending: list[tuple[str, dict[str, Any]]],
               sent: list[dict[str, Any]]) -> Callable[[], None] | None:
         """On the GPU (``sends_ahead``), a test followed by a test: what sends the next one once this one's reply is in,
@@ -222,7 +230,7 @@ class Evaluation:
             with self.session() as session:
                 try:
                     with self.clock.phase("worker_start"):
-                        ready = session.start()
+                        ready = session.start(draws=self.drawn_cases(pending))
                 except WorkerFailure as failure:
                     results.append(self.judged_failure(*pending.pop(0), failure))
                     self.progress.step(f"import failed: {results[-1].reason}")

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
-from harness.contract.task_spec import Task
-from harness.judge.worker_link import compile_cache, seal
+from harness.contract.task_spec import Task, shape_text
+from harness.judge.worker_link import compile_cache, input_stage, seal
 from harness.judge.worker_link.worker_process import WorkerProcess
 
 R = TypeVar("R")
@@ -88,6 +88,7 @@ class _SentCall:
     index: int
     started: float
     sent: float
+    drawn_seed: int | None = None
 
 
 class WorkerSession:
@@ -108,6 +109,7 @@ class WorkerSession:
         self._next_index = 0
         self._prepare_pending = False
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
+        self._drawn: set[tuple] = set()  # the cases whose inputs the worker's core draws (start's ``draws``)
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
         self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
 
@@ -197,15 +199,17 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "an unrequested message appeared on the result channel")
 
-    def start(self) -> Ready:
-        """Import the submission in the worker; returns the worker's Ready reply."""
+    def start(self, draws: list[dict[str, Any]] | None = None) -> Ready:
+        """Import the submission in the worker; returns the worker's Ready reply. ``draws``: the cases
+        whose ranked calls' inputs the worker's core will draw itself (a GPU's; captured before the import)."""
         limit_s = self.task.timeouts_s["import"]
         spawned = self.worker.spawned
         caches = compile_cache.owner_variables(spawned.cache_root, self.cache_owner, spawned.drop_to_uid) if (
             spawned is not None and spawned.cache_root is not None and self.cache_owner) else {}
         self.worker.send(messages.Start(device=self.device, reference_module=self.task.reference_module,
                                         task_py=str(self.task.task_py), submission=str(self.submission),
-                                        unsealed=self.unsealed, limit_s=limit_s, compile_cache=caches))
+                                        unsealed=self.unsealed, limit_s=limit_s, compile_cache=caches,
+                                        draws=list(draws or [])))
         ready, _ = self._expect(Ready, "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.
@@ -214,6 +218,7 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
         self.overhead_us = self.first_overhead_us = ready.overhead_us
+        self._drawn = {shape_text(case) for case in draws or []} if self.sealed else set()
         why = self.worker.supervision.not_armed()
         if why:
             self.worker.kill()
@@ -255,37 +260,61 @@ class WorkerSession:
         self.prepare(case)
         return self._await_prepared(timeout_s).placements
 
-    def _send_call(self, case: dict[str, Any], sleep_us: float, timeout_s: float, plain: bool,
-                   buffers: str) -> _SentCall:
+    def _send_call(self, case: dict[str, Any], sleep_us: float, timeout_s: float, plain: bool, buffers: str,
+                   staged: Any = None, drawn_seed: int | None = None) -> _SentCall:
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
+        if staged is not None:
+            assert self.worker.spawned is not None and self.worker.spawned.stage is not None
+            input_stage.stage(self.worker.spawned.stage, input_stage.stage_key(self.worker.key), index, staged)
         self._request(messages.Call(case=case, sleep_us=sleep_us, index=index, plain=plain, buffers=buffers,
-                                    limit_s=timeout_s))
-        return _SentCall(case, sleep_us, plain, buffers, index, started, time.perf_counter())
+                                    limit_s=timeout_s, staged=staged is not None,
+                                    sealed_seed=b"" if drawn_seed is None else input_stage.sealed_seed(
+                                        self.worker.key, index, drawn_seed)))
+        return _SentCall(case, sleep_us, plain, buffers, index, started, time.perf_counter(), drawn_seed)
 
-    def send_ahead(self, case: dict[str, Any], timeout_s: float, plain: bool = False, buffers: str = "") -> bool:
+    def send_ahead(self, case: dict[str, Any], timeout_s: float, plain: bool = False, buffers: str = "",
+                   drawn_seed: int | None = None) -> bool:
         """Send the next call (an untimed test's: no sleep) now, while the parent still
         judges the last one; the next ``call`` with the same arguments collects its reply instead of
         sending. Not sent (False) where a reply is still unread or a message waits on the channel:
-        the next ``call`` then sends it itself and meets what is there as it does today."""
+        the next ``call`` then sends it itself and meets what is there as it does today. A staged call
+        is never sent ahead (its inputs are staged as it is sent)."""
         if self._ahead is not None or self._prepare_pending or not self.worker.messages.empty():
             return False
-        self._ahead = self._send_call(case, 0.0, timeout_s, plain, buffers)
+        self._ahead = self._send_call(case, 0.0, timeout_s, plain, buffers, drawn_seed=drawn_seed)
         return True
 
+    def stages(self) -> bool:
+        """Whether this session can stage a call's inputs (input_stage): a sealed CPU worker with a staging
+        file (a GPU worker's core draws them: ``draws``)."""
+        spawned = self.worker.spawned
+        return self.sealed and self.device == "cpu" and spawned is not None and spawned.stage is not None
+
+    def draws(self, case: dict[str, Any]) -> bool:
+        """Whether this session's core draws ``case``'s inputs itself (its worker captured the draw at
+        Start: ``start(draws=...)``)."""
+        return self.sealed and shape_text(case) in self._drawn
+
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
-             plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None) -> CallOutput:
+             plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None,
+             staged: Any = None, drawn_seed: int | None = None) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
         (the parent's GPU work for the check) proceeds while the CPU digests the outputs; its time
-        is not booked to ``seal``. A call already sent (``send_ahead``) is collected; its time limit
-        counts from its sending."""
+        is not booked to ``seal``. ``staged``: the call's inputs, drawn by the parent (``case`` then
+        carries the public seed the worker draws the layout from): written encrypted for this index,
+        and the MAC's seed is 0 (the worker never learns the call's seed). ``drawn_seed``: the seed of a
+        call whose inputs the worker's core draws (``draws``); it travels masked for the core, which signs
+        it unmasked. A call already sent (``send_ahead``) is collected; its time limit counts from its
+        sending."""
         sent_call, self._ahead = self._ahead, None
-        if sent_call is not None and (sent_call.case, sent_call.sleep_us, sent_call.plain,
-                                      sent_call.buffers) != (case, sleep_us, plain, buffers):
+        if sent_call is not None and (sent_call.case, sent_call.sleep_us, sent_call.plain, sent_call.buffers,
+                                      sent_call.drawn_seed, staged is None) != (
+                                          case, sleep_us, plain, buffers, drawn_seed, True):
             raise RuntimeError(f"the call sent ahead ({sent_call.case}) is not the one asked for ({case})")
-        sent_call = sent_call or self._send_call(case, sleep_us, timeout_s, plain, buffers)
+        sent_call = sent_call or self._send_call(case, sleep_us, timeout_s, plain, buffers, staged, drawn_seed)
         index, started, sent = sent_call.index, sent_call.started, sent_call.sent
         reply, received = self._expect(Output, stage, timeout_s, time.perf_counter() - sent)
         tensors = received.tensors
@@ -294,7 +323,8 @@ class WorkerSession:
             answered()
         sealing = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
-            self._verify(lambda: seal.verify_call(self.worker.key, index, int(case["seed"]), self.overhead_us, reply,
+            seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
+            self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
                                                   received.entries, tensors))
             self._count_mac()
         phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}

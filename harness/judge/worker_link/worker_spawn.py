@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.contract.output_file import FILE_BYTES
-from harness.judge.worker_link import compile_cache, host_share, worker_confinement
+from harness.judge.worker_link import compile_cache, host_share, input_stage, worker_confinement
 from harness.judge.worker_link.supervision import Supervision
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -47,11 +47,12 @@ REAPER_GRACE_S = 5.0
 
 
 def new_key_pipe() -> tuple[bytes, int]:
-    """A fresh key, and the read end of a pipe holding it (for the worker; close it after spawning)."""
+    """A fresh key, and the read end of a pipe holding it and the staging key derived from it (for the
+    worker; close it after spawning)."""
     key = secrets.token_bytes(KEY_BYTES)
     read_fd, write_fd = os.pipe()
     try:
-        os.write(write_fd, key)
+        os.write(write_fd, key + input_stage.stage_key(key))
     finally:
         os.close(write_fd)
     return key, read_fd
@@ -215,6 +216,7 @@ class SpawnedWorker:
     cache_root: Path | None  # the compile caches' root the worker may write under until its Start
     blank: bool  # started before its submission was known (blank_workers)
     outputs: int | None  # the parent's output file (new_output_file), None where there is no memfd
+    stage: int | None  # the parent's staging file (input_stage.new_stage_file), None where there is no memfd
     started_at: float = field(default_factory=time.perf_counter)
 
     @property
@@ -241,8 +243,9 @@ class SpawnedWorker:
         os.close(self.commands_w)
         os.close(self.results_r)
         self.stacks.close()
-        if self.outputs is not None:
-            os.close(self.outputs)
+        for fd in (self.outputs, self.stage):
+            if fd is not None:
+                os.close(fd)
         self.workdir.cleanup()
 
 
@@ -270,7 +273,9 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
     stacks_w = stacks.fileno()
     # Large outputs come back through a file of the parent's, not the result pipe (output_reader).
     outputs = new_output_file()
-    output_fds = [] if outputs is None else [outputs]
+    # Ranked calls' inputs come encrypted through another (input_stage); the worker's end is read-only.
+    stage, stage_r = input_stage.new_stage_file() or (None, None)
+    output_fds = [fd for fd in (outputs, stage_r) if fd is not None]
     env = worker_environment(spec.device, spec.visible_devices)
     env.update(HOME=workdir.name, TMPDIR=workdir.name, NVFP4_WORKDIR=workdir.name,
                **compile_cache.environment(Path(workdir.name) / "compile-cache"))
@@ -279,7 +284,8 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
     worker_fds = [commands_r, results_w, key_r, stacks_w, *output_fds] + ([guard.worker_end] if guard.expected else [])
     command = [*spec.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
                str(key_r), ",".join(steps), str(stacks_w), str(guard.worker_end) if guard.expected else "-",
-               spec.device if warm else "-", str(root) if root else "-", str(outputs) if outputs is not None else "-"]
+               spec.device if warm else "-", str(root) if root else "-", str(outputs) if outputs is not None else "-",
+               str(stage_r) if stage_r is not None else "-"]
     if REAPED:
         command = [sys.executable, "-c", _REAPER_ENTRY, "-" if drop_to_uid is None else str(drop_to_uid),
                    "pidns" if "pidns" in steps else "-", ",".join(map(str, worker_fds)),
@@ -297,8 +303,8 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
             start_new_session=True,
             preexec_fn=lambda: _child_setup(spec.device, drop_to_uid, steps, parent),
         )
-    for fd in (commands_r, results_w, key_r):
+    for fd in (commands_r, results_w, key_r, *([stage_r] if stage_r is not None else [])):
         os.close(fd)
     guard.spawned()
     return SpawnedWorker(spec, process, commands_w, results_r, key, workdir, stacks, guard, steps, drop_to_uid, root,
-                         submission is None, outputs)
+                         submission is None, outputs, stage)

@@ -34,6 +34,8 @@ typedef struct {
     uint8_t *host_copy[2];
     size_t host_capacity;
     sigset_t saved_signals;                /* the caller's mask while the page is open */
+    uint8_t stage_key[KEY_BYTES];          /* staged inputs' ChaCha20 key, drawn calls' seed mask (drawn_inputs.c) */
+    int draw_count;                        /* captured draws (drawn_inputs.c), slots 0.. */
 } hidden_state;
 
 /* Set by init before the submission exists, then read-only and sealed (core_pages.c: seal_core). */

@@ -54,6 +54,7 @@ typedef union {
         CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
         CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
         CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+        CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     };
     unsigned char page[CORE_PAGE_BYTES];
 } cuda_driver;

@@ -101,11 +101,15 @@ static int stamp_end(void) {
     return 0;
 }
 
-int open_window(double sleep_us) {
+int quiet_gpu(void) {
     CUI(cu.CtxSetCurrent(core.context), "cuCtxSetCurrent");
     CUI(cu.CtxSynchronize(), "synchronize every stream before the call");
     cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); /* best effort: not every device has it */
     cu.CtxResetPersistingL2Cache();
+    return 0;
+}
+
+int start_window(double sleep_us) {
     if (draw_stamps() || hold(sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US, 1)) return -1;
     CUI(cu.EventRecord(ST->start_event, core.stream), "start event");
     return 0;

@@ -15,9 +15,11 @@
 /* Once, before the import: driver, context, buffers, kernels, overhead and clock calibration. The
  * hidden page is open. 0, or -1 with an exception. */
 int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes);
-/* Every stream idle, persisting L2 reset, the hold-and-flush kernel (it stamps the second clock as it
- * ends), the start event. The hidden page is open. */
-int open_window(double sleep_us);
+/* Every stream idle, persisting L2 reset. The hidden page is open. */
+int quiet_gpu(void);
+/* Behind it (and a drawn call's replay, queued on the core's stream in between, drawn_inputs.c): the
+ * hold-and-flush kernel (it stamps the second clock as it ends), the start event. The hidden page is open. */
+int start_window(double sleep_us);
 /* The end event and the second clock's end stamp; *exposed: the GPU had reached the start event
  * before the host had queued all of this. The hidden page is open. */
 int close_window(int *exposed);

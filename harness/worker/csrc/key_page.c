@@ -15,7 +15,8 @@
 #include "core_state.h"
 #include "sha256.h"
 
-/* Read the key from the parent's pipe straight into its page (no copy on the stack). */
+/* Read the key from the parent's pipe straight into its page (no copy on the stack), then the staging
+ * key (the hidden page's: decrypting inputs opens that page, not the key page). */
 int load_key(int fd) {
     uint8_t *page = random_page();
     uint16_t offset;
@@ -35,9 +36,15 @@ int load_key(int fd) {
         if (n <= 0) break;
         got += (size_t)n;
     }
+    for (size_t staged = 0; got >= KEY_BYTES && staged < KEY_BYTES;) { /* then the staging key, onto the hidden page */
+        ssize_t n = read(fd, ST->stage_key + staged, KEY_BYTES - staged);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { got = 0; break; }
+        staged += (size_t)n;
+    }
     if (got != KEY_BYTES || core_mprotect(page, 4096, PROT_NONE)) {
         explicit_bzero(page, 4096);
-        PyErr_SetString(PyExc_RuntimeError, "the key pipe held no 32-byte key");
+        PyErr_SetString(PyExc_RuntimeError, "the key pipe held no 32-byte key and 32-byte staging key");
         return -1;
     }
     ST->key_page = page;

@@ -9,8 +9,8 @@
  * does not stop.
  *
  * One call (time_call), in order: refuse it if a profile, trace or sys.monitoring hook or a torch
- * mode is active (they would have watched the inputs being drawn); every stream idle; hold, flush,
- * start event (gpu_window.c); custom_kernel(data); refuse it if a torch mode is left; read each
+ * mode is active (they would have watched the inputs being drawn); every stream idle; a drawn call's
+ * inputs drawn on the core's stream (drawn_inputs.c); hold, flush, start event (gpu_window.c); custom_kernel(data); refuse it if a torch mode is left; read each
  * output's layout through the captured torch entry points (before the end event: whatever that
  * triggers is timed); end event and second clock; then only driver calls and C code until the MAC;
  * then every thread's profile and trace functions are removed. The collector is off throughout. */
@@ -21,10 +21,12 @@
 
 #include "core_state.h"
 #include "digest_tree.h"
+#include "drawn_inputs.h"
 #include "gpu_window.h"
 #include "python_hooks.h"
 #include "sealed_outputs.h"
 #include "sha256.h"
+#include "staged_inputs.h"
 
 #define MAX_OUTPUT_BYTES (1ULL << 31)
 #define MAX_OUTPUTS 64
@@ -149,7 +151,8 @@ static PyObject *output_entries(const output_view *views, int count, const uint8
 
 /* After custom_kernel returned (the hidden page closed, the collector off): the outputs read, the end
  * event, copies, second clock, digest and MAC. Returns the worker's answer, or NULL with an error. */
-static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_start) {
+static PyObject *seal_call(long long index, unsigned long long seed, PyObject *result, double host_start,
+                           const staged_operand *staged, int staged_count) {
     output_view views[MAX_OUTPUTS];
     int count = 0, exposed = 0, unfinished = 0;
     size_t total = 0;
@@ -173,6 +176,9 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     const char *hook = failed ? NULL : watching_hook(&core.probes, 0);
     if (hook) snprintf(detail, sizeof detail, "%s", hook);
     why = hook ? "hooks" : NULL;
+    int changed = failed || why || !staged_count ? 0 : inputs_changed(staged, staged_count);
+    failed = failed || changed < 0;
+    why = changed > 0 ? "inputs" : why;
     overhead = ST->overhead_us;
     if (core.on_gpu) time_us = clock.event_us - overhead;
     if (!failed && !why) {
@@ -197,14 +203,32 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     return answer;
 }
 
-/* time_call(data, index, seed, sleep_us): see the file's comment. Indexes only grow, and calls do
- * not nest (no MAC for a replay). A refused call is answered (kind, result, why) with no MAC. */
+/* time_call(data, index, seed, sleep_us[, staged, kept, draw, sealed]): see the file's comment. Indexes
+ * only grow, and calls do not nest (no MAC for a replay). A refused call is answered (kind, result, why)
+ * with no MAC. On the CPU, ``staged``: the call's tensors (every one of ``data``, in order), into which the
+ * core decrypts the parent's staged inputs for this index before the call (staged_inputs.c); ``kept``: a
+ * bit per tensor that custom_kernel must leave unchanged (its operands, not its output buffers): after the
+ * call the core refuses one where such a tensor changed ("inputs"). On a GPU, ``draw`` (a slot of add_draw)
+ * and ``sealed`` (the call's seed, masked): the core replays that draw under the seed between the idle GPU
+ * and the hold (drawn_inputs.c), ``data`` holds the draw's tensors, and the MAC signs the unmasked seed. */
 static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
-    PyObject *data, *kernel, *result, *answer = NULL;
+    PyObject *data, *kernel, *result, *answer = NULL, *operands = Py_None;
     long long index;
-    unsigned long long seed;
+    unsigned long long seed, kept = 0;
     double sleep_us;
-    if (!PyArg_ParseTuple(args, "OLKd", &data, &index, &seed, &sleep_us)) return NULL;
+    staged_operand staged[MAX_STAGED];
+    int staged_count = 0, draw = -1;
+    const char *sealed = NULL;
+    Py_ssize_t sealed_size = 0;
+    if (!PyArg_ParseTuple(args, "OLKd|OKiy#", &data, &index, &seed, &sleep_us, &operands, &kept, &draw, &sealed,
+                          &sealed_size))
+        return NULL;
+    if (!core.keyed || (operands != Py_None && core.on_gpu) || (draw >= 0 && (!core.on_gpu || sealed_size != 8)))
+        return PyErr_Format(PyExc_RuntimeError, "time_call: %s", !core.keyed ? "not initialized"
+                            : draw < 0 ? "staged inputs are the CPU's (a GPU draws them)"
+                                       : "a drawn call needs a GPU and an 8-byte sealed seed");
+    /* Read through the captured torch entry points before the hidden page opens (they are Python). */
+    if (operands != Py_None && describe_operands(&core.hooks, operands, kept, staged, &staged_count)) return NULL;
     /* From here to the MAC no collection runs: one would call the submission's gc.callbacks and
      * finalizers while the outputs are read (s11_gc_callback_in_window.py). */
     int collector_was_on = PyGC_Disable();
@@ -227,7 +251,9 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     ST->last_index = index;
     ST->busy = 1;
     kernel = ST->kernel;
-    if (core.on_gpu && open_window(sleep_us)) {
+    if ((staged_count && stage_inputs(ST->stage_key, index, staged, staged_count)) ||
+        (core.on_gpu && (quiet_gpu() || (draw >= 0 && replay_draw(draw, index, (const uint8_t *)sealed, &seed)) ||
+                         start_window(sleep_us)))) {
         ST->busy = 0;
         hidden_close();
         goto done;
@@ -237,13 +263,14 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     result = PyObject_CallOneArg(kernel, data);
     PyGC_Disable(); /* custom_kernel may have turned it back on */
     if (result) {
-        answer = seal_call(index, seed, result, host_start);
+        answer = seal_call(index, seed, result, host_start, staged, staged_count);
     } else {
         release_call();
         clear_thread_hooks();
     }
     Py_XDECREF(result);
 done:
+    release_operands(staged, staged_count);
     if (collector_was_on) PyGC_Enable();
     return answer;
 }
@@ -305,6 +332,10 @@ static PyMethodDef methods[] = {
     {"time_call", sealed_time_call, METH_VARARGS, "Time one call of the bound kernel; returns a sealed result."},
     {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
     {"map_outputs", map_outputs, METH_VARARGS, "Take the parent's output file: large outputs go there, not the pipe."},
+    {"map_inputs", map_inputs, METH_VARARGS, "Take the parent's staging file: ranked CPU calls' inputs, encrypted."},
+    {"add_draw", add_draw, METH_VARARGS, "Take a captured draw (graph and kernel tables) for drawn calls."},
+    {"chacha20", chacha20_bytes, METH_VARARGS, "ChaCha20 (RFC 8439) over bytes (self-test)."},
+    {"stream_keys", stream_keys_bytes, METH_VARARGS, "A counter-generator stream's keys under a seed (self-test)."},
     {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
     {"sha256_backend", sealed_sha256_backend, METH_NOARGS, "'sha-ni' or 'portable': which SHA-256 digests and signs results."},
     {"digest_threads", sealed_digest_threads, METH_NOARGS, "Threads hashing an output (OMP_NUM_THREADS, 1..8; self-test)."},

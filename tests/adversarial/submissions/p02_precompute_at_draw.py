@@ -1,10 +1,11 @@
 """Pure Python, no ctypes: compute each call's answer while the worker draws its inputs, untimed.
 
-A KNOWN HOLE (docs/security.md, "Inputs are drawn in the worker's Python"): the worker draws a
-call's inputs with Python code the submission can reach (here: the worker instance's `reference`
-attribute, swapped for a proxy), before the compiled core starts its timer. The proxy runs the
-honest kernel on the fresh inputs right there; custom_kernel then only hands back the stored
-answer. This row expects the attack to pass, so the suite notices the day it stops working.
+Ranked (issue 40), the worker's Python never learns a call's seed. On a GPU its core draws the inputs
+from a graph captured before this import, so the proxy below never runs for a ranked call; on the CPU
+it draws the tensors' layout under the case's public seed and the core decrypts the parent's staged
+inputs into them (docs/security.md, "Drawn and staged inputs"). Either way custom_kernel has no answer
+for the real inputs, returns the one it has (or zeros) and fails the check. In benchmark mode, whose
+seeds are public, the hole stays open (the worker draws the real inputs; no staging can close it there).
 """
 
 import types
@@ -31,5 +32,5 @@ worker.reference = types.SimpleNamespace(generate_input=draw_and_solve)
 
 
 def custom_kernel(data):
-    answer = answers.pop(id(data), None)
-    return answer if answer is not None else _honest.gemv(data)
+    answer = answers.pop(id(data), None)  # a cheat's all: it never computes in the timed call
+    return answer if answer is not None else torch.zeros_like(data[-1])

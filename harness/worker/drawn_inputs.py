@@ -1,0 +1,96 @@
+"""Drawn inputs: a GPU worker's ranked timed calls' inputs drawn by its compiled core, from graphs captured here.
+
+Before the submission's import, for each benchmark case the parent names (``Start.draws``; tests are
+untimed and keep the ordinary draw), the worker runs the problem's own ``generate_input`` once (its
+kernels compiled, its caches filled, and its tensors show which are operands: see ``operand_indices``),
+then captures a second run into a CUDA graph while the counter generator records its kernel tables
+instead of copying them (``counter_rng.captured_tables``). The core instantiates the graph into an
+executable graph of its own and keeps it, with every table's device address and contents, on read-only
+pages of its own image (harness/worker/csrc/drawn_inputs.c). Each drawn call, the core writes the
+tables, the hash tables' keys derived from the call's seed (which reaches only the core, masked), and
+replays the graph before the hold; the tensors the capture returned (fixed addresses in the graph's
+pool) are the call's inputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, NamedTuple
+
+import torch
+
+from harness.contract.results import Status
+from harness.contract.task_spec import shape_text
+from harness.worker.failures import SubmissionError
+from harness.worker.outputs import flatten, operand_tensors
+
+
+def operand_indices(data: Any) -> tuple[int, ...]:
+    """The positions (in ``flatten(data)``) of the operands of an executed draw: every tensor but the
+    NaN-filled output buffers (outputs.operand_tensors). A captured draw's tensors cannot show this
+    themselves: the capture ran nothing, so until the core's first replay they hold whatever the graph's
+    pool held (its output buffer is not NaN), and the buffer would count as an operand an honest
+    custom_kernel returns (the H100's rejections of 2026-11-26)."""
+    kept = {id(t) for t in operand_tensors(data)}
+    return tuple(i for i, t in enumerate(flatten(data)) if id(t) in kept)
+
+
+class Draw(NamedTuple):
+    """One captured draw: the core's slot, the tensors the graph draws into, which of them are operands
+    (``operand_indices`` of the eager draw of the same case), and the graph (its pool holds the tensors)."""
+
+    slot: int
+    data: Any
+    operands: tuple[int, ...]
+    graph: Any
+
+
+class DrawnInputs:
+    """The captured draws, one per case shape. Held for the worker's life: each graph's pool holds the
+    tensors handed to custom_kernel (the core keeps its own executable graph; this graph is never
+    replayed here)."""
+
+    def __init__(self) -> None:
+        self._draws: dict[str, Draw] = {}
+
+    def capture(self, reference: ModuleType, cases: list[dict[str, Any]], device: torch.device,
+                add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]) -> None:
+        """Capture the draw of every case shape in ``cases`` and hand it to the core (``add_draw``); a
+        failure is the harness's (no submission exists yet)."""
+        for case in cases:
+            if shape_text(case) not in self._draws:
+                try:
+                    self._draws[shape_text(case)] = self._capture_one(reference, case, device, add_draw)
+                except Exception as error:
+                    raise SubmissionError(Status.HARNESS_FAULT, f"capturing the inputs' draw of "
+                                          f"{shape_text(case)} failed: {type(error).__name__}: {error}") from None
+
+    @staticmethod
+    def _capture_one(reference: ModuleType, case: dict[str, Any], device: torch.device,
+                     add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]
+                     ) -> Draw:
+        from problems.shared import counter_rng  # every problem's draw goes through it
+
+        # Run once for real: it compiles its kernels (no compiler in a capture) and shows the operands.
+        operands = operand_indices(reference.generate_input(**case, device=device))
+        torch.cuda.synchronize(device)
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+        with counter_rng.captured_tables() as capture, torch.cuda.graph(graph):
+            data = reference.generate_input(**case, device=device)
+        tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
+                   [(offset, name.encode()) for offset, name in sorted(keyed.items())])
+                  for table, rows, keyed in capture.tables]
+        return Draw(add_draw(graph.raw_cuda_graph(), tables), data, operands, graph)
+
+    def inputs(self, case: dict[str, Any]) -> tuple[int, Any, list[torch.Tensor]]:
+        """(the core's slot for ``case``'s draw, the tensors it draws into, the operands among them: the
+        ones custom_kernel must not return)."""
+        if shape_text(case) not in self._draws:
+            raise SubmissionError(Status.HARNESS_FAULT, f"a drawn call for {shape_text(case)}, whose draw was "
+                                  "not captured at Start")
+        draw = self._draws[shape_text(case)]
+        tensors = flatten(draw.data)
+        return draw.slot, draw.data, [tensors[i] for i in draw.operands]

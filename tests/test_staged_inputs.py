@@ -1,6 +1,7 @@
-"""Ranked inputs out of the worker's Python (issue 40): the core's ChaCha20 against RFC 8439's vectors, a
-CPU call's inputs drawn by the parent (harness.judge.worker_link.input_stage) arriving in the core's call
-only there, and what a GPU's drawn calls rest on: the core's stream keys and the seed's mask."""
+"""Ranked inputs out of the worker's Python (issue 40): the core's and the parent's ChaCha20 against RFC
+8439's vectors and each other, a CPU call's inputs drawn by the parent
+(harness.judge.worker_link.input_stage) arriving in the core's call only there, and what a GPU's drawn
+calls rest on: the core's stream keys and the seed's mask."""
 
 import os
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from harness.judge.worker_link import input_stage
+from harness.judge.worker_link.chacha20 import chacha20
 from harness.worker import _sealed
 from problems.shared.counter_rng import stream_keys
 
@@ -27,11 +29,20 @@ ZERO_KEYSTREAM = bytes.fromhex(  # RFC 8439 appendix A.2, test vector 1
     "da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586")
 
 
-def test_the_core_cipher_matches_rfc_8439():
+@pytest.mark.parametrize("cipher", [_sealed.chacha20, chacha20], ids=["core", "parent"])
+def test_each_cipher_matches_rfc_8439(cipher):
     key, nonce = bytes(range(32)), bytes.fromhex("000000000000004a00000000")
-    assert _sealed.chacha20(key, nonce, 1, SUNSCREEN) == SUNSCREEN_ENCRYPTED
-    assert _sealed.chacha20(key, nonce, 1, SUNSCREEN_ENCRYPTED) == SUNSCREEN
-    assert _sealed.chacha20(bytes(32), bytes(12), 0, bytes(64)) == ZERO_KEYSTREAM
+    assert cipher(key, nonce, 1, SUNSCREEN) == SUNSCREEN_ENCRYPTED
+    assert cipher(key, nonce, 1, SUNSCREEN_ENCRYPTED) == SUNSCREEN
+    assert cipher(bytes(32), bytes(12), 0, bytes(64)) == ZERO_KEYSTREAM
+
+
+@pytest.mark.parametrize("length", [0, 1, 63, 64, 65, 4097])
+@pytest.mark.parametrize("counter", [0, 5, 2**32 - 2])
+def test_the_parent_cipher_and_the_core_cipher_agree(length, counter):
+    """Written apart (numpy, C): the same bytes for any length, from any block, the counter wrapping."""
+    key, nonce, data = os.urandom(32), os.urandom(12), os.urandom(length)
+    assert chacha20(key, nonce, counter, data) == _sealed.chacha20(key, nonce, counter, data)
 
 
 def test_the_parent_encrypts_what_the_core_decrypts():

@@ -188,7 +188,8 @@ class CallChecker:
             inputs, expected = self._draw_and_reference(seeded)
         else:
             if inputs is None:
-                inputs = drawing.result() if drawing else self.reference.generate_input(**seeded, device=self.check_device)
+                inputs = drawing.result() if drawing else (
+                    self.reference.generate_input(**seeded, device=self.check_device))
             expected = self.reference.ref_kernel(inputs) if self._takes_expected and with_expected else None
         if not with_expected:
             return inputs, None

@@ -1,14 +1,15 @@
-"""Ranked calls' inputs out of the worker's Python: a GPU's seed masked for its core, a CPU's inputs staged.
+"""Ranked calls' inputs out of the worker's Python: a GPU's seed masked for its core, a CPU's staged.
 
-In ranked mode the worker never learns a timed call's seed. On a GPU its compiled core draws the
-inputs itself, from the case's draw captured as a CUDA graph before the import; the parent sends each
-call's seed masked under the run's staging key (``sealed_seed``; harness/worker/csrc/drawn_inputs.c;
-docs/security.md, "Drawn and staged inputs"). On the CPU, which has no graphs, the parent draws the call's inputs
-itself (it draws them for its check anyway), encrypts every tensor's storage bytes with ChaCha20 under
-the staging key and a nonce naming the call index, and writes them into a sealed file it handed over at
-spawn (``new_stage_file``; the worker holds a read-only descriptor). The worker builds the call's
-tensors from a draw under the case's public seed, and its compiled core decrypts the real bytes into
-them inside ``time_call`` (harness/worker/csrc/staged_inputs.c).
+In ranked mode the worker never learns a timed call's seed. On a GPU its compiled core draws the inputs
+itself, from the case's draw captured as a CUDA graph before the import; the parent sends each call's
+seed masked under the run's staging key (``sealed_seed``; harness/worker/csrc/drawn_inputs.c;
+docs/security.md, "Drawn and staged inputs"). On the CPU, which has no graphs, the parent draws the
+call's inputs itself (it draws them for its check anyway), encrypts every tensor's storage bytes with
+ChaCha20 (its own, ``chacha20.py``) under the staging key and a nonce naming the call index, and writes
+them into a sealed file it handed over at spawn (``new_stage_file``; the worker holds a read-only
+descriptor). The worker builds the call's tensors from a draw under the case's public seed, and its
+compiled core decrypts the real bytes into them inside ``time_call``
+(harness/worker/csrc/staged_inputs.c).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from harness.contract.output_file import FILE_BYTES
+from harness.judge.worker_link.chacha20 import chacha20
 
 if TYPE_CHECKING:  # torch only where a call is staged: the parent spawns its worker before importing it
     import torch
@@ -79,13 +81,12 @@ def _storage_bytes(tensor: torch.Tensor) -> memoryview:
 def stage(fd: int, key: bytes, index: int, inputs: Any) -> None:
     """Write call ``index``'s inputs, encrypted, into the staging file: every tensor's whole storage,
     each from the next multiple of STAGE_ALIGN, under block counter offset / STAGE_ALIGN. The core's own
-    ChaCha20 (about 1 GB/s: a CPU's inputs are small; a GPU's are drawn by its core, ``sealed_seed``)."""
-    from harness.worker import _sealed  # built wherever a call is staged: only a sealed worker stages
-
+    ChaCha20 in numpy (about 60 MB a second: a CPU's inputs are small; a GPU's are drawn by its core,
+    ``sealed_seed``)."""
     at = 0
     for tensor in tensors_of(inputs):
         plain = _storage_bytes(tensor)
-        encrypted = _sealed.chacha20(key, nonce(index), at // STAGE_ALIGN, plain)
+        encrypted = chacha20(key, nonce(index), at // STAGE_ALIGN, plain)
         written = 0
         while written < len(encrypted):
             written += os.pwrite(fd, memoryview(encrypted)[written:], at + written)

@@ -57,6 +57,8 @@
 #   drawn       issue 40's drawn inputs: every NVFP4 shape's captured draw replayed by the core under fresh
 #               masked seeds, bit-identical to generate_input's, and the core's ms per call with and without
 #               the draw (scripts/drawn_check.py; run after build)
+#   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh
+#               secret each; every one must pass and be rankable (about 15 s a run)
 #   sanitize    the planted defects and the baselines under compute-sanitizer
 #   service     baselines through a local submission service vs harness eval (SERVICE_FILES)
 #   leaderboard the ranked leaderboard over submissions/
@@ -153,6 +155,25 @@ supervisor() {
   unset NVFP4_SANDBOX
   python3 tests/adversarial/run_gpu.py "$dir/rows.json" --only x0,x1,p01c,s20  # x00-x12, and the mprotect rows
 }
+honest_ranked() {  # issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh secret each
+  local dir="$WORK/honest" files run file secret status rejected=0
+  files=(submissions/nvfp4_gemv/triton_gemv.py submissions/nvfp4_gemm/triton_gemm.py
+         submissions/nvfp4_dual_gemm/triton_dual_gemm.py submissions/nvfp4_group_gemm/triton_group_gemm.py)
+  mkdir -p "$dir"; secret="$dir/secret"
+  for run in $(seq 1 "${HONEST_RUNS:-20}"); do
+    file=${files[$(( (run - 1) % ${#files[@]} ))]}
+    python3 -c "import secrets; print(secrets.randbits(62))" > "$secret"; chmod 600 "$secret"
+    python3 -m harness eval "$file" --mode leaderboard --secret-seed-file "$secret" --json "$dir/run_$run.json" \
+      > "$dir/run_$run.log" 2>&1
+    code=$?
+    status=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['status'], r.get('rankable'))" \
+      "$dir/run_$run.json" 2>/dev/null || echo "no-result")
+    [ "$status" = "passed True" ] || rejected=$((rejected + 1))
+    echo "run $run $file: exit $code $status $(grep -E '^Result' "$dir/run_$run.log" | cut -c1-200)"
+  done
+  echo "honest ranked runs: ${HONEST_RUNS:-20}, not passed and rankable: $rejected"
+  [ "$rejected" -eq 0 ]
+}
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
@@ -208,6 +229,7 @@ for step in $steps; do
     drawn) run_step drawn python3 scripts/drawn_check.py "$WORK/drawn.json" ;;
     window) run_step window python3 scripts/window_check.py "$WORK/window" --part "${WINDOW_PART:-all}" ;;
     sanitize) run_step sanitize sanitize_all ;;
+    honest_ranked) run_step honest_ranked honest_ranked ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;

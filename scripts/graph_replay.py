@@ -80,7 +80,7 @@ def main() -> int:
     clock, rows = ReplayClock(), []
     floors = {**asdict(clock.floors()), "empty_kernel_us": clock.floors().empty_kernel_us}
     out.with_name(f"{out.stem}_floors.json").write_text(json.dumps(floors, indent=2))
-    print("replay clock floors (us): " + ", ".join(f"{k} {v:.2f}" for k, v in floors.items()), flush=True)
+    print("replay clock floors: " + ", ".join(f"{k} {v:.2f}" for k, v in floors.items()), flush=True)
     for path in files:
         problem = path.parent.name
         medians = harness_medians(path, eval_dir, eval_missing)

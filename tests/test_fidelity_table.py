@@ -150,7 +150,7 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
 
     class Clock:
         def floors(self):
-            return Floors(1.13, 2.26)
+            return Floors(1.13, 2.26, 32)
 
         def time(self, kernel, inputs):
             return Reading(2.17 if kernel == once else 4.34, 2.0, 4.5, 288)
@@ -166,7 +166,7 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
                                       once, twice])
     assert graph_replay.main() == 0
     floors = json.loads((tmp_path / "graph_replay_floors.json").read_text())
-    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "empty_kernel_us": pytest.approx(1.13)}
+    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "tick_ns": 32, "empty_kernel_us": pytest.approx(1.13)}
     rows = json.loads((tmp_path / "graph_replay.json").read_text())
     assert len(rows) == 24 and {r["file"] for r in rows} == {"timing_ladder/triton_ladder.py",
                                                              "timing_ladder/triton_ladder_twice.py"}

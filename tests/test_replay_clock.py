@@ -2,30 +2,42 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from harness.sol import replay_clock
-from harness.sol.replay_clock import Floors, Reading
+from harness.sol.replay_clock import Floors
 
 
-def test_each_call_lies_between_its_own_marks_and_every_flush_outside_them():
+def test_each_call_lies_between_its_floor_and_its_closing_mark_and_every_flush_outside_them():
     log: list[str] = []
     calls = [lambda i=i: log.append(f"call{i}") for i in range(3)]
-    replay_clock.capture_groups(calls, lambda: log.append("flush"), lambda i: log.append(f"open{i}"),
-                                lambda i: log.append(f"close{i}"))
-    assert log == [entry for i in range(3) for entry in ("flush", f"open{i}", f"call{i}", f"close{i}")]
+    replay_clock.capture_groups(calls, lambda: log.append("flush"), lambda slot: log.append(f"mark{slot}"))
+    assert log == [entry for i in range(3)
+                   for entry in ("flush", f"mark{3 * i}", f"mark{3 * i + 1}", f"call{i}", f"mark{3 * i + 2}")]
 
 
-def test_stamp_pairs_are_each_groups_two_slots_in_us():
-    slots = [1_000, 3_500, 10_000, 10_250, 20_000, 21_000]  # ns: group i is slots 2i and 2i+1
-    assert replay_clock.stamp_pairs_us(slots, 3) == pytest.approx([2.5, 0.25, 1.0])
-    assert replay_clock.stamp_pairs_us(slots, 2) == pytest.approx([2.5, 0.25])  # unused slots are not read
+def test_each_group_gives_its_floor_and_its_call_in_us():
+    slots = [1_000, 2_000, 4_500, 10_000, 10_750, 11_000, 0, 0, 0]  # ns: group i is slots 3i..3i+2
+    assert replay_clock.group_stamps_us(slots, 2) == (pytest.approx([1.0, 0.75]), pytest.approx([2.5, 0.25]))
 
 
-def test_a_reading_is_the_trimmed_mean_and_spread_of_the_stamps_less_their_floor():
-    stamps = [3.0, 3.1, 3.2, 3.3, 3.4, 3.5, 3.6, 3.7, 50.0, 0.0]  # one preempted call, one torn: trimmed off
-    reading = replay_clock.reading_of(stamps, floor_us=1.2)
-    assert reading == Reading(us=pytest.approx(2.15), p10_us=pytest.approx(1.8), p90_us=pytest.approx(2.5), calls=10)
+def test_a_reading_takes_each_calls_own_floor_off_then_the_trimmed_mean_and_spread():
+    """A floor that drifts between groups is taken off the call it was measured beside, not averaged in."""
+    calls = [4.0, 4.1, 4.2, 4.3, 4.4, 4.5, 4.6, 4.7, 50.0, 0.0]  # one preempted call, one torn: trimmed off
+    floors = [1.0, 1.0, 1.0, 1.0, 1.4, 1.4, 1.4, 1.4, 1.0, 1.0]
+    reading = replay_clock.reading_of(floors, calls)
+    assert reading.us == pytest.approx(statistics.fmean(sorted(c - f for c, f in zip(calls, floors))[1:-1]))
+    assert (reading.p10_us, reading.p90_us, reading.calls) == (pytest.approx(3.0), pytest.approx(3.3), 10)
+    with pytest.raises(ValueError):
+        replay_clock.reading_of(floors[:-1], calls)  # a call without its floor
+
+
+def test_the_timer_tick_is_the_finest_step_the_stamps_show():
+    assert replay_clock.timer_tick_ns([0, 1024, 3072, 3072, 8192]) == 1024
+    assert replay_clock.timer_tick_ns([5, 37, 69]) == 32
+    assert replay_clock.timer_tick_ns([7]) == 0
 
 
 def test_an_empty_kernel_reads_the_stamps_with_it_less_the_stamps_with_nothing():

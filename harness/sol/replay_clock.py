@@ -1,11 +1,14 @@
 """Graph replay, the reference clock: each flushed call timed by %globaltimer stamps inside one CUDA graph.
 
 For a shape: POOL input sets are drawn (fresh inputs, as the harness gives) and one CUDA graph holds
-GROUPS groups of [read a 2x-L2 buffer, stamp, custom_kernel(inputs_i), stamp]; after each of REPLAYS
-replays every group's two stamps are read. The flush lies outside every pair, so its own time and its
-variance (a 2x-L2 read, about 35 us on an H100) never enter a reading. A stamp is a one-thread kernel
-writing %globaltimer (harness.sol.globaltimer): a pair also holds one kernel boundary of its own, so
-the pair with nothing between (``Floors.nothing_us``) is taken off every call. A trimmed mean, not a
+GROUPS groups of [read a 2x-L2 buffer, stamp, stamp, custom_kernel(inputs_i), stamp]; after each of
+REPLAYS replays every group's three stamps are read. The flush lies outside every pair, so its own time
+and its variance (a 2x-L2 read, about 35 us on an H100) never enter a reading. A stamp is a one-thread
+kernel writing %globaltimer (harness.sol.globaltimer): a pair also holds one kernel boundary of its own,
+so each group's first two stamps (nothing between them) are its floor, taken off its call. The floor is
+measured in the same replay as the call it is taken from: measured apart, in a graph of its own, it
+read 1.13 us in one process and 0.78 us in another on the same H100 while the calls' stamps read the
+same (docs/timing.md, "The floor measured beside each call"). A trimmed mean, not a
 median: the timer may tick coarser than a short kernel, and over many calls the tick's phase averages
 out. Event-record nodes were the first reference and were dropped (docs/timing.md, "The reference
 clock, decided"): on an H100 each in-graph event pair read 2.4-2.7 us above the stamps on every single kernel.
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
+import math
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -54,6 +59,8 @@ class Floors:
 
     nothing_us: float
     empty_us: float
+    tick_ns: int = 0
+    """The finest step of %globaltimer the stamps showed (a coarse tick makes short readings jitter)."""
 
     @property
     def empty_kernel_us(self) -> float:
@@ -73,25 +80,34 @@ def trimmed_mean(values: Sequence[float], trim: float = TRIM) -> float:
     return statistics.fmean(ordered[cut:len(ordered) - cut] or ordered)
 
 
-def stamp_pairs_us(slots: Sequence[int], groups: int) -> list[float]:
-    """Group i's stamps are slots 2i (before the call) and 2i+1 (after): their differences, ns to us."""
-    return [(slots[2 * i + 1] - slots[2 * i]) / 1e3 for i in range(groups)]
+def group_stamps_us(slots: Sequence[int], groups: int) -> tuple[list[float], list[float]]:
+    """(each group's floor, each group's call) in us: group i's stamps are slots 3i and 3i+1 (back to back,
+    nothing between) and 3i+2 (after the call); the floor is 3i+1 less 3i, the call 3i+2 less 3i+1."""
+    floors = [(slots[3 * i + 1] - slots[3 * i]) / 1e3 for i in range(groups)]
+    calls = [(slots[3 * i + 2] - slots[3 * i + 1]) / 1e3 for i in range(groups)]
+    return floors, calls
 
 
-def reading_of(stamp_us: Sequence[float], floor_us: float) -> Reading:
-    """Every timed call's stamp difference less the stamps' floor, summarised."""
-    calls = [us - floor_us for us in stamp_us]
+def timer_tick_ns(slots: Sequence[int]) -> int:
+    """The finest step the stamps show: the greatest common divisor of their differences (0 if none)."""
+    ordered = sorted(set(slots))
+    return math.gcd(*(b - a for a, b in itertools.pairwise(ordered))) if len(ordered) > 1 else 0
+
+
+def reading_of(floor_us: Sequence[float], call_us: Sequence[float]) -> Reading:
+    """Every timed call's stamps less its own group's floor (measured in the same replay), summarised."""
+    calls = [call - floor for call, floor in zip(call_us, floor_us, strict=True)]
     return Reading(trimmed_mean(calls), quantile(calls, 0.1), quantile(calls, 0.9), len(calls))
 
 
-def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any],
-                   before: Callable[[int], Any], after: Callable[[int], Any]) -> None:
-    """The graph's body: per call, the flush, the opening mark, the call, the closing mark."""
+def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any], mark: Callable[[int], Any]) -> None:
+    """The graph's body: per call, the flush, two marks back to back (the floor), the call, the closing mark."""
     for index, call in enumerate(calls):
         flush()
-        before(index)
+        mark(3 * index)
+        mark(3 * index + 1)
         call()
-        after(index)
+        mark(3 * index + 2)
 
 
 class ReplayClock:
@@ -101,39 +117,46 @@ class ReplayClock:
         from harness.sol.globaltimer import Stamper
 
         self.flush = flush or reading_flush()
-        self._stamper = Stamper(2 * GROUPS)
+        self._stamper = Stamper(3 * GROUPS)
         self._floors: Floors | None = None
+        self.tick_ns = 0
+        """The finest step of %globaltimer seen in the last graph's stamps."""
 
-    def stamp_times_us(self, calls: Sequence[Callable[[], Any]]) -> list[float]:
-        """Each call's raw stamp difference (floor not taken off), over REPLAYS replays of one graph."""
+    def stamp_times_us(self, calls: Sequence[Callable[[], Any]]) -> tuple[list[float], list[float]]:
+        """(each group's floor, each call's stamps), raw, over REPLAYS replays of one graph."""
         import torch
 
-        stamper = self._stamper
-        before, after = (lambda i: stamper.mark(2 * i)), (lambda i: stamper.mark(2 * i + 1))
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):  # JIT and allocations happen before capture
-            capture_groups(calls, self.flush, before, after)
+            capture_groups(calls, self.flush, self._stamper.mark)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            capture_groups(calls, self.flush, before, after)
+            capture_groups(calls, self.flush, self._stamper.mark)
+        floors: list[float] = []
         readings: list[float] = []
+        ticks = []
         for _ in range(REPLAYS):
             graph.replay()
             torch.cuda.synchronize()
-            readings += stamp_pairs_us(stamper.read(), len(calls))
-        return readings
+            slots = self._stamper.read()[: 3 * len(calls)]
+            floor, reading = group_stamps_us(slots, len(calls))
+            floors += floor
+            readings += reading
+            ticks.append(timer_tick_ns(slots))
+        self.tick_ns = math.gcd(*ticks)
+        return floors, readings
 
     def floors(self) -> Floors:
         """Measured once per clock: the stamps with nothing, and with the stamp module's empty kernel, between."""
         if self._floors is None:
-            self._floors = Floors(trimmed_mean(self.stamp_times_us([lambda: None] * GROUPS)),
-                                  trimmed_mean(self.stamp_times_us([self._stamper.empty] * GROUPS)))
+            nothing, empty = self.stamp_times_us([self._stamper.empty] * GROUPS)
+            self._floors = Floors(trimmed_mean(nothing), trimmed_mean(empty), self.tick_ns)
         return self._floors
 
     def time(self, kernel: Callable[[Any], Any], inputs: list[Any]) -> Reading:
         calls = [lambda data=data: kernel(data) for _ in range(ROUNDS) for data in inputs]
-        return reading_of(self.stamp_times_us(calls), self.floors().nothing_us)
+        return reading_of(*self.stamp_times_us(calls))
 
 
 def load_shipped(path: Path) -> Callable[[Any], Any]:

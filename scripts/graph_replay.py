@@ -67,7 +67,7 @@ def shape_row(clock: ReplayClock, kernel: Any, problem: str, case: dict[str, Any
         why = f"{type(error).__name__}: {str(error).splitlines()[0][:100]}"
         return {"replay_us": None, "note": f"not capturable: {why}"}
     return {"replay_us": reading.us, "replay_p10_us": reading.p10_us, "replay_p90_us": reading.p90_us,
-            "calls": reading.calls, "note": ""}
+            "replay_floor_us": reading.floor_us, "calls": reading.calls, "note": ""}
 
 
 def main() -> int:
@@ -97,7 +97,8 @@ def main() -> int:
             row["harness_in_band"] = in_band(harness_us, row["replay_us"], *HARNESS_BAND)
             rows.append(row)
             print(f"{row['file']} {row['shape']}: replay {_us(row['replay_us'])} us (p10-p90 "
-                  f"{_us(row.get('replay_p10_us'))}-{_us(row.get('replay_p90_us'))}), harness {_us(harness_us)} us, "
+                  f"{_us(row.get('replay_p10_us'))}-{_us(row.get('replay_p90_us'))}, "
+                  f"floor {_us(row.get('replay_floor_us'))}), harness {_us(harness_us)} us, "
                   f"in band {row['harness_in_band']} {row['note']}", flush=True)
     out.write_text(json.dumps(rows, indent=2))
     judged = [r for r in rows if r["harness_in_band"] is not None]

@@ -100,10 +100,10 @@ def test_a_shape_replay_cannot_time_is_a_row_that_says_why(scripts, monkeypatch)
         def time(self, kernel, inputs):
             if kernel == "allocates":
                 raise RuntimeError("operation not permitted when stream is capturing\nmore")
-            return Reading(2.0, 1.9, 2.2, 288)
+            return Reading(2.0, 1.9, 2.2, 288, 1.1)
 
     assert graph_replay.shape_row(Clock(), "fine", "timing_ladder", {}) == {
-        "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "calls": 288, "note": ""}
+        "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "replay_floor_us": 1.1, "calls": 288, "note": ""}
     row = graph_replay.shape_row(Clock(), "allocates", "timing_ladder", {})
     assert row == {"replay_us": None,
                    "note": "not capturable: RuntimeError: operation not permitted when stream is capturing"}

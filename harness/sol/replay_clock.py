@@ -51,6 +51,8 @@ class Reading:
     p10_us: float
     p90_us: float
     calls: int
+    floor_us: float = 0.0
+    """The trimmed mean of the floors taken off (each group's two back-to-back stamps)."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def timer_tick_ns(slots: Sequence[int]) -> int:
 def reading_of(floor_us: Sequence[float], call_us: Sequence[float]) -> Reading:
     """Every timed call's stamps less its own group's floor (measured in the same replay), summarised."""
     calls = [call - floor for call, floor in zip(call_us, floor_us, strict=True)]
-    return Reading(trimmed_mean(calls), quantile(calls, 0.1), quantile(calls, 0.9), len(calls))
+    return Reading(trimmed_mean(calls), quantile(calls, 0.1), quantile(calls, 0.9), len(calls), trimmed_mean(floor_us))
 
 
 def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any], mark: Callable[[int], Any]) -> None:

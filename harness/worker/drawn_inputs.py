@@ -1,15 +1,15 @@
-"""Drawn inputs: a GPU worker's ranked timed calls' inputs drawn by its compiled core, from graphs captured here.
+"""Drawn inputs: a GPU worker's timed calls' inputs drawn by its compiled core, from graphs captured here.
 
-Before the submission's import, for each benchmark case the parent names (``Start.draws``; tests are
-untimed and keep the ordinary draw), the worker runs the problem's own ``generate_input`` once (its
-kernels compiled, its caches filled, and its tensors show which are operands: see ``operand_indices``),
-then captures a second run into a CUDA graph while the counter generator records its kernel tables
-instead of copying them (``counter_rng.captured_tables``). The core instantiates the graph into an
-executable graph of its own and keeps it, with every table's device address and contents, on read-only
-pages of its own image (harness/worker/csrc/drawn_inputs.c). Each drawn call, the core writes the
-tables, the hash tables' keys derived from the call's seed (which reaches only the core, masked), and
-replays the graph before the hold; the tensors the capture returned (fixed addresses in the graph's
-pool) are the call's inputs.
+Before the submission's import, for each benchmark case the parent names (``Start.draws``, in every
+timed mode, ranked or not: evaluation.core_draws; tests are untimed and keep the ordinary draw), the
+worker runs the problem's own ``generate_input`` once (its kernels compiled, its caches filled, and its
+tensors show which are operands: see ``operand_indices``), then captures a second run into a CUDA graph
+while the counter generator records its kernel tables instead of copying them
+(``counter_rng.captured_tables``). The core instantiates the graph into an executable graph of its own
+and keeps it, with every table's device address and contents, on read-only pages of its own image
+(harness/worker/csrc/drawn_inputs.c). Each drawn call, the core writes the tables, the hash tables' keys
+derived from the call's seed (which reaches only the core, masked), and replays the graph before the
+hold; the tensors the capture returned (fixed addresses in the graph's pool) are the call's inputs.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class CallChecker:
         False where the session did not send it (WorkerSession.send_ahead)."""
         seeded = {**case, "seed": self.call_seed(case, 0)}
         ranked = self.secret is not None and not self.plain
-        drawn = ranked and session.draws(case)  # a ranked test on a GPU is drawn only where a benchmark has its shape
+        drawn = not self.plain and session.draws(case)  # a test on a GPU is drawn only where a benchmark has its shape
         if ranked and not drawn and session.stages():
             return False  # a staged call's inputs are staged as it is sent
         drawn_seed = int(seeded["seed"]) if drawn else None
@@ -105,12 +105,13 @@ class CallChecker:
         when the call itself failed, so a call that ends the case leaves nothing in flight."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
-        # Ranked: the worker never learns the seed. On a GPU its core draws the inputs from a graph captured
-        # before the import, under the seed sent masked for it (drawn); on the CPU the parent draws them now,
-        # before the call (waited for: nothing of the parent's runs beside a timed call), and stages them
-        # encrypted, the worker drawing only the layout under the case's public seed (input_stage).
+        # On a GPU the worker's core draws the inputs of every shape it captured before the import, under the
+        # seed sent masked for it (drawn): in every timed mode, so benchmark mode times the inputs ranked mode
+        # does (evaluation.core_draws). Ranked: the worker never learns the seed; on the CPU the parent draws
+        # them now, before the call (waited for: nothing of the parent's runs beside a timed call), and stages
+        # them encrypted, the worker drawing only the layout under the case's public seed (input_stage).
         ranked = self.secret is not None and not self.plain
-        drawn = ranked and session.draws(case)
+        drawn = not self.plain and session.draws(case)
         staged = ranked and not drawn and session.stages()
         parent: dict[str, Any] = {}
         if staged:

@@ -201,7 +201,8 @@ class WorkerSession:
 
     def start(self, draws: list[dict[str, Any]] | None = None) -> Ready:
         """Import the submission in the worker; returns the worker's Ready reply. ``draws``: the cases
-        whose ranked calls' inputs the worker's core will draw itself (a GPU's; captured before the import)."""
+        whose timed calls' inputs the worker's core will draw itself (a GPU's, in every timed mode; captured
+        before the import)."""
         limit_s = self.task.timeouts_s["import"]
         spawned = self.worker.spawned
         caches = compile_cache.owner_variables(spawned.cache_root, self.cache_owner, spawned.drop_to_uid) if (

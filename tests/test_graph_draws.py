@@ -42,6 +42,7 @@ def test_each_shape_is_drawn_eagerly_then_captured_then_replayed_under_the_calls
         for n in (4, 8):
             (tensor,) = draws.draw({"n": n, "seed": seed})
             assert tensor.tolist() == [float(seed)] * n
+        assert draws.replays({"n": 4}) == (seed > 1)
     assert recorder.log == [("eager", 4, 1), ("eager", 8, 1), ("captured", 4, 2), ("replay", 4, 2),
                             ("captured", 8, 2), ("replay", 8, 2), ("replay", 4, 3), ("replay", 8, 3)]
 
@@ -61,3 +62,4 @@ def test_a_shape_whose_capture_fails_stays_eager():
     values = [draws.draw({"n": 2, "seed": seed})[0].tolist() for seed in (1, 2, 3)]
     assert values == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
     assert recorder.log == [("eager", 2, 1), ("eager", 2, 2), ("eager", 2, 3)]
+    assert not draws.replays({"n": 2})

@@ -48,3 +48,8 @@ class GraphDraws:
                 self._graphs[shape] = None
         captured = self._graphs[shape]
         return eager() if captured is None else self._replay(captured, int(seeded["seed"]))
+
+    def replays(self, case: dict[str, Any]) -> bool:
+        """Whether ``case``'s shape is drawn from its graph now (not while drawn fewer than twice, nor where
+        its capture failed): scripts/parent_draw_check.py fails a shape that never gets there."""
+        return self._graphs.get(shape_text(case)) is not None

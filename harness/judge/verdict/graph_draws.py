@@ -25,11 +25,13 @@ class GraphDraws:
     """The captured draws of one problem on one CUDA device, one per shape drawn at least twice."""
 
     def __init__(self, generate: Callable[..., Any], device: torch.device,
-                 capture: Callable[[Callable[[], Any], torch.device], CapturedDraw] = capture_draw,
+                 capture: Callable[[Callable[[], Any], torch.device], CapturedDraw] | None = None,
                  replay_draw: Callable[[CapturedDraw, int], Any] = replay) -> None:
         self.generate = generate  # the problem's generate_input
         self.device = device
-        self._capture, self._replay = capture, replay_draw  # the tests' stand-ins on the CPU
+        # The parent's other threads may use CUDA meanwhile: only this thread's calls must suit a capture.
+        self._capture = capture or functools.partial(capture_draw, error_mode="thread_local")
+        self._replay = replay_draw  # these two: the tests' stand-ins on the CPU
         self._seen: set[str] = set()  # shapes drawn once, eagerly
         self._graphs: dict[str, CapturedDraw | None] = {}  # None: its capture failed, it stays eager
 

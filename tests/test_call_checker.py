@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 
 from harness.contract.results import Status
-from harness.judge.verdict.call_checker import CallChecker
+from harness.judge.verdict.call_checker import CallChecker, _case_key
 from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure
 from problems.shared import blockscaled as bs
 
@@ -259,4 +260,36 @@ def test_a_gpu_test_is_sent_ahead_drawn_only_where_its_shape_is_captured(counted
                             (captured, made.call_seed(captured, 0))]
     if secret is not None:
         assert not made.send_ahead(StagingSession(), other, 1.0)
+    made.close()
+
+
+class Graphs:
+    """Stands in for the CUDA check device's GraphDraws: records the seeds drawn through it."""
+
+    def __init__(self) -> None:
+        self.seeds: list[int] = []
+
+    def draw(self, seeded):
+        self.seeds.append(seeded["seed"])
+        return sys.modules[MODULE].generate_input(**seeded)
+
+
+def test_only_inputs_that_die_with_their_call_come_from_the_shapes_graph(counted):
+    """A graph's tensors are overwritten by its next replay: inputs kept for a later call (share_draws) or
+    computed ahead on another thread (expect_early) are drawn plainly; the others may replay the graph."""
+    shared, alone = {"n": 4, "seed": 3}, {"n": 8, "seed": 5}
+    made = checker()
+    made._graphs = graphs = Graphs()
+    made.share_draws([shared, shared, alone], calls=1)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        made.expect_early(alone, pool).result()
+    made._expected({**alone, "seed": made.call_seed(alone, 0)}, None, None)  # takes the early draw
+    assert graphs.seeds == [] and counted["draws"] == 1
+    seeded = {**shared, "seed": made.call_seed(shared, 0)}
+    made._expected(seeded, _case_key(seeded), None)  # kept
+    assert graphs.seeds == [] and counted["draws"] == 2
+    for index in (1, 2):
+        seeded = {**alone, "seed": made.call_seed(alone, index)}
+        made._expected(seeded, None, None)
+    assert graphs.seeds == [made.call_seed(alone, 1), made.call_seed(alone, 2)]
     made.close()

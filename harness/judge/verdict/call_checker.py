@@ -23,6 +23,7 @@ import torch
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
 from harness.judge.verdict import seeds
+from harness.judge.verdict.graph_draws import GraphDraws
 from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure, WorkerSession
 
 
@@ -43,6 +44,8 @@ class CallChecker:
         self._shared_calls = 0
         self._kept: dict[tuple, tuple[Any, Any]] = {}  # seeded case -> (inputs, expected output)
         self._early: dict[tuple, Future] = {}  # seeded case -> its (inputs, expected) computed ahead (expect_early)
+        # On a CUDA check device a shape's later draws replay a graph of its draw (graph_draws); the CPU draws plainly.
+        self._graphs = GraphDraws(self.reference.generate_input, check_device) if check_device.type == "cuda" else None
         check = self.reference.check_implementation
         self._takes_expected = "expected" in inspect.signature(check).parameters
 
@@ -162,11 +165,15 @@ class CallChecker:
         self._early[_case_key(seeded)] = future
         return future
 
-    def _draw_and_reference(self, seeded: dict[str, Any], synchronized: bool = False) -> tuple[Any, Any]:
-        """(the parent's inputs, the reference's output on them, where the problem's check takes one)."""
+    def _draw_and_reference(self, seeded: dict[str, Any], synchronized: bool = False,
+                            passing: bool = False) -> tuple[Any, Any]:
+        """(the parent's inputs, the reference's output on them, where the problem's check takes one);
+        ``passing``: the inputs die with this call's check, so on the GPU they may be the shape's graph's
+        tensors, which its next draw overwrites (graph_draws); kept or early ones are drawn plainly."""
         device = self.check_device
         with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-            inputs = self.reference.generate_input(**seeded, device=device)
+            inputs = (self._graphs.draw(seeded) if passing and self._graphs is not None
+                      else self.reference.generate_input(**seeded, device=device))
             expected = self.reference.ref_kernel(inputs) if self._takes_expected or synchronized else None
             if synchronized and device.type == "cuda":  # another thread reads them
                 torch.cuda.synchronize(device)
@@ -186,7 +193,7 @@ class CallChecker:
         if early is not None and early.exception() is None:
             inputs, expected = early.result()
         elif inputs is None and drawing is None and with_expected:
-            inputs, expected = self._draw_and_reference(seeded)
+            inputs, expected = self._draw_and_reference(seeded, passing=kept_key is None)
         else:
             if inputs is None:
                 inputs = drawing.result() if drawing else (

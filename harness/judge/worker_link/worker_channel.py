@@ -22,6 +22,7 @@ from harness.contract.messages import Output, Prepared, Profiled, Ready, Recheck
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, input_stage, seal
+from harness.judge.worker_link.supervision import STATE_OPENS_AT_BIND
 from harness.judge.worker_link.worker_process import WorkerProcess
 
 R = TypeVar("R")
@@ -146,10 +147,24 @@ class WorkerSession:
                 self.worker.kill()
                 raise WorkerFailure(status, why)
 
+    def _count_state(self) -> None:
+        """The core opens its call-state page read-write, outside the timed window, three times at bind
+        and once per signed result (at time_call's entry, or in a recheck); the one opening inside
+        the window is not counted (docs/security.md). Any other count means code other than the core's
+        opened it: the gate's syscall reached by a jump, or a call the parent did not ask for."""
+        supervision = self.worker.supervision
+        expected = STATE_OPENS_AT_BIND + self._macs
+        if supervision.expected and supervision.counts_state() and supervision.state_opens() != expected:
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, f"the core's call-state page was opened {supervision.state_opens()} "
+                                f"times for {self._macs} signed results (rule 'core': the core opens it "
+                                f"{STATE_OPENS_AT_BIND} times at the import and once per signed result)")
+
     def _count_mac(self) -> None:
         """One more verified MAC: the core must have opened its key page exactly once per MAC, or
         code other than the core's opened it (the gate's syscall, reached by a jump)."""
         self._macs += 1
+        self._count_state()
         supervision = self.worker.supervision
         if supervision.expected and supervision.guards_key() and supervision.unlocks() != self._macs:
             self.worker.kill()
@@ -225,6 +240,8 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.HARNESS_FAULT, why)
         self._supervised()
+        if self.sealed:
+            self._count_state()
         return ready
 
     def _request(self, request: messages.Request) -> None:

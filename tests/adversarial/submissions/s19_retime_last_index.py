@@ -2,8 +2,9 @@
 words there that held the index of one call and hold the next one's after it), write the index
 before it, and time the same call again: the second time custom_kernel recomputes only half of c
 (the other half is still there), and the faster of the two signed results is sent. The index now
-lives on the core's hidden page: nothing in the core's writable data counts calls, the second call
-is never made, and the honest result goes out."""
+lives on the core's hidden page: nothing in the core's writable data counts calls, and the second call
+is refused as already timed; but it opened the call-state page at its entry, which the syscall
+supervisor counts: the parent finds one opening more than the results it was sent, and rejects the run."""
 
 import ctypes
 

@@ -5,11 +5,12 @@ them, and returns. A native thread (a small C library built here with the system
 Triton builds its launcher) waits until the core has recorded its end event behind that work, then
 until the first half is done, and records the end event again on a stream of its own with nothing
 queued: it completes at once, so the events bracket the first half only. The handle is read from
-the core's hidden page, opened read-write through the core's own gate (x11's route: the filter lets
-the gate's toggles of that page through). The second clock's end stamp still waits for the second
-half: before issue 40's item 2 the reading subtracted that wait, measured from the end event, and
-the gap came out unchanged (the hole); now the subtracted wait is capped at its calibrated value and
-every call reads beyond its allowance, so the parent rejects the case."""
+the core's hidden page, opened read-write through the core's own gate in the form the core uses inside
+the timed window (one byte: the filter lets that form through unasked, so the supervisor does not
+count it; x14 opens it in the counted form and is rejected for that). The second clock's end stamp
+still waits for the second half: before issue 40's item 2 the reading subtracted that wait, measured
+from the end event, and the gap came out unchanged (the hole); now the subtracted wait is capped at its
+calibrated value and every call reads beyond its allowance, so the parent rejects the case."""
 
 import ctypes
 import os
@@ -22,6 +23,7 @@ import _honest
 import _window
 import torch
 
+from harness.contract import syscall_rules as rules
 from harness.worker import _sealed
 
 WATCHER = r"""
@@ -63,7 +65,7 @@ def end_event_handle() -> int | None:
     gate = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(
         described[0] - _window.GATE_BEFORE_RETURN[platform.machine()])
     page = described[3]
-    if gate(page, _window.SINGLE_PAGE, 3) != 0:
+    if gate(page, rules.STATE_WINDOW_BYTES, 3) != 0:
         return None
     try:
         return struct.unpack_from("<Q", ctypes.string_at(page, _window.SINGLE_PAGE), _window.HIDDEN_END_EVENT)[0]

@@ -83,7 +83,7 @@ def test_the_stream_replay_holds_before_every_run_and_reads_each_after_a_synchro
     body = [entry for data in "ab" * replay_clock.ROUNDS
             for entry in ("flush", "mark", "mark", f"call {data}", "mark")]
     hold = f"hold {replay_clock.HOLD_MIN_NS}"  # the fake host queues in no time: the shortest hold
-    assert log == [*body, "sync", *body, "sync"] + [*([hold, *body, "sync"] * replay_clock.REPLAYS)]
+    assert log == [*body, "sync", *body, "sync", *([hold, *body, "sync"] * replay_clock.REPLAYS)]
     assert (reading.us, reading.floor_us, reading.calls) == (pytest.approx(0.0), pytest.approx(1.0),
                                                              2 * replay_clock.ROUNDS * replay_clock.REPLAYS)
     assert clock.hold_ns == replay_clock.HOLD_MIN_NS

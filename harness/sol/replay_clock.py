@@ -180,7 +180,7 @@ class ReplayClock:
                 capture_groups(calls, self.flush, self._stamper.mark)
             queue_s = time.perf_counter() - started
             torch.cuda.synchronize()
-        run = self._stream_run(calls, stream, queue_s) if self.stream else self._graph_run(calls, stream)
+        run = self._stream_run(calls, stream, queue_s) if self.stream else self._graph_run(calls)
         floors: list[float] = []
         readings: list[float] = []
         ticks = []
@@ -195,7 +195,7 @@ class ReplayClock:
         self.tick_ns = math.gcd(*ticks)
         return floors, readings
 
-    def _graph_run(self, calls: Sequence[Callable[[], Any]], stream: Any) -> Callable[[], Any]:
+    def _graph_run(self, calls: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
         import torch
 
         graph = torch.cuda.CUDAGraph()

@@ -47,10 +47,12 @@ def test_a_gpu_without_the_measurement_has_no_bound_and_says_why(cache):
 
 def test_a_bound_measured_against_an_earlier_replay_is_not_used():
     """The replay that subtracted a flush-only graph erred by up to 1.45 us under 10 us, the in-graph event
-    pairs read 2.1-2.6 us above the stamps: a bound measured against either is refused."""
+    pairs read 2.4-2.7 us above the stamps, the stamps' floor measured apart moved 0.35 us by process: a
+    bound measured against any of them is refused."""
     oldest = {k: v for k, v in fidelity.entry(POINTS, "old").items() if k != "replay_clock"}
     events = {**fidelity.entry(POINTS, "events"), "replay_clock": "events-in-graph"}
-    for old in (oldest, events):
+    floor_apart = {**fidelity.entry(POINTS, "floor apart"), "replay_clock": "stamps-in-graph"}
+    for old in (oldest, events, floor_apart):
         bound, why = fidelity.bound_of({fidelity.RECORD_KEY: old})
         assert bound is None and "earlier graph replay" in why and "calibrate --force" in why
     assert fidelity.bound_of({fidelity.RECORD_KEY: fidelity.entry(POINTS, "new")})[0] is not None

@@ -20,10 +20,11 @@ SPLIT_US = 10.0
 """Rungs whose replay time is under this set the absolute part of the bound; the others the relative part."""
 RECORD_KEY = "fidelity"
 """Where the entry lies in a device's calibration record (harness.sol.calibration)."""
-REPLAY_CLOCK = "stamps-in-graph"
-"""The replay clock an entry was measured against; an entry with another (the replay that subtracted a
-flush-only graph, whose error grew with the flush; in-graph event pairs, 2.4-2.7 us above the stamps
-on single kernels on an H100: docs/timing.md) gives no bound."""
+REPLAY_CLOCK = "stamps-in-graph, floor beside each call"
+"""The replay clock an entry was measured against; an entry with another gives no bound: the replay that
+subtracted a flush-only graph (its error grew with the flush), in-graph event pairs (2.4-2.7 us above the
+stamps on single kernels on an H100), or the stamps with one floor measured in a graph of its own
+(``stamps-in-graph``: 0.78 or 1.13 us by process on the same H100): docs/timing.md."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,9 @@ def bound_of(record: dict[str, Any] | None) -> tuple[FidelityBound | None, str]:
         why = "never calibrated" if record is None else "calibrated without the fidelity measurement"
         return None, f"{why} on this GPU: python -m harness calibrate --force measures it"
     if stored.get("replay_clock") != REPLAY_CLOCK:
-        return None, ("calibrated against an earlier graph replay (a flush-only graph subtracted, or in-graph event "
-                      "pairs: both unreliable under 10 us): python -m harness calibrate --force measures it again")
+        return None, ("calibrated against an earlier graph replay (a flush-only graph subtracted, in-graph event "
+                      "pairs, or a floor measured apart: unreliable under 10 us): python -m harness calibrate --force "
+                      "measures it again")
     try:
         bound = FidelityBound(float(stored["absolute_us"]), float(stored["relative"]), str(stored["measured_at"]))
     except (KeyError, TypeError, ValueError):

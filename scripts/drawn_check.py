@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from harness.contract.task_spec import load_task, shape_text
+from harness.contract.tensor_tree import tensors_in
 from harness.judge.worker_link import input_stage, worker_spawn
 from harness.worker import sealed_core
 from harness.worker.drawn_inputs import DrawnInputs
@@ -55,7 +56,7 @@ def check(problem: str, calls: int) -> list[dict]:
     verdicts: list[bool] = []
 
     def kernel(data):
-        tensors = input_stage.tensors_of(data)
+        tensors = tensors_in(data)
         verdicts.append(len(tensors) == len(expected) and all(map(same_bits, tensors, expected)))
         return torch.zeros(1, device=tensors[0].device)
 
@@ -66,7 +67,7 @@ def check(problem: str, calls: int) -> list[dict]:
         drawn_ms, plain_ms, identical = [], [], []
         for _ in range(calls):
             seed = secrets.randbits(63)
-            expected[:] = input_stage.tensors_of(reference.generate_input(**{**case, "seed": seed}, device=device))
+            expected[:] = tensors_in(reference.generate_input(**{**case, "seed": seed}, device=device))
             index, seen = index + 1, len(verdicts)
             begun = time.perf_counter()
             answer = timer.time_call(data, index, 0, 100.0, draw=slot, sealed=input_stage.sealed_seed(key, index, seed))

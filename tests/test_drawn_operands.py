@@ -11,10 +11,11 @@ import torch
 
 from harness.contract.messages import Call, Output
 from harness.contract.task_spec import shape_text
+from harness.contract.tensor_tree import tensors_in
 from harness.worker import sealed_core, serve_loop
 from harness.worker.drawn_inputs import Draw, DrawnInputs, operand_indices
 from harness.worker.failures import SubmissionError
-from harness.worker.outputs import flatten, operand_tensors, shares_memory
+from harness.worker.outputs import operand_tensors, shares_memory
 from problems.nvfp4_gemv import reference
 
 CASE = {"m": 128, "k": 256, "l": 1, "seed": 1111}
@@ -65,7 +66,7 @@ def test_an_honest_drawn_call_returning_its_output_buffer_passes():
 
 
 def test_a_drawn_call_returning_an_input_is_still_rejected():
-    for position in range(len(flatten(captured_stand_in()[0])) - 1):  # every operand (all but c)
+    for position in range(len(tensors_in(captured_stand_in()[0])) - 1):  # every operand (all but c)
         with pytest.raises(SubmissionError, match="returned one of its input tensors"):
             drawn_worker(lambda data, i=position: data[i], []).call(drawn_call())
 

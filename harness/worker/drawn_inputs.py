@@ -25,18 +25,19 @@ import torch
 
 from harness.contract.results import Status
 from harness.contract.task_spec import shape_text
+from harness.contract.tensor_tree import tensors_in
 from harness.worker.failures import SubmissionError
-from harness.worker.outputs import flatten, operand_tensors
+from harness.worker.outputs import operand_tensors
 
 
 def operand_indices(data: Any) -> tuple[int, ...]:
-    """The positions (in ``flatten(data)``) of the operands of an executed draw: every tensor but the
+    """The positions (in ``tensors_in(data)``) of the operands of an executed draw: every tensor but the
     NaN-filled output buffers (outputs.operand_tensors). A captured draw's tensors cannot show this
     themselves: the capture ran nothing, so until the core's first replay they hold whatever the graph's
     pool held (its output buffer is not NaN), and the buffer would count as an operand an honest
     custom_kernel returns (the H100's rejections of 2026-11-26)."""
     kept = {id(t) for t in operand_tensors(data)}
-    return tuple(i for i, t in enumerate(flatten(data)) if id(t) in kept)
+    return tuple(i for i, t in enumerate(tensors_in(data)) if id(t) in kept)
 
 
 class Draw(NamedTuple):
@@ -91,5 +92,5 @@ class DrawnInputs:
             raise SubmissionError(Status.HARNESS_FAULT, f"a drawn call for {shape_text(case)}, whose draw was "
                                   "not captured at Start")
         draw = self._draws[shape_text(case)]
-        tensors = flatten(draw.data)
+        tensors = tensors_in(draw.data)
         return draw.slot, draw.data, [tensors[i] for i in draw.operands]

@@ -11,16 +11,8 @@ from typing import Any
 import torch
 
 from harness.contract.results import Status
+from harness.contract.tensor_tree import tensors_in
 from harness.worker.failures import SubmissionError
-
-
-def flatten(tree: Any) -> list[torch.Tensor]:
-    if isinstance(tree, torch.Tensor):
-        return [tree]
-    if isinstance(tree, (list, tuple)):
-        return [t for item in tree for t in flatten(item)]
-    return []
-
 
 BUFFER_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -31,7 +23,7 @@ def operand_tensors(data: Any) -> list[torch.Tensor]:
     By the problems' convention (problems.shared.blockscaled.poisoned_output) an output buffer is drawn
     filled with NaN, so that unwritten elements show; the rule needs no list per problem.
     """
-    tensors = flatten(data)
+    tensors = tensors_in(data)
     candidates = [t for t in tensors if t.dtype in BUFFER_DTYPES]
     # One reduction per candidate, read back together: one wait for the GPU, not one per tensor.
     poisoned = torch.stack([t.isnan().all() for t in candidates]).tolist() if candidates else []

@@ -102,11 +102,7 @@ class SealedTimer:
         """``staged``: every tensor of ``data``, into which the core decrypts the call's staged inputs;
         ``kept``: a bit per tensor custom_kernel must leave unchanged; ``draw`` and ``sealed``: the slot
         of the captured draw the core replays under the masked seed (sealed.c: time_call)."""
-        if draw >= 0:
-            return _sealed.time_call(data, index, seed, sleep_us, None, 0, draw, sealed)
-        if staged is None:
-            return _sealed.time_call(data, index, seed, sleep_us)
-        return _sealed.time_call(data, index, seed, sleep_us, staged, kept)
+        return _sealed.time_call(data, index, seed, sleep_us, staged, kept, draw, sealed)
 
     @staticmethod
     def recheck(nonce: bytes) -> tuple[float, float, float, bytes]:

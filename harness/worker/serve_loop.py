@@ -26,6 +26,7 @@ import torch
 from harness.contract import messages, protocol
 from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
+from harness.contract.tensor_tree import tensors_in
 from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, syscall_filter, timers
 from harness.worker.drawn_inputs import DrawnInputs
 from harness.worker.failures import SubmissionError, check_entry_point, classify
@@ -34,7 +35,6 @@ from harness.worker.outputs import (
     active_modes,
     bytes_of,
     changed_any,
-    flatten,
     operand_tensors,
     output_tensors,
     shares_memory,
@@ -148,7 +148,7 @@ class Worker:
         self.prepared = (request.case, data)
         placements = [{"index": i, "start": t.untyped_storage().data_ptr(), "nbytes": t.untyped_storage().nbytes(),
                        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
-                      for i, t in enumerate(flatten(data))]
+                      for i, t in enumerate(tensors_in(data))]
         self.send(messages.Prepared(placements=placements,
                                     spent_ms={"draw": 1e3 * (timers._perf_counter() - started)}))
 
@@ -164,7 +164,7 @@ class Worker:
             data = self.reference.generate_input(**case, device=self.device)
         kept, self.kept = self.kept, None
         if buffers == "refill" and kept is not None:
-            old, new = flatten(kept), flatten(data)
+            old, new = tensors_in(kept), tensors_in(data)
             if [(t.shape, t.dtype) for t in old] == [(t.shape, t.dtype) for t in new]:
                 for target, fresh in zip(old, new):
                     target.copy_(fresh)
@@ -234,7 +234,7 @@ class Worker:
         elif operands is None:
             answer = self.timer.time_call(data, request.index, int(request.case["seed"]), request.sleep_us)
         else:
-            tensors = flatten(data)
+            tensors = tensors_in(data)
             kept = sum(1 << i for i, t in enumerate(tensors) if any(t is o for o in operands))
             answer = self.timer.time_call(data, request.index, 0, request.sleep_us, tensors, kept)
         if answer[0] != "ok":

@@ -22,6 +22,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from harness.contract.output_file import FILE_BYTES
+from harness.contract.tensor_tree import tensors_in
 from harness.judge.worker_link.chacha20 import chacha20
 
 if TYPE_CHECKING:  # torch only where a call is staged: the parent spawns its worker before importing it
@@ -61,17 +62,6 @@ def new_stage_file() -> tuple[int, int] | None:
     return fd, os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
 
 
-def tensors_of(tree: Any) -> list[torch.Tensor]:
-    """Every tensor of a call's inputs, in the order the worker hands them to its core."""
-    import torch
-
-    if isinstance(tree, torch.Tensor):
-        return [tree]
-    if isinstance(tree, (list, tuple)):
-        return [t for item in tree for t in tensors_of(item)]
-    return []
-
-
 def _storage_bytes(tensor: torch.Tensor) -> memoryview:
     import torch
 
@@ -85,7 +75,7 @@ def stage(fd: int, key: bytes, index: int, inputs: Any) -> None:
     ChaCha20 in numpy (about 60 MB a second: a CPU's inputs are small; a GPU's are drawn by its core,
     ``sealed_seed``)."""
     at = 0
-    for tensor in tensors_of(inputs):
+    for tensor in tensors_in(inputs):
         plain = _storage_bytes(tensor)
         encrypted = chacha20(key, nonce(index), at // STAGE_ALIGN, plain)
         written = 0

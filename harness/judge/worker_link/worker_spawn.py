@@ -273,8 +273,9 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
     stacks_w = stacks.fileno()
     # Large outputs come back through a file of the parent's, not the result pipe (output_reader).
     outputs = new_output_file()
-    # Ranked calls' inputs come encrypted through another (input_stage); the worker's end is read-only.
-    stage, stage_r = input_stage.new_stage_file() or (None, None)
+    # Ranked CPU calls' inputs come encrypted through another (input_stage; a GPU's core draws its own);
+    # the worker's end is read-only.
+    stage, stage_r = (input_stage.new_stage_file() if spec.device == "cpu" else None) or (None, None)
     output_fds = [fd for fd in (outputs, stage_r) if fd is not None]
     env = worker_environment(spec.device, spec.visible_devices)
     env.update(HOME=workdir.name, TMPDIR=workdir.name, NVFP4_WORKDIR=workdir.name,

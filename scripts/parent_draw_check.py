@@ -27,8 +27,8 @@ import torch
 from drawn_check import NVFP4, same_bits
 
 from harness.contract.task_spec import load_task, shape_text
+from harness.contract.tensor_tree import tensors_in
 from harness.judge.verdict.graph_draws import GraphDraws
-from harness.judge.worker_link import input_stage
 
 
 def timed_ms(gpu: torch.device, draw: Callable[..., object], /, *args: object,
@@ -52,7 +52,7 @@ def check(problem: str, calls: int, device: torch.device) -> list[dict]:
             seeded = {**case, "seed": secrets.randbits(63)}
             drawn, replay_ms = timed_ms(device, graphs.draw, seeded)
             expected, plain_ms = timed_ms(device, reference.generate_input, **seeded, device=device)
-            ours, theirs = input_stage.tensors_of(drawn), input_stage.tensors_of(expected)
+            ours, theirs = tensors_in(drawn), tensors_in(expected)
             identical.append(len(ours) == len(theirs) and all(map(same_bits, ours, theirs)))
             before_ms.append(plain_ms)
             if call >= 2:  # calls 0 and 1 are the eager draw and the capture

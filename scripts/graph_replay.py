@@ -7,10 +7,14 @@ timed inside one CUDA graph by %globaltimer stamps, the reference clock) beside 
 from EVAL_JSON_DIR (``{problem}__{file}.json``, as ``harness eval --json`` writes them); with
 ``--eval-missing``, a file without one is run through ``harness eval --mode benchmark`` first. Each row
 gets its verdict: the harness within max(3%, 0.2 us) of replay (issue 38's band). Beside it, the stream
-replay (the same clock's groups queued eagerly on one stream behind a hold, as the harness runs a call:
-``stream_us``, its spread and floor, and ``harness_in_band_stream`` in the same band): the graph starts
-a call's next kernel sooner than a stream does, so on calls of several kernels only the stream replay
-can be the harness's yardstick. Files that cannot be captured in a graph (they allocate or synchronise)
+replay (the same clock's groups queued eagerly on one stream behind a hold, as the harness runs a call),
+**aligned**: less what it charges an empty kernel beyond the graph's (the alignment, measured on both
+clocks' floors, printed with them and kept in ``_floors.json``), so that a one-kernel call reads as by
+the graph and each further kernel adds the stream's cost of a launch (``stream_us``, its spread and
+floor, ``stream_raw_us`` before the alignment, and ``harness_in_band_stream`` in the same band). A
+stream pays about 1 us more per launch than a graph; the harness, timing a call on a stream, charges
+every launch after the first at the stream's price, so on calls of several kernels only the aligned
+stream replay is its yardstick. Files that cannot be captured in a graph (they allocate or synchronise)
 or do not run on this GPU are reported as such (``note``; the stream replay's failures in
 ``stream_note``). The graph clock's floors (its stamps with nothing and with an empty kernel between
 them) are printed first and written to OUT's ``_floors.json`` (scripts/ncu_times.py holds ncu's empty
@@ -68,9 +72,10 @@ CLOCKS = {"replay": ("note", "not capturable"), "stream": ("stream_note", "not t
 """Each clock's key prefix: (the row's key for why it failed, what the failure is called)."""
 
 
-def shape_row(clocks: dict[str, ReplayClock], kernel: Any, problem: str, case: dict[str, Any]) -> dict[str, Any]:
-    """Each clock's figures for one shape (keys prefixed by its name in CLOCKS), or None and a note saying
-    why it failed."""
+def shape_row(clocks: dict[str, ReplayClock], kernel: Any, problem: str, case: dict[str, Any],
+              alignment_us: dict[str, float]) -> dict[str, Any]:
+    """Each clock's figures for one shape (keys prefixed by its name in CLOCKS), less its ``alignment_us``
+    (its raw median kept as ``{name}_raw_us``), or None and a note saying why it failed."""
     inputs, row = None, {}
     for name, clock in clocks.items():
         note, failure = CLOCKS[name]
@@ -80,8 +85,11 @@ def shape_row(clocks: dict[str, ReplayClock], kernel: Any, problem: str, case: d
         except Exception as error:  # a file that cannot be captured or run here is reported, not fatal
             row |= {f"{name}_us": None, note: f"{failure}: {type(error).__name__}: {str(error).splitlines()[0][:100]}"}
             continue
-        row |= {f"{name}_us": reading.us, f"{name}_p10_us": reading.p10_us, f"{name}_p90_us": reading.p90_us,
-                f"{name}_floor_us": reading.floor_us, note: ""}
+        shift = alignment_us.get(name, 0.0)
+        row |= {f"{name}_us": reading.us - shift, f"{name}_p10_us": reading.p10_us - shift,
+                f"{name}_p90_us": reading.p90_us - shift, f"{name}_floor_us": reading.floor_us, note: ""}
+        if shift:
+            row[f"{name}_raw_us"] = reading.us
         row.setdefault("calls", reading.calls)
     return row
 
@@ -96,11 +104,14 @@ def main() -> int:
     clock, rows = ReplayClock(), []
     clocks = {"replay": clock, "stream": ReplayClock(clock.flush, stream=True)}
     floors = {**asdict(clock.floors()), "empty_kernel_us": clock.floors().empty_kernel_us}
-    out.with_name(f"{out.stem}_floors.json").write_text(json.dumps(floors, indent=2))
     print("replay clock floors: " + ", ".join(f"{k} {v:.2f}" for k, v in floors.items()), flush=True)
     streamed = clocks["stream"].floors()
+    alignment = {"stream": streamed.empty_kernel_us - floors["empty_kernel_us"]}
+    kept = {**floors, "stream_alignment_us": alignment["stream"]}
+    out.with_name(f"{out.stem}_floors.json").write_text(json.dumps(kept, indent=2))
     print(f"stream replay floors: nothing_us {streamed.nothing_us:.2f}, empty_us {streamed.empty_us:.2f}, "
-          f"empty_kernel_us {streamed.empty_kernel_us:.2f}", flush=True)
+          f"empty_kernel_us {streamed.empty_kernel_us:.2f}; aligned to the graph's one-kernel charge: "
+          f"{alignment['stream']:.2f} us off every stream reading", flush=True)
     for path in files:
         problem = path.parent.name
         medians = harness_medians(path, eval_dir, eval_missing)
@@ -109,7 +120,7 @@ def main() -> int:
         except Exception as error:  # e.g. a library this machine lacks
             kernel, why = None, f"not loadable: {type(error).__name__}: {str(error).splitlines()[0][:100]}"
         for case in load_task(problem).benchmarks:
-            figures = (shape_row(clocks, kernel, problem, case) if kernel
+            figures = (shape_row(clocks, kernel, problem, case, alignment) if kernel
                        else {"replay_us": None, "stream_us": None, "note": why, "stream_note": why})
             harness_us, overhead_us = medians.get(shape_text(case), (None, None))
             row = {"file": f"{problem}/{path.name}", "shape": shape_text(case), "harness_us": harness_us,

@@ -106,15 +106,16 @@ def test_a_shape_a_clock_cannot_time_is_a_row_that_says_why_beside_the_other_clo
             return Reading(self.us, self.us - 0.1, self.us + 0.2, 288, 1.1)
 
     clocks = {"replay": Clock(False, 2.0), "stream": Clock(True, 3.0)}
-    assert graph_replay.shape_row(clocks, "fine", "timing_ladder", {}) == {
+    aligned = {"stream": 0.5}  # the stream replay's empty kernel less the graph's: off every stream figure
+    assert graph_replay.shape_row(clocks, "fine", "timing_ladder", {}, aligned) == {
         "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "replay_floor_us": 1.1, "note": "",
-        "stream_us": 3.0, "stream_p10_us": 2.9, "stream_p90_us": 3.2, "stream_floor_us": 1.1, "stream_note": "",
-        "calls": 288}
-    row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {})  # a graph refuses it, a stream does not
-    assert row["replay_us"] is None and row["stream_us"] == 3.0 and row["stream_note"] == ""
+        "stream_us": 2.5, "stream_p10_us": pytest.approx(2.4), "stream_p90_us": pytest.approx(2.7),
+        "stream_floor_us": 1.1, "stream_note": "", "stream_raw_us": 3.0, "calls": 288}
+    row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {}, aligned)  # a graph refuses it, a stream not
+    assert row["replay_us"] is None and row["stream_us"] == 2.5 and row["stream_note"] == ""
     assert row["note"] == "not capturable: RuntimeError: operation not permitted when stream is capturing"
     clocks["stream"].captures = False
-    row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {})
+    row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {}, aligned)
     assert row["stream_note"].startswith("not timed on a stream: RuntimeError") and row["stream_us"] is None
 
 
@@ -170,8 +171,8 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
             return Floors(1.13, 3.3, 32) if self.stream else Floors(1.13, 2.26, 32)
 
         def time(self, kernel, inputs):
-            if self.stream:  # the stream replay pays the second launch's stream gap, as the harness does
-                return Reading(2.20 if kernel == once else 6.40, 2.0, 6.5, 288)
+            if self.stream:  # 1.04 us more than the graph a call, and the second launch's stream gap
+                return Reading(3.21 if kernel == once else 7.56, 3.0, 7.7, 288)
             return Reading(2.17 if kernel == once else 4.34, 2.0, 4.5, 288)
 
     eval_dir = tmp_path / "eval"
@@ -185,7 +186,8 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
                                       once, twice])
     assert graph_replay.main() == 0
     floors = json.loads((tmp_path / "graph_replay_floors.json").read_text())
-    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "tick_ns": 32, "empty_kernel_us": pytest.approx(1.13)}
+    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "tick_ns": 32, "empty_kernel_us": pytest.approx(1.13),
+                      "stream_alignment_us": pytest.approx(1.04)}
     rows = json.loads((tmp_path / "graph_replay.json").read_text())
     assert len(rows) == 24 and {r["file"] for r in rows} == {"timing_ladder/triton_ladder.py",
                                                              "timing_ladder/triton_ladder_twice.py"}
@@ -194,9 +196,11 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
     assert judged == {"timing_ladder/triton_ladder.py": (True, True),
                       "timing_ladder/triton_ladder_twice.py": (False, True)}
     assert all(r["stream_note"] == "" and r["calls"] == 288 for r in rows)
-    assert "stream replay floors: nothing_us 1.13, empty_us 3.30, empty_kernel_us 2.17" in out
+    assert ("stream replay floors: nothing_us 1.13, empty_us 3.30, empty_kernel_us 2.17; aligned to the graph's "
+            "one-kernel charge: 1.04 us off every stream reading") in out
+    assert sorted({round(r["stream_us"], 2) for r in rows}) == [2.17, 6.52]
     assert ("fidelity: 1 of 2 rows with the harness and the graph replay inside max(3%, 0.2 us) (22 rows lack one); "
             "2 of 2 rows with the harness and the stream replay inside max(3%, 0.2 us) (22 rows lack one)") in out
-    assert "second launch n=270336 iters=10: harness +1.96, replay +0.00, stream +2.00, ncu - us" in out
+    assert "second launch n=270336 iters=10: harness +1.96, replay +0.00, stream +2.18, ncu - us" in out
     assert "second launch, every compute rung (1 of 6 with both clocks): stream gap" in out
     assert "second launch by the stream replay: within 0.3 us of the harness's on 1 of 1 rungs" in out

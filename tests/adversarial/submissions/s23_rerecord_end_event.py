@@ -7,8 +7,10 @@ until the first half is done, and records the end event again on a stream of its
 queued: it completes at once, so the events bracket the first half only. The caller's stream waits
 first on a device word (cuStreamWaitValue32) that the thread writes once it has seen the end event
 queued, so the first half is still to run when the core records the end: without that gate the GPU
-could finish the first half before the host got there, and the attack acted on a quarter of the calls
-(run 16) or none (run 17). It raises if it never acted: a row that cannot act tests nothing.
+could finish the first half before the host got there. And nothing in custom_kernel may make the host
+wait for the stream (the honest decode's code table is made once, not copied from a Python list each
+call: that copy waited for the gate, and the row acted on no call in run 17). It raises if it never
+acted: a row that cannot act tests nothing.
 
 The handle is read from the core's hidden page, opened read-write through the core's own gate in the
 form the core uses inside the timed window (one byte: the filter lets that form through unasked, so

@@ -27,7 +27,7 @@ def custom_kernel(data):
 def timed_twice(data, index, seed, sleep_us, *rest, **options):
     first = time_call(data, index, seed, sleep_us, *rest, **options)
     hits = set(_window.find_in_core_data(index))
-    following = [address for address in hits if address in tracked and tracked[address] < index]
+    following = [address for address in hits if tracked.get(address) == index - 1]
     tracked.clear()
     tracked.update(dict.fromkeys(hits, index))
     if not following or len(following) > 4:  # nothing that counts calls found (yet)

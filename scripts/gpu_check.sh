@@ -56,7 +56,11 @@
 #               (scripts/window_check.py; WINDOW_PART=baselines or rows splits it across two calls)
 #   drawn       issue 40's drawn inputs: every NVFP4 shape's captured draw replayed by the core under fresh
 #               masked seeds, bit-identical to generate_input's, and the core's ms per call with and without
-#               the draw (scripts/drawn_check.py; run after build)
+#               the draw (scripts/drawn_check.py; run after build); then issue 33's parent draw: each shape's
+#               draw replayed from the parent's own graph, bit-identical to generate_input, ms per draw
+#               before/after (scripts/parent_draw_check.py)
+#   stream_gap  issue 38: the ladder once and twice per call by CUDA events on the legacy default stream, a
+#               pool stream, a blocking stream (scripts/stream_gap_probe.py): which stream pays a second launch
 #   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh
 #               secret each; every one must pass and be rankable (about 15 s a run)
 #   sanitize    the planted defects and the baselines under compute-sanitizer
@@ -226,10 +230,12 @@ for step in $steps; do
     contest) run_step contest python3 scripts/contest_verdicts.py .contest "$WORK/contest.json" --jobs "${CONTEST_JOBS:-4}" ;;
     adversarial) run_step adversarial python3 tests/adversarial/run_gpu.py "$WORK/adversarial.json" \
                    --part "${ADVERSARIAL_PART:-1/1}" ${ADVERSARIAL_ONLY:+--only "$ADVERSARIAL_ONLY"} ;;
-    drawn) run_step drawn python3 scripts/drawn_check.py "$WORK/drawn.json" ;;
+    drawn) run_step drawn python3 scripts/drawn_check.py "$WORK/drawn.json"
+           run_step parent_drawn python3 scripts/parent_draw_check.py "$WORK/parent_drawn.json" ;;
     window) run_step window python3 scripts/window_check.py "$WORK/window" --part "${WINDOW_PART:-all}" ;;
     sanitize) run_step sanitize sanitize_all ;;
     honest_ranked) run_step honest_ranked honest_ranked ;;
+    stream_gap) run_step stream_gap python3 scripts/stream_gap_probe.py "$WORK/stream_gap.json" ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;

@@ -11,7 +11,9 @@ kernel) under the same settings, held against the replay clock's reading of that
 (GRAPH_REPLAY's ``_floors.json``; scripts/clock_checks.py, ``NcuFloor``). Each row says whether each
 pair is inside issue 38's band: the harness within max(3%, 0.2 us) of replay, replay within max(3%,
 0.3 us) of ncu, and, where ncu's floor exceeds replay's by more than 0.3 us, replay within the same
-band of ncu less that excess per kernel (labelled 'ncu - floor'; the raw verdict stays beside it).
+band of ncu less that excess per kernel (labelled 'ncu - floor'; the raw verdict stays beside it);
+and the harness within max(3%, 0.2 us) of the stream replay (graph_replay's ``stream_us``: the
+yardstick for calls of several kernels).
 A table of every row (the one docs/timing.md shows) closes the output and is written beside OUT.json
 as OUT.md, with the floor and the second-launch lines (the ladder launched twice per call).
 
@@ -127,8 +129,9 @@ def main() -> int:
     for row in rows:
         judge(row, floor)
         print(f"{row['file']} {row['shape']}: harness {row.get('harness_us')} replay {row.get('replay_us')} "
-              f"ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls), ncu - floor "
-              f"{row['ncu_less_floor_us']}; harness~replay {row['harness_in_band']}, replay~ncu "
+              f"stream {row.get('stream_us')} ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls), "
+              f"ncu - floor {row['ncu_less_floor_us']}; harness~replay {row['harness_in_band']}, harness~stream "
+              f"{row['harness_in_band_stream']}, replay~ncu "
               f"{row['replay_in_band_of_ncu']}, replay~ncu-floor {row['replay_in_band_of_ncu_less_floor']}", flush=True)
     Path(sys.argv[2]).write_text(json.dumps(rows, indent=2))
     lines = [*table(rows), floor.text() if floor else "ncu floor: not measured (no replay floors or no ncu time)",
@@ -139,10 +142,11 @@ def main() -> int:
 
 
 def judge(row: dict, floor: NcuFloor | None) -> None:
-    """The row's three verdicts, and ncu less its floor per kernel where the floor matters."""
+    """The row's four verdicts, and ncu less its floor per kernel where the floor matters."""
     kernels_per_call = row["ncu_kernels"] / CALLS
     row["ncu_less_floor_us"] = floor.ncu_less_floor_us(row["ncu_us"], kernels_per_call) if floor else None
     row["harness_in_band"] = in_band(row.get("harness_us"), row.get("replay_us"), *HARNESS_BAND)
+    row["harness_in_band_stream"] = in_band(row.get("harness_us"), row.get("stream_us"), *HARNESS_BAND)
     row["replay_in_band_of_ncu"] = in_band(row.get("replay_us"), row["ncu_us"], *NCU_BAND)
     row["replay_in_band_of_ncu_less_floor"] = in_band(row.get("replay_us"), row["ncu_less_floor_us"], *NCU_BAND)
 
@@ -156,18 +160,21 @@ def table(rows: list[dict]) -> list[str]:
         return f"{top / bottom:.3f}" if top and bottom else "-"
 
     lines = ["| file | shape | harness us | replay us (p10-p90) | ncu us | ncu - floor us | harness / replay | in band "
-             "| replay / ncu | in band | replay / (ncu - floor) | in band |", "| --- " * 12 + "|"]
+             "| stream us | harness in band | replay / ncu | in band | replay / (ncu - floor) | in band |",
+             "| --- " * 14 + "|"]
     for row in rows:
         spread = (f" ({us(row['replay_p10_us'])}-{us(row.get('replay_p90_us'))})"
                   if row.get("replay_p10_us") is not None else "")
         lines.append(f"| {row['file']} | {row['shape']} | {us(row.get('harness_us'))} | {us(row.get('replay_us'))}"
                      f"{spread} | {us(row.get('ncu_us'))} | {us(row.get('ncu_less_floor_us'))} | "
                      f"{ratio(row.get('harness_us'), row.get('replay_us'))} | {_verdict(row.get('harness_in_band'))} | "
+                     f"{us(row.get('stream_us'))} | {_verdict(row.get('harness_in_band_stream'))} | "
                      f"{ratio(row.get('replay_us'), row.get('ncu_us'))} | "
                      f"{_verdict(row.get('replay_in_band_of_ncu'))} | "
                      f"{ratio(row.get('replay_us'), row.get('ncu_less_floor_us'))} | "
                      f"{_verdict(row.get('replay_in_band_of_ncu_less_floor'))} |")
-    lines.append(f"harness ~ replay: {_count(rows, 'harness_in_band')}; replay ~ ncu: "
+    lines.append(f"harness ~ replay: {_count(rows, 'harness_in_band')}; harness ~ stream: "
+                 f"{_count(rows, 'harness_in_band_stream')}; replay ~ ncu: "
                  f"{_count(rows, 'replay_in_band_of_ncu')}; replay ~ ncu - floor: "
                  f"{_count(rows, 'replay_in_band_of_ncu_less_floor')}; "
                  f"{sum(r.get('harness_in_band') is None for r in rows)} rows lack the harness or replay")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 
 from harness.contract.results import Status
-from harness.judge.verdict.call_checker import CallChecker
+from harness.judge.verdict.call_checker import CallChecker, _case_key
 from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure
 from problems.shared import blockscaled as bs
 
@@ -159,12 +160,14 @@ class DrawingSession(StagingSession):
                           unfinished=False)
 
 
-def test_a_drawn_call_sends_the_public_case_and_the_seed_only_for_the_core(counted):
-    """Ranked on a GPU: the worker's Python gets the public case, its core the call's seed (masked by the
-    session); nothing is staged or prefetched, and the check runs on the parent's draw under that seed."""
+@pytest.mark.parametrize("secret", [99, None], ids=["ranked", "benchmark"])
+def test_a_drawn_call_sends_the_public_case_and_the_seed_only_for_the_core(counted, secret):
+    """On a GPU, ranked or in benchmark mode (issue 38: the same inputs timed): the worker's Python gets the
+    public case, its core the call's seed (masked by the session); nothing is staged or prefetched, and the
+    check runs on the parent's draw under that seed."""
     case = {"n": 4, "seed": 3}
-    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=99, check_device=torch.device("cpu"),
-                       plain=False)
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=secret,
+                       check_device=torch.device("cpu"), plain=False)
     session = DrawingSession()
     made.checked_call(session, case, 1, 0.0, "a timed call", 1.0, prefetch=True)
     (sent, (staged, drawn_seed)), = session.sent
@@ -189,6 +192,42 @@ def test_a_ranked_call_sends_the_parents_inputs_and_no_seed(counted):
     made.close()
 
 
+class OwnDraw(Session):
+    """A sealed session that can draw (``draws``) or stage (``stages``) every shape: records what each call
+    carried, and answers as a worker drawing the sent seed itself."""
+
+    def __init__(self, draws: bool, stages: bool) -> None:
+        super().__init__()
+        self.can_draw, self.can_stage, self.sent, self.prepared = draws, stages, [], []
+        self.prepare = self.prepared.append
+
+    def draws(self, case) -> bool:
+        return self.can_draw
+
+    def stages(self) -> bool:
+        return self.can_stage
+
+    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+        self.sent.append((dict(case), staged, drawn_seed))
+        return super().call(case, sleep_us, stage, timeout_s, plain, buffers)
+
+
+@pytest.mark.parametrize("plain, secret, draws, stages", [(True, None, True, False), (False, None, False, True)],
+                         ids=["sanitize-gpu", "benchmark-cpu"])
+def test_a_call_the_worker_draws_itself(counted, plain, secret, draws, stages):
+    """Sanitize mode (plain: no timer) is never drawn by the core, even where it could; staging exists for the
+    secret seed, so benchmark mode on the CPU is never staged: the worker gets the seeded case."""
+    case = {"n": 4, "seed": 3}
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=secret,
+                       check_device=torch.device("cpu"), plain=plain)
+    session = OwnDraw(draws, stages)
+    made.checked_call(session, case, 1, 0.0, "a call", 1.0, prefetch=not plain)
+    seeded = {**case, "seed": made.call_seed(case, 1)}
+    assert session.sent == [(seeded, None, None)]
+    assert session.prepared == ([] if plain else [{**case, "seed": made.call_seed(case, 2)}])
+    made.close()
+
+
 class SendingAhead(DrawingSession):
     """A sealed GPU session whose core draws only ``drawn``'s shape: records each call sent ahead."""
 
@@ -207,16 +246,50 @@ class SendingAhead(DrawingSession):
         return True
 
 
-def test_a_ranked_gpu_test_is_sent_ahead_drawn_only_where_its_shape_is_captured(counted):
-    """Ranked on a GPU only the timed shapes are drawn by the core: a test of another shape is sent ahead
-    with its seed (untimed, it keeps the ordinary draw), one of a captured shape with the seed for the core;
-    a staging session (CPU) never sends one ahead."""
-    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=99, check_device=torch.device("cpu"),
-                       plain=False)
+@pytest.mark.parametrize("secret", [99, None], ids=["ranked", "benchmark"])
+def test_a_gpu_test_is_sent_ahead_drawn_only_where_its_shape_is_captured(counted, secret):
+    """On a GPU only the timed shapes are drawn by the core: a test of another shape is sent ahead with its
+    seed (untimed, it keeps the ordinary draw), one of a captured shape with the seed for the core; a ranked
+    staging session (CPU) never sends one ahead."""
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=secret,
+                       check_device=torch.device("cpu"), plain=False)
     captured, other = {"n": 4, "seed": 3}, {"n": 2, "seed": 3}
     session = SendingAhead(captured)
     assert made.send_ahead(session, other, 1.0) and made.send_ahead(session, captured, 1.0)
     assert session.sent == [({**other, "seed": made.call_seed(other, 0)}, None),
                             (captured, made.call_seed(captured, 0))]
-    assert not made.send_ahead(StagingSession(), other, 1.0)
+    if secret is not None:
+        assert not made.send_ahead(StagingSession(), other, 1.0)
+    made.close()
+
+
+class Graphs:
+    """Stands in for the CUDA check device's GraphDraws: records the seeds drawn through it."""
+
+    def __init__(self) -> None:
+        self.seeds: list[int] = []
+
+    def draw(self, seeded):
+        self.seeds.append(seeded["seed"])
+        return sys.modules[MODULE].generate_input(**seeded)
+
+
+def test_only_inputs_that_die_with_their_call_come_from_the_shapes_graph(counted):
+    """A graph's tensors are overwritten by its next replay: inputs kept for a later call (share_draws) or
+    computed ahead on another thread (expect_early) are drawn plainly; the others may replay the graph."""
+    shared, alone = {"n": 4, "seed": 3}, {"n": 8, "seed": 5}
+    made = checker()
+    made._graphs = graphs = Graphs()
+    made.share_draws([shared, shared, alone], calls=1)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        made.expect_early(alone, pool).result()
+    made._expected({**alone, "seed": made.call_seed(alone, 0)}, None, None)  # takes the early draw
+    assert graphs.seeds == [] and counted["draws"] == 1
+    seeded = {**shared, "seed": made.call_seed(shared, 0)}
+    made._expected(seeded, _case_key(seeded), None)  # kept
+    assert graphs.seeds == [] and counted["draws"] == 2
+    for index in (1, 2):
+        seeded = {**alone, "seed": made.call_seed(alone, index)}
+        made._expected(seeded, None, None)
+    assert graphs.seeds == [made.call_seed(alone, 1), made.call_seed(alone, 2)]
     made.close()

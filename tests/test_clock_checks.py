@@ -64,10 +64,28 @@ def test_the_lines_name_one_verdict_when_every_rung_shares_it_else_mixed():
                                    + _rows("n=1 iters=548", (10.0, 10.0, 11.0), (22.0, 20.0, 22.0)))
     assert same[0]["verdict"] == same[1]["verdict"]
     missing = clock_checks.additivity(_rows("n=1 iters=1239", (None, 20.0, 21.0), (40.0, 40.0, 42.0)))
-    assert clock_checks.additivity_lines(same + missing)[-1] == (
+    assert clock_checks.additivity_lines(same + missing)[-2] == (
         f"second launch, every compute rung (2 of 3 with both clocks): {same[0]['verdict']}")
     mixed = same + clock_checks.additivity(_rows("n=1 iters=203", (5.0, 5.0, 6.0), (10.0, 10.0, 12.0)))
-    assert clock_checks.additivity_lines(mixed)[-1] == (
+    assert clock_checks.additivity_lines(mixed)[-2] == (
         "second launch, every compute rung (3 of 3 with both clocks): mixed")
-    assert clock_checks.additivity_lines(missing)[-1].endswith("no rung with both clocks")
+    assert clock_checks.additivity_lines(missing)[-2].endswith("no rung with both clocks")
     assert "missing" in clock_checks.additivity_lines([])[0]
+
+
+def test_the_stream_replay_is_expected_to_charge_a_second_launch_as_the_harness_does():
+    """The stream replay's second launch within 0.3 us of the harness's: yes; a graph-like 0: no; none: open."""
+    rows = []
+    for shape, stream_once, stream_twice in (("n=1 iters=10", 2.2, 6.35), ("n=1 iters=548", 10.0, 20.1),
+                                             ("n=1 iters=203", 5.0, None)):
+        pair = _rows(shape, (2.28 if shape.endswith("=10") else 10.0, 2.17, 3.11), (6.52, 4.34, 6.22))
+        pair[0]["stream_us"], pair[1]["stream_us"] = stream_once, stream_twice
+        rows += pair
+    found = clock_checks.additivity(rows)
+    assert [r["stream_as_harness"] for r in found] == [True, False, None]
+    assert found[0]["stream_us"] == pytest.approx(1.95)  # the harness's +1.96, as expected
+    lines = clock_checks.additivity_lines(found)
+    assert lines[0].endswith("stream gap: the harness pays a second launch, the graph does not; stream as harness: yes")
+    assert "stream +1.95" in lines[0] and "stream -" in lines[2]
+    assert lines[-1] == ("second launch by the stream replay: within 0.3 us of the harness's on 1 of 2 rungs with "
+                         "both (expected: all)")

@@ -7,9 +7,10 @@ from pathlib import Path
 from harness.contract.results import Status
 from harness.contract.task_spec import load_task
 from harness.display.progress import as_progress
-from harness.judge.verdict.evaluation import Evaluation
+from harness.judge.verdict.evaluation import Evaluation, core_draws
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.run_options import RunOptions
+from harness.judge.worker_link import seal
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -131,13 +132,24 @@ def test_verdicts_with_tests_sent_ahead_are_those_without():
     assert "sent ahead 2" in events and "check 2 starts" not in events
 
 
-def test_a_ranked_gpu_worker_captures_only_the_timed_cases():
+def test_a_gpu_worker_captures_only_the_timed_cases():
     """Issue 40 part D: the core draws the benchmarks' inputs (timed); tests are untimed and keep the
     ordinary draw, so their shapes are not captured at the worker's Start (3 captures here, not 12)."""
-    evaluation = _evaluation("leaderboard")
+    evaluation = _evaluation("benchmark")
     pending = [("test", test) for test in evaluation.task.tests] + [
         ("benchmark", bench) for bench in evaluation.task.benchmarks]
-    assert evaluation.drawn_cases(pending) is None  # not ranked on a GPU: the worker draws every call
-    evaluation.ranked_on_gpu = True
+    assert evaluation.drawn_cases(pending) is None  # on the CPU: the worker draws every call
+    evaluation.core_draws = True
     assert evaluation.drawn_cases(pending) == list(evaluation.task.benchmarks)
     evaluation.close()
+
+
+def test_the_core_draws_in_every_timed_mode_on_a_gpu(monkeypatch):
+    """Issue 38: benchmark mode (and leaderboard mode without a secret, and the default) times the inputs
+    ranked mode does, drawn by the core into the captured graph's buffers; sanitize and profile modes, the
+    CPU and an install without the core keep the worker's own draw."""
+    monkeypatch.setattr(seal, "sealed_core_built", lambda: True)
+    assert {name for name, mode in MODES.items() if core_draws(mode, "cuda")} == {"all", "benchmark", "leaderboard"}
+    assert not any(core_draws(mode, "cpu") for mode in MODES.values())
+    monkeypatch.setattr(seal, "sealed_core_built", lambda: False)
+    assert not any(core_draws(mode, "cuda") for mode in MODES.values())

@@ -40,23 +40,23 @@ def test_the_band_is_max_of_relative_and_floor(ncu_times):
 def test_the_table_shows_each_clock_ratio_and_verdict_and_counts_them(ncu_times):
     floor = ncu_times.NcuFloor(ncu_empty_us=2.10, replay_empty_us=1.13)  # ncu charges 0.97 us more a kernel
     rows = [{"file": "timing_ladder/triton_ladder.py", "shape": "n=65536", "harness_us": 1.85, "replay_us": 1.88,
-             "replay_p10_us": 1.7, "replay_p90_us": 2.1, "ncu_us": 2.74, "ncu_kernels": 5},
+             "replay_p10_us": 1.7, "replay_p90_us": 2.1, "stream_us": 1.90, "ncu_us": 2.74, "ncu_kernels": 5},
             {"file": "nvfp4_gemm/triton_gemm.py", "shape": "m=128", "harness_us": 142.08, "replay_us": 139.84,
-             "replay_p10_us": 139.0, "replay_p90_us": 141.0, "ncu_us": 142.82, "ncu_kernels": 10},
+             "replay_p10_us": 139.0, "replay_p90_us": 141.0, "stream_us": 146.5, "ncu_us": 142.82, "ncu_kernels": 10},
             {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "harness_us": None, "replay_us": None,
              "ncu_us": None, "ncu_kernels": 0, "note": "not loadable"}]
     for row in rows:
         ncu_times.judge(row, floor)
     assert rows[0]["ncu_less_floor_us"] == pytest.approx(1.77) and rows[1]["ncu_less_floor_us"] == pytest.approx(140.88)
     lines = ncu_times.table(rows)
-    assert all(line.count("|") == 13 for line in lines[:5])
+    assert all(line.count("|") == 15 for line in lines[:5])
     assert lines[2] == ("| timing_ladder/triton_ladder.py | n=65536 | 1.85 | 1.88 (1.70-2.10) | 2.74 | 1.77 | "
-                        "0.984 | yes | 0.686 | no | 1.062 | yes |")
+                        "0.984 | yes | 1.90 | yes | 0.686 | no | 1.062 | yes |")
     assert lines[3] == ("| nvfp4_gemm/triton_gemm.py | m=128 | 142.08 | 139.84 (139.00-141.00) | 142.82 | 140.88 | "
-                        "1.016 | yes | 0.979 | yes | 0.993 | yes |")
-    assert lines[4] == "| nvfp4_gemm/scaled_mm_fp4.py | m=1 | - | - | - | - | - | - | - | - | - | - |"
-    assert lines[5] == ("harness ~ replay: 2 of 2 in band; replay ~ ncu: 1 of 2 in band; replay ~ ncu - floor: 2 of 2 "
-                        "in band; 1 rows lack the harness or replay")
+                        "1.016 | yes | 146.50 | no | 0.979 | yes | 0.993 | yes |")  # 4.42 us off the stream: > 3%
+    assert lines[4] == "| nvfp4_gemm/scaled_mm_fp4.py | m=1 | - | - | - | - | - | - | - | - | - | - | - | - |"
+    assert lines[5] == ("harness ~ replay: 2 of 2 in band; harness ~ stream: 1 of 2 in band; replay ~ ncu: 1 of 2 in "
+                        "band; replay ~ ncu - floor: 2 of 2 in band; 1 rows lack the harness or replay")
 
 
 def test_a_floor_inside_the_band_leaves_raw_ncu_the_only_comparison(ncu_times):
@@ -92,21 +92,31 @@ def test_the_floor_run_is_split_by_kernel_name(ncu_times):
     assert found == {"empty": [pytest.approx(2.08), pytest.approx(2.12)], "stamp": [pytest.approx(2.3)]}
 
 
-def test_a_shape_replay_cannot_time_is_a_row_that_says_why(scripts, monkeypatch):
+def test_a_shape_a_clock_cannot_time_is_a_row_that_says_why_beside_the_other_clocks(scripts, monkeypatch):
     graph_replay = scripts["graph_replay"]
     monkeypatch.setattr(graph_replay, "shape_inputs", lambda problem, case: [case])
 
     class Clock:
-        def time(self, kernel, inputs):
-            if kernel == "allocates":
-                raise RuntimeError("operation not permitted when stream is capturing\nmore")
-            return Reading(2.0, 1.9, 2.2, 288, 1.1)
+        def __init__(self, captures: bool, us: float) -> None:
+            self.captures, self.us = captures, us
 
-    assert graph_replay.shape_row(Clock(), "fine", "timing_ladder", {}) == {
-        "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "replay_floor_us": 1.1, "calls": 288, "note": ""}
-    row = graph_replay.shape_row(Clock(), "allocates", "timing_ladder", {})
-    assert row == {"replay_us": None,
-                   "note": "not capturable: RuntimeError: operation not permitted when stream is capturing"}
+        def time(self, kernel, inputs):
+            if kernel == "allocates" and not self.captures:
+                raise RuntimeError("operation not permitted when stream is capturing\nmore")
+            return Reading(self.us, self.us - 0.1, self.us + 0.2, 288, 1.1)
+
+    clocks = {"replay": Clock(False, 2.0), "stream": Clock(True, 3.0)}
+    aligned = {"stream": 0.5}  # the stream replay's empty kernel less the graph's: off every stream figure
+    assert graph_replay.shape_row(clocks, "fine", "timing_ladder", {}, aligned) == {
+        "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "replay_floor_us": 1.1, "note": "",
+        "stream_us": 2.5, "stream_p10_us": pytest.approx(2.4), "stream_p90_us": pytest.approx(2.7),
+        "stream_floor_us": 1.1, "stream_note": "", "stream_raw_us": 3.0, "calls": 288}
+    row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {}, aligned)  # a graph refuses it, a stream not
+    assert row["replay_us"] is None and row["stream_us"] == 2.5 and row["stream_note"] == ""
+    assert row["note"] == "not capturable: RuntimeError: operation not permitted when stream is capturing"
+    clocks["stream"].captures = False
+    row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {}, aligned)
+    assert row["stream_note"].startswith("not timed on a stream: RuntimeError") and row["stream_us"] is None
 
 
 def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, monkeypatch, tmp_path, capsys):
@@ -115,8 +125,10 @@ def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, mon
     shape = "n=270336 iters=10"
     replay = tmp_path / "graph_replay.json"
     replay.write_text(json.dumps([
-        {"file": "timing_ladder/triton_ladder.py", "shape": shape, "harness_us": 2.28, "replay_us": 2.17},
-        {"file": "timing_ladder/triton_ladder_twice.py", "shape": shape, "harness_us": 6.52, "replay_us": 4.34},
+        {"file": "timing_ladder/triton_ladder.py", "shape": shape, "harness_us": 2.28, "replay_us": 2.17,
+         "stream_us": 2.30},
+        {"file": "timing_ladder/triton_ladder_twice.py", "shape": shape, "harness_us": 6.52, "replay_us": 4.34,
+         "stream_us": 6.55},
         {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "replay_us": None, "note": "not capturable"}]))
     (tmp_path / "graph_replay_floors.json").write_text(json.dumps({"nothing_us": 1.13, "empty_us": 2.26,
                                                                    "empty_kernel_us": 1.13}))
@@ -137,8 +149,11 @@ def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, mon
     assert rows[1]["ncu_less_floor_us"] == pytest.approx(6.22 - 2 * 0.97)
     text = (tmp_path / "ncu_times.md").read_text()
     assert "ncu charges each kernel +0.97 us more" in text and "cannot hold below 32 us" in text
-    assert f"second launch {shape}: harness +1.96, replay +0.00, ncu +0.00 us" in text
+    assert [r["harness_in_band_stream"] for r in rows] == [True, True, None]
+    assert (f"second launch {shape}: harness +1.96, replay +0.00, stream +1.95, ncu +0.00 us (twice - 2 x once): "
+            "stream gap") in text and "stream as harness: yes" in text
     assert "second launch, every compute rung (1 of 1 with both clocks): stream gap" in text
+    assert "second launch by the stream replay: within 0.3 us of the harness's on 1 of 1 rungs" in text
     assert "ncu: empty kernel 2.10 us, stamp kernel 2.05 us" in capsys.readouterr().out
 
 
@@ -149,10 +164,15 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
     once, twice = "submissions/timing_ladder/triton_ladder.py", "submissions/timing_ladder/triton_ladder_twice.py"
 
     class Clock:
+        def __init__(self, flush=None, stream=False):
+            self.flush, self.stream = flush or "reading flush", stream
+
         def floors(self):
-            return Floors(1.13, 2.26, 32)
+            return Floors(1.13, 3.3, 32) if self.stream else Floors(1.13, 2.26, 32)
 
         def time(self, kernel, inputs):
+            if self.stream:  # 1.04 us more than the graph a call, and the second launch's stream gap
+                return Reading(3.21 if kernel == once else 7.56, 3.0, 7.7, 288)
             return Reading(2.17 if kernel == once else 4.34, 2.0, 4.5, 288)
 
     eval_dir = tmp_path / "eval"
@@ -166,10 +186,21 @@ def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_
                                       once, twice])
     assert graph_replay.main() == 0
     floors = json.loads((tmp_path / "graph_replay_floors.json").read_text())
-    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "tick_ns": 32, "empty_kernel_us": pytest.approx(1.13)}
+    assert floors == {"nothing_us": 1.13, "empty_us": 2.26, "tick_ns": 32, "empty_kernel_us": pytest.approx(1.13),
+                      "stream_alignment_us": pytest.approx(1.04)}
     rows = json.loads((tmp_path / "graph_replay.json").read_text())
     assert len(rows) == 24 and {r["file"] for r in rows} == {"timing_ladder/triton_ladder.py",
                                                              "timing_ladder/triton_ladder_twice.py"}
     out = capsys.readouterr().out
-    assert "second launch n=270336 iters=10: harness +1.96, replay +0.00, ncu - us" in out
+    judged = {r["file"]: (r["harness_in_band"], r["harness_in_band_stream"]) for r in rows if r["harness_us"]}
+    assert judged == {"timing_ladder/triton_ladder.py": (True, True),
+                      "timing_ladder/triton_ladder_twice.py": (False, True)}
+    assert all(r["stream_note"] == "" and r["calls"] == 288 for r in rows)
+    assert ("stream replay floors: nothing_us 1.13, empty_us 3.30, empty_kernel_us 2.17; aligned to the graph's "
+            "one-kernel charge: 1.04 us off every stream reading") in out
+    assert sorted({round(r["stream_us"], 2) for r in rows}) == [2.17, 6.52]
+    assert ("fidelity: 1 of 2 rows with the harness and the graph replay inside max(3%, 0.2 us) (22 rows lack one); "
+            "2 of 2 rows with the harness and the stream replay inside max(3%, 0.2 us) (22 rows lack one)") in out
+    assert "second launch n=270336 iters=10: harness +1.96, replay +0.00, stream +2.18, ncu - us" in out
     assert "second launch, every compute rung (1 of 6 with both clocks): stream gap" in out
+    assert "second launch by the stream replay: within 0.3 us of the harness's on 1 of 1 rungs" in out

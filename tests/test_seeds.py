@@ -1,5 +1,9 @@
 """Per-call seeds: public ones reproduce the contest's, secret ones cannot be predicted."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from harness.judge.verdict import seeds
@@ -24,7 +28,19 @@ def test_secret_changes_every_seed_including_the_first():
 def test_secret_is_read_from_the_environment_and_removed(monkeypatch):
     monkeypatch.setenv(seeds.SECRET_ENV, "0x2a")
     assert seeds.read_secret() == 42
-    assert seeds.SECRET_ENV not in __import__("os").environ
+    assert seeds.SECRET_ENV not in os.environ
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/environ is Linux's")
+def test_the_secret_is_wiped_from_the_environment_the_process_started_with():
+    """/proc/<pid>/environ shows the starting block, which os.environ.pop leaves as it was: a worker
+    that could read the evaluator's file would find the secret there."""
+    probe = ("from harness.judge.verdict import seeds; secret = seeds.read_secret(); "
+             "block = open('/proc/self/environ', 'rb').read(); "
+             "print(secret, b'NVFP4_SECRET_SEED' in block, b'987654321' in block, b'HOME=' in block)")
+    run = subprocess.run([sys.executable, "-c", probe], env={**os.environ, seeds.SECRET_ENV: "987654321"},
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["987654321", "False", "False", "True"]
 
 
 def test_secret_file_and_bad_values(tmp_path):

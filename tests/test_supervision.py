@@ -10,7 +10,7 @@ from harness.contract import syscall_rules as rules
 from harness.judge.run import evaluate_submission
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.run_options import RunOptions
-from harness.judge.worker_link import supervision, worker_confinement
+from harness.judge.worker_link import supervision, worker_confinement, worker_spawn
 
 HONEST = Path(__file__).resolve().parent / "adversarial" / "submissions" / "x00_honest_torch.py"
 
@@ -74,6 +74,24 @@ def test_ranked_mode_is_refused_without_the_supervisor(monkeypatch):
     result = evaluate_submission("nvfp4_gemv", HONEST, MODES["leaderboard"], "cuda", RunOptions(secret_seed=7))
     assert result.status.value == "bad_input"
     assert result.reason.startswith("ranked mode refused: the sandbox step 'syscalls' is off")
+
+
+def test_a_ranked_gpu_run_refuses_a_worker_that_would_keep_root(monkeypatch):
+    """Root reads every process's /proc files (the evaluator's open descriptors among them): a root
+    evaluator's worker must drop to uid 65534, which needs the interpreter and the code readable."""
+    monkeypatch.setattr(supervision, "ranked_refusal", lambda: None)
+    monkeypatch.setattr(worker_spawn.os, "geteuid", lambda: 0)
+    blocked = (Path("/opt/python/bin/python3"), Path("/opt/python"))
+    monkeypatch.setattr(worker_spawn, "unreachable_code", lambda submission=None: blocked)
+    result = evaluate_submission("nvfp4_gemv", HONEST, MODES["leaderboard"], "cuda", RunOptions(secret_seed=7))
+    assert result.status.value == "bad_input"
+    assert result.reason.startswith("ranked mode refused: a worker would run as root: uid 65534 cannot reach "
+                                    "/opt/python/bin/python3 (stopped at /opt/python)")
+    monkeypatch.setenv(worker_confinement.STEPS_ENV, ",".join(worker_confinement.DEFAULT_STEPS - {"uid"}))
+    assert worker_spawn.kept_root(HONEST).startswith("the sandbox step 'uid' is off")
+    monkeypatch.delenv(worker_confinement.STEPS_ENV)
+    monkeypatch.setattr(worker_spawn, "unreachable_code", lambda submission=None: None)
+    assert worker_spawn.kept_root(HONEST) is None
 
 
 @pytest.mark.skipif(supervision.unavailable() is not None, reason=f"{supervision.unavailable()}")

@@ -86,7 +86,8 @@ def test_cover_holds_every_range_in_at_most_the_limit():
     assert all(a[1] < b[0] for a, b in itertools.pairwise(merged))  # disjoint, with gaps
     assert rules.uncovered([(1 << 50, (1 << 50) + 4096)], merged) == [(1 << 50, (1 << 50) + 4096)]
     for table in rules.ARCHES.values():  # the most ranges, with every toggle: within the kernel's 4096 instructions
-        program = syscall_filter.build(table, CHANNELS, (1 << 46, {1 << 45: (0, 3), 1 << 44: (0,)}), 7, merged)
+        gate = [1 << 46, 1 << 40, (1 << 40) + 8 * 4096, 1 << 45, (1 << 45) + 4096, 1 << 44, (1 << 44) + 4096]
+        program = syscall_filter.build(table, CHANNELS, syscall_filter.gate_toggles(gate), 7, merged)
         assert len(merged) == rules.SHORTCUT_RANGES and len(program) // 8 <= 4096
 
 

@@ -3,7 +3,10 @@
 import ctypes
 import json
 import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -66,6 +69,48 @@ def test_the_core_opens_its_key_through_the_gate_and_nobody_else_does():
     state = supervised(run, start_the_core)
     assert state["exit"] == 0
     assert state["unlocks"] == 1 and state["refused"] == {"core": 1} and state["gate_pages"] == 2  # key, call state
+
+
+def state_page_openings() -> dict:
+    """The supervisor's record of a child that binds the core, times two calls, rechecks once, opens the
+    call-state page through the gate twice in the counted form and twice in the window's form."""
+    import platform
+    import types
+
+    from harness.worker import _sealed
+
+    def run():
+        out = (ctypes.c_ulonglong * 64)()
+        ctypes.CDLL(_sealed.__file__).nvfp4_gate_describe(out, 64)
+        gate = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(
+            out[0] - {"x86_64": 7, "aarch64": 8}[platform.machine()])
+        _sealed.bind(lambda _: types.SimpleNamespace(custom_kernel=lambda data: data * 2), "in-test")
+        answers = [_sealed.time_call(torch.ones(4, 4), index, 0, 0.0)[0] for index in (1, 2)]
+        _sealed.recheck(os.urandom(16))
+        planted = [gate(out[3], 4096, 3), gate(out[3], 4096, 0)]  # counted
+        windowed = [gate(out[3], rules.STATE_WINDOW_BYTES, 3), gate(out[3], 4096, 0)]  # the window's form: not
+        return 0 if answers == ["ok", "ok"] and planted == windowed == [0, 0] else 1
+
+    return supervised(run, start_the_core)
+
+
+
+
+@needs_seccomp
+def test_each_opening_of_the_call_state_page_but_the_window_s_is_counted():
+    """Three openings at bind, one at each call's entry, one per recheck: told to the supervisor. The
+    core's opening inside the timed window (one byte, its own form) is not; one more through the gate
+    (x11's way, for the call-state page) is counted, and the parent finds it (WorkerSession._count_state).
+    In a fresh interpreter: the core binds once per process, and an earlier test of this one may have
+    bound it (tests/test_seal.py), which a fork would inherit."""
+    tests = Path(__file__).resolve().parent
+    done = subprocess.run([sys.executable, "-c", "import json, test_syscall_supervisor as t; "
+                           "print(json.dumps(t.state_page_openings()))"], cwd=tests, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": f"{tests.parent}:{tests}"})
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout.splitlines()[-1])
+    assert state["exit"] == 0 and state["state_page"]
+    assert state["state_opens"] == 3 + 2 + 1 + 1 and state["unlocks"] == 3  # two calls' MACs, the recheck's
 
 
 @needs_seccomp

@@ -89,7 +89,7 @@ class Call:
     # Ranked: the inputs are the parent's, encrypted in its staging file for this index; ``case`` then
     # holds the case's public seed, which the worker draws the tensors' layout from (input_stage).
     staged: bool = False
-    # GPU, ranked: the call's seed masked for the core (input_stage.sealed_seed), which draws the inputs
+    # GPU, every timed mode: the call's seed masked for the core (input_stage.sealed_seed), which draws the inputs
     # from the case's captured graph (``case`` holds the public seed); empty otherwise.
     sealed_seed: bytes = b""
 

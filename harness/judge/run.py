@@ -30,7 +30,7 @@ from harness.judge.verdict.evaluation import CPU_TEST_CALLS, Evaluation, gpu_ind
 from harness.judge.verdict.modes import DEFAULT_MODE, Mode
 from harness.judge.verdict.run_options import DEFAULT_OPTIONS, RunOptions
 from harness.judge.verdict.score import geometric_mean
-from harness.judge.worker_link import host_share, seal, supervision
+from harness.judge.worker_link import host_share, seal, supervision, worker_spawn
 from harness.sol import fidelity
 from harness.sol.calibration import load_calibration
 
@@ -130,8 +130,9 @@ def evaluate_submission(
     if device == "cuda" and mode.ranked and not seal.sealed_core_built():
         result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {seal.SEALED_MISSING}"
         return result
-    if device == "cuda" and mode.ranked and supervision.ranked_refusal():
-        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {supervision.ranked_refusal()}"
+    refusal = device == "cuda" and mode.ranked and (supervision.ranked_refusal() or worker_spawn.kept_root(submission))
+    if refusal:
+        result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {refusal}"
         return result
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR

@@ -13,6 +13,14 @@ median: the timer may tick coarser than a short kernel, and over many calls the 
 out. Event-record nodes were the first reference and were dropped (docs/timing.md, "The reference
 clock, decided"): on an H100 each in-graph event pair read 2.4-2.7 us above the stamps on every single kernel.
 
+**The stream replay** (``ReplayClock(stream=True)``, docs/timing.md "The stream replay"): the same groups,
+stamps and arithmetic, but queued eagerly on one stream, as the harness and the contest's evaluator run
+a call, instead of captured: a graph starts a call's next kernel node about 1 us sooner than a stream
+starts its next queued kernel, so on calls of several kernels the graph reads about 1 us per extra
+kernel under the harness. So that the host's launches never pace the GPU, every run begins with a hold
+(globaltimer's spin kernel) three times as long as the host's warm queueing of every group, doubled
+while the host's queueing outlasts it; the stamps are read after a synchronize, as the graph's are.
+
 ``Floors`` reads the pair with nothing and with an empty kernel between its stamps: what the stamps
 cost, and what one empty kernel reads on this clock (scripts/ncu_times.py holds ncu's reading of the
 same kernel against it). The flush reads, as the core's does (docs/timing.md, "The flush decided by
@@ -29,6 +37,7 @@ import itertools
 import math
 import statistics
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +50,12 @@ GROUPS = ROUNDS * POOL
 REPLAYS = 9
 TRIM = 0.1
 """The stamps' mean drops this share of the readings at each end (a call the GPU preempted, say)."""
+HOLD_FACTOR = 3
+"""The stream replay's first hold: this many times the host's warm queueing of every group."""
+HOLD_MIN_NS, HOLD_MAX_NS = 1_000_000, 200_000_000
+"""The hold's bounds (1 ms, 200 ms): the spin never outlasts the longest."""
+HOLD_SLACK_NS = 100_000
+"""A hold must outlast the host's queueing by this much (a launch reaches the GPU a little after the host returns)."""
 
 
 @dataclass(frozen=True)
@@ -112,34 +127,65 @@ def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any],
         mark(3 * index + 2)
 
 
-class ReplayClock:
-    """Times flushed calls by %globaltimer stamps around each call inside one CUDA graph."""
+def queue_groups(hold: Callable[[], Any], calls: Sequence[Callable[[], Any]], flush: Callable[[], Any],
+                 mark: Callable[[int], Any]) -> None:
+    """The stream replay's body: the hold, then the graph's groups, queued eagerly behind it."""
+    hold()
+    capture_groups(calls, flush, mark)
 
-    def __init__(self, flush: Callable[[], Any] | None = None) -> None:
+
+def first_hold_ns(queue_s: float) -> int:
+    """The hold for a body the host queued in queue_s seconds (warm): HOLD_FACTOR times that, bounded."""
+    return int(min(HOLD_MAX_NS, max(HOLD_MIN_NS, HOLD_FACTOR * queue_s * 1e9)))
+
+
+def queue_covered(queue: Callable[[int], float], hold_ns: int) -> int:
+    """Queues the body behind a hold of hold_ns (``queue`` returns the host's queueing time, ns, from before
+    the hold's launch), again behind one twice as long while the host's queueing outlasted it: the hold
+    began no earlier than its launch, so a body queued inside it found the GPU still spinning, and every
+    call starts when the one before it ends, not when the host gets to it. A body queued again lies behind
+    the one before in the stream and rewrites its stamps. Returns the hold that covered it."""
+    while queue(hold_ns) + HOLD_SLACK_NS >= hold_ns:
+        if hold_ns >= HOLD_MAX_NS:
+            raise RuntimeError(f"the host queued the groups in longer than the longest hold ({HOLD_MAX_NS / 1e6:.0f} "
+                               "ms): a call that synchronises with the GPU cannot be timed on the stream replay")
+        hold_ns = min(HOLD_MAX_NS, 2 * hold_ns)
+    return hold_ns
+
+
+class ReplayClock:
+    """Times flushed calls by %globaltimer stamps around each call inside one CUDA graph, or, with
+    ``stream=True`` (the stream replay), around each call queued eagerly on one stream behind a hold."""
+
+    def __init__(self, flush: Callable[[], Any] | None = None, stream: bool = False) -> None:
         from harness.sol.globaltimer import Stamper
 
         self.flush = flush or reading_flush()
+        self.stream = stream
         self._stamper = Stamper(3 * GROUPS)
         self._floors: Floors | None = None
         self.tick_ns = 0
         """The finest step of %globaltimer seen in the last graph's stamps."""
+        self.hold_ns = 0
+        """The stream replay's last hold (0 for the graph)."""
 
     def stamp_times_us(self, calls: Sequence[Callable[[], Any]]) -> tuple[list[float], list[float]]:
-        """(each group's floor, each call's stamps), raw, over REPLAYS replays of one graph."""
+        """(each group's floor, each call's stamps), raw, over REPLAYS runs of one body (graph or stream)."""
         import torch
 
         stream = torch.cuda.Stream()
-        with torch.cuda.stream(stream):  # JIT and allocations happen before capture
-            capture_groups(calls, self.flush, self._stamper.mark)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            capture_groups(calls, self.flush, self._stamper.mark)
+        for _ in range(2):  # JIT and allocations happen in the first pass; the second is the host's warm pace
+            started = time.perf_counter()
+            with torch.cuda.stream(stream):
+                capture_groups(calls, self.flush, self._stamper.mark)
+            queue_s = time.perf_counter() - started
+            torch.cuda.synchronize()
+        run = self._stream_run(calls, stream, queue_s) if self.stream else self._graph_run(calls)
         floors: list[float] = []
         readings: list[float] = []
         ticks = []
         for _ in range(REPLAYS):
-            graph.replay()
+            run()
             torch.cuda.synchronize()
             slots = self._stamper.read()[: 3 * len(calls)]
             floor, reading = group_stamps_us(slots, len(calls))
@@ -148,6 +194,30 @@ class ReplayClock:
             ticks.append(timer_tick_ns(slots))
         self.tick_ns = math.gcd(*ticks)
         return floors, readings
+
+    def _graph_run(self, calls: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+        import torch
+
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            capture_groups(calls, self.flush, self._stamper.mark)
+        return graph.replay
+
+    def _stream_run(self, calls: Sequence[Callable[[], Any]], stream: Any, queue_s: float) -> Callable[[], None]:
+        """One run queues the hold and every group on ``stream``; the hold grows while it does not cover them."""
+        import torch
+
+        def queue(hold_ns: int) -> float:
+            started = time.perf_counter()
+            with torch.cuda.stream(stream):
+                queue_groups(lambda: self._stamper.hold(hold_ns), calls, self.flush, self._stamper.mark)
+            return (time.perf_counter() - started) * 1e9
+
+        def run() -> None:
+            self.hold_ns = queue_covered(queue, self.hold_ns)
+
+        self.hold_ns = first_hold_ns(queue_s)
+        return run
 
     def floors(self) -> Floors:
         """Measured once per clock: the stamps with nothing, and with the stamp module's empty kernel, between."""

@@ -1,15 +1,16 @@
-"""Drawn inputs: a GPU worker's ranked timed calls' inputs drawn by its compiled core, from graphs captured here.
+"""Drawn inputs: a GPU worker's timed calls' inputs drawn by its compiled core, from graphs captured here.
 
-Before the submission's import, for each benchmark case the parent names (``Start.draws``; tests are
-untimed and keep the ordinary draw), the worker runs the problem's own ``generate_input`` once (its
-kernels compiled, its caches filled, and its tensors show which are operands: see ``operand_indices``),
-then captures a second run into a CUDA graph while the counter generator records its kernel tables
-instead of copying them (``counter_rng.captured_tables``). The core instantiates the graph into an
-executable graph of its own and keeps it, with every table's device address and contents, on read-only
-pages of its own image (harness/worker/csrc/drawn_inputs.c). Each drawn call, the core writes the
-tables, the hash tables' keys derived from the call's seed (which reaches only the core, masked), and
-replays the graph before the hold; the tensors the capture returned (fixed addresses in the graph's
-pool) are the call's inputs.
+Before the submission's import, for each benchmark case the parent names (``Start.draws``, in every
+timed mode, ranked or not: evaluation.core_draws; tests are untimed and keep the ordinary draw), the
+worker runs the problem's own ``generate_input`` once (its kernels compiled, its caches filled, and its
+tensors show which are operands: see ``operand_indices``), then captures a second run into a CUDA graph
+while the counter generator records its kernel tables instead of copying them
+(problems/shared/draw_graph.py, which the parent's replay of its own draw shares). The core
+instantiates the graph into an executable graph of its own and keeps it, with every table's device
+address and contents, on read-only pages of its own image (harness/worker/csrc/drawn_inputs.c). Each
+drawn call, the core writes the tables, the hash tables' keys derived from the call's seed (which
+reaches only the core, masked), and replays the graph before the hold; the tensors the capture
+returned (fixed addresses in the graph's pool) are the call's inputs.
 """
 
 from __future__ import annotations
@@ -73,17 +74,15 @@ class DrawnInputs:
     def _capture_one(reference: ModuleType, case: dict[str, Any], device: torch.device,
                      add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]
                      ) -> Draw:
-        from problems.shared import counter_rng  # every problem's draw goes through it
+        from problems.shared.draw_graph import capture_draw  # every problem's draw goes through it
 
         # Run once for real: it compiles its kernels (no compiler in a capture) and shows the operands.
         operands = operand_indices(reference.generate_input(**case, device=device))
-        torch.cuda.synchronize(device)
-        graph = torch.cuda.CUDAGraph(keep_graph=True)
-        with counter_rng.captured_tables() as capture, torch.cuda.graph(graph):
-            data = reference.generate_input(**case, device=device)
+        graph, data, captured = capture_draw(lambda: reference.generate_input(**case, device=device), device,
+                                             keep_graph=True)
         tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
                    [(offset, name.encode()) for offset, name in sorted(keyed.items())])
-                  for table, rows, keyed in capture.tables]
+                  for table, rows, keyed in captured]
         return Draw(add_draw(graph.raw_cuda_graph(), tables), data, operands, graph)
 
     def inputs(self, case: dict[str, Any]) -> tuple[int, Any, list[torch.Tensor]]:

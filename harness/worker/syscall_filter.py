@@ -91,14 +91,19 @@ SHORTCUT = ("mprotect", "munmap", "madvise")
 mprotect also where it asks for write or execute access."""
 
 
-def build(arch: Arch, channels: list[int], toggles: tuple[int, dict[int, tuple[int, ...]]] | None = None,
+Toggles = tuple[int, list[tuple[int, int, tuple[int, ...]]]]
+"""The gate's instruction pointer, and each (page, length, accesses) its mprotect runs unnotified with."""
+
+
+def build(arch: Arch, channels: list[int], toggles: Toggles | None = None,
           own_pid: int = 0, shortcut: list[rules.Range] | None = None) -> bytes:
     """The filter for ``arch`` guarding the ``channels`` fds (dup2/dup3 onto them, close of them).
-    ``toggles`` (the gate's instruction pointer; each of the core's pages and the accesses its
-    mprotect from there to that one page runs unnotified with): the call-state page to read-write or
-    no access, since that happens inside the timed window (a round trip to the supervisor there would
-    be host time before the end event); the key page to no access, a close the supervisor lets
-    through uncounted anyway (its openings stay notified: the parent counts them). ``shortcut``
+    ``toggles`` (the gate's instruction pointer; each of the core's pages, the length and the accesses
+    its mprotect from there runs unnotified with): each page closed (no access, 4096 bytes), and the
+    call-state page opened read-write in the timed window's form (``rules.STATE_WINDOW_BYTES``), the
+    core's one opening inside the window (a round trip to the supervisor there would be host time
+    before the end event). Every other opening, the key page's and the call-state page's, stays
+    notified: the supervisor counts them and the parent compares the counts. ``shortcut``
     (sorted page-aligned ranges holding the core's pages and the code loaded before the import): a
     munmap, madvise, fixed non-executable mmap or mprotect to read or no access whose range lies
     outside all of them runs unnotified (docs/security.md, "What the filter decides itself");
@@ -158,24 +163,20 @@ def build(arch: Arch, channels: list[int], toggles: tuple[int, dict[int, tuple[i
         p.ret(rules.RET_ALLOW)
     if toggles:
         p.label("toggle")  # every check must hold, else the supervisor (or the shortcut) decides
-        for offset, value in ((IP_AT, toggles[0]), (_arg_low(1), 4096)):
+        ip = toggles[0]  # and the length's and protection's high halves zero (the kernel reads all 64 bits)
+        for offset, value in ((IP_AT, ip & 0xFFFFFFFF), (IP_AT + 4, ip >> 32), (_arg_high(1), 0), (_arg_high(2), 0)):
             p.load(offset)
-            p.jump(JEQ, value & 0xFFFFFFFF, 0, checked)
-            p.load(offset + 4)
-            p.jump(JEQ, value >> 32, 0, checked)
-        p.load(_arg_high(2))
-        p.jump(JEQ, 0, 0, checked)
-        for at, (page, accesses) in enumerate(toggles[1].items()):
-            other = f"page{at + 1}" if at + 1 < len(toggles[1]) else checked
-            p.load(_arg_high(0))
-            p.jump(JEQ, page >> 32, 0, other)
-            p.load(_arg_low(0))
-            p.jump(JEQ, page & 0xFFFFFFFF, 0, other)
+            p.jump(JEQ, value, 0, checked)
+        for at, (page, length, accesses) in enumerate(toggles[1]):
+            other = f"toggle{at + 1}" if at + 1 < len(toggles[1]) else checked
+            for offset, value in ((_arg_high(0), page >> 32), (_arg_low(0), page & 0xFFFFFFFF), (_arg_low(1), length)):
+                p.load(offset)
+                p.jump(JEQ, value, 0, other)
             p.load(_arg_low(2))
             for access in accesses:
                 p.jump(JEQ, access, "allow", 0)
-            p.jump(JEQ, 0, checked, checked)
-            p.label(f"page{at + 1}")
+            p.jump(JEQ, 0, other, other)
+            p.label(f"toggle{at + 1}")
     if shortcut is not None:
         p.label("mprotect")  # to read or no access only (the kernel reads all 64 bits of the protection)
         p.load(_arg_high(2))
@@ -277,17 +278,16 @@ def core_gate() -> list[int] | None:
     return list(out[:count]) if count > 0 else None
 
 
-def gate_toggles(gate: list[int] | None) -> tuple[int, dict[int, tuple[int, ...]]] | None:
+def gate_toggles(gate: list[int] | None) -> Toggles | None:
     """The gate's mprotects the filter lets through (build's ``toggles``), from ``core_gate``'s list:
-    the call-state page (gate[3]) to no access or read-write, each one-page key page to no access."""
+    the call-state page (gate[3]) to no access or, in the window's form, read-write; each one-page
+    key page to no access."""
     if not gate or len(gate) < 5 or not gate[0]:
         return None
-    pages: dict[int, tuple[int, ...]] = {}
+    pages: list[tuple[int, int, tuple[int, ...]]] = []
     if gate[3]:
-        pages[gate[3]] = (0, rules.PROT_READ | rules.PROT_WRITE)
-    for start, end in zip(gate[5::2], gate[6::2]):
-        if end - start == 4096:
-            pages.setdefault(start, (0,))
+        pages += [(gate[3], 4096, (0,)), (gate[3], rules.STATE_WINDOW_BYTES, (rules.PROT_READ | rules.PROT_WRITE,))]
+    pages += [(start, 4096, (0,)) for start, end in zip(gate[5::2], gate[6::2]) if end - start == 4096]
     return (gate[0], pages) if pages else None
 
 

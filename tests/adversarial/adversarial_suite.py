@@ -36,7 +36,6 @@ MODES = ("test", "benchmark", "leaderboard")
 SUITE_TIMEOUTS_S = {"import": 60.0, "test": 60.0, "warmup": 60.0, "call": 60.0, "benchmark": 120.0}
 """Stage limits of the cut-down tasks: generous for a loaded 2-core CI machine; the hang rows
 lower the one stage they hang in (column timeouts_s), so a hang ends in seconds."""
-UNPRIVILEGED_UID = 65534  # nobody
 
 
 @dataclass(frozen=True)
@@ -51,12 +50,11 @@ class Row:
     vector: int = 0
     secret: int | None = None
     secret_via: str = "argument"
-    unprivileged: bool = False
     timeouts_s: dict[str, float] | None = None
     twin: str | None = None  # an honest file timed alike: this row may not come out more than 3% faster
     known_hole: bool = False  # the attack is expected to work (docs/security.md); reported, not a failure
     supervised: bool = False  # its verdict is the syscall supervisor's: skipped where it cannot run (not root)
-    or_reason: str | None = None  # a second reason that is as right: which channel sees a race first
+    or_reason: str | None = None  # as right as reason: which channel sees a race first, or another platform's call
 
     def reason_matches(self, observed: str) -> bool:
         return self.reason in observed or (self.or_reason is not None and self.or_reason in observed)
@@ -97,8 +95,6 @@ def load_rows(path: Path = VERDICTS) -> list[Row]:
             raise ValueError(problems + "no such file under submissions/")
         if row.secret_via not in ("argument", "env") or (row.secret is None) != (row.mode != "leaderboard"):
             raise ValueError(problems + "leaderboard rows (and only they) need a secret, given by argument or env")
-        if row.unprivileged and row.secret_via != "env":
-            raise ValueError(problems + "unprivileged rows run the CLI: give the secret via env")
         if set(row.timeouts_s or {}) - set(SUITE_TIMEOUTS_S):
             raise ValueError(problems + f"timeouts_s keys must be among {list(SUITE_TIMEOUTS_S)}")
     return rows
@@ -124,28 +120,6 @@ def reduced_problem(problem: str, scratch: Path, timeouts_s: dict[str, float] | 
     return target
 
 
-def _unprivileged_prefix() -> list[str] | None:
-    """A command prefix that runs the evaluator as an ordinary user; None where that cannot be done.
-
-    Root (CAP_SYS_PTRACE) reads every process's environment and memory whatever the evaluator
-    does, so a check of what a worker can read from its evaluator means something only for an
-    ordinary user, which is how organizers are told to run it (docs/security.md).
-    """
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return None
-    prefix = [setpriv, f"--reuid={UNPRIVILEGED_UID}", f"--regid={UNPRIVILEGED_UID}", "--clear-groups",
-              "--inh-caps=-all", "--"]
-    # Two levels, as the evaluator starts its worker: the user must be able to exec this Python
-    # itself, not only through setpriv (which can keep root's capabilities for the first exec).
-    nested = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import torch, yaml, harness'], check=True)"
-    probe = subprocess.run([*prefix, sys.executable, "-c", nested], cwd=REPO,
-                           env={**os.environ, "PYTHONPATH": _pythonpath()}, capture_output=True)
-    return prefix if probe.returncode == 0 else None
-
-
 def _pythonpath() -> str:
     return os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
@@ -153,17 +127,10 @@ def _pythonpath() -> str:
 def _run_cli_with_secret_env(row: Row, problem_dir: Path, device: str, timeout_scale: float) -> Observed:
     """The organizer's ranked run: ``python -m harness eval`` with the secret in its environment."""
     started = time.perf_counter()
-    prefix: list[str] | None = []
-    if row.unprivileged:
-        prefix = _unprivileged_prefix()
-        if prefix is None:
-            return Observed(SKIPPED, "needs an evaluator run by an ordinary user: running as root, and no "
-                            "setpriv to a user that can run this Python", 0.0)
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-cli-") as scratch:
-        os.chmod(scratch, 0o777)  # an unprivileged evaluator writes its JSON here
         out = Path(scratch) / "result.json"
         env = {**os.environ, "NVFP4_SECRET_SEED": str(row.secret), "PYTHONPATH": _pythonpath()}
-        command = [*prefix, sys.executable, "-m", "harness", "eval", str(problem_dir), str(row.path),
+        command = [sys.executable, "-m", "harness", "eval", str(problem_dir), str(row.path),
                    "--mode", row.mode, "--device", device, "--timeout-scale", str(timeout_scale),
                    "--json", str(out)]
         run = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
@@ -186,7 +153,7 @@ def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
     if why_not:
         return Observed(SKIPPED, f"needs the syscall supervisor, which cannot run here: {why_not}", 0.0)
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-") as scratch:
-        os.chmod(scratch, 0o755)  # readable by the unprivileged evaluator of env-secret rows
+        os.chmod(scratch, 0o755)  # readable by the workers (uid 65534 under a root evaluator)
         problem_dir = reduced_problem(row.problem, Path(scratch), row.timeouts_s)
         if row.secret is not None and row.secret_via == "env":
             return _run_cli_with_secret_env(row, problem_dir, device, timeout_scale)

@@ -23,6 +23,7 @@ import torch
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
 from harness.judge.verdict import seeds
+from harness.judge.verdict.graph_draws import GraphDraws
 from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure, WorkerSession
 
 
@@ -43,6 +44,8 @@ class CallChecker:
         self._shared_calls = 0
         self._kept: dict[tuple, tuple[Any, Any]] = {}  # seeded case -> (inputs, expected output)
         self._early: dict[tuple, Future] = {}  # seeded case -> its (inputs, expected) computed ahead (expect_early)
+        # On a CUDA check device a shape's later draws replay a graph of its draw (graph_draws); the CPU draws plainly.
+        self._graphs = GraphDraws(self.reference.generate_input, check_device) if check_device.type == "cuda" else None
         check = self.reference.check_implementation
         self._takes_expected = "expected" in inspect.signature(check).parameters
 
@@ -90,7 +93,7 @@ class CallChecker:
         False where the session did not send it (WorkerSession.send_ahead)."""
         seeded = {**case, "seed": self.call_seed(case, 0)}
         ranked = self.secret is not None and not self.plain
-        drawn = ranked and session.draws(case)  # a ranked test on a GPU is drawn only where a benchmark has its shape
+        drawn = not self.plain and session.draws(case)  # a test on a GPU is drawn only where a benchmark has its shape
         if ranked and not drawn and session.stages():
             return False  # a staged call's inputs are staged as it is sent
         drawn_seed = int(seeded["seed"]) if drawn else None
@@ -105,12 +108,13 @@ class CallChecker:
         when the call itself failed, so a call that ends the case leaves nothing in flight."""
         seeded = {**case, "seed": self.call_seed(case, index)}
         kept_key = _case_key(seeded) if index < self._shared_calls and _case_key(case) in self._shared else None
-        # Ranked: the worker never learns the seed. On a GPU its core draws the inputs from a graph captured
-        # before the import, under the seed sent masked for it (drawn); on the CPU the parent draws them now,
-        # before the call (waited for: nothing of the parent's runs beside a timed call), and stages them
-        # encrypted, the worker drawing only the layout under the case's public seed (input_stage).
+        # On a GPU the worker's core draws the inputs of every shape it captured before the import, under the
+        # seed sent masked for it (drawn): in every timed mode, so benchmark mode times the inputs ranked mode
+        # does (evaluation.core_draws). Ranked: the worker never learns the seed; on the CPU the parent draws
+        # them now, before the call (waited for: nothing of the parent's runs beside a timed call), and stages
+        # them encrypted, the worker drawing only the layout under the case's public seed (input_stage).
         ranked = self.secret is not None and not self.plain
-        drawn = ranked and session.draws(case)
+        drawn = not self.plain and session.draws(case)
         staged = ranked and not drawn and session.stages()
         parent: dict[str, Any] = {}
         if staged:
@@ -161,11 +165,15 @@ class CallChecker:
         self._early[_case_key(seeded)] = future
         return future
 
-    def _draw_and_reference(self, seeded: dict[str, Any], synchronized: bool = False) -> tuple[Any, Any]:
-        """(the parent's inputs, the reference's output on them, where the problem's check takes one)."""
+    def _draw_and_reference(self, seeded: dict[str, Any], synchronized: bool = False,
+                            passing: bool = False) -> tuple[Any, Any]:
+        """(the parent's inputs, the reference's output on them, where the problem's check takes one);
+        ``passing``: the inputs die with this call's check, so on the GPU they may be the shape's graph's
+        tensors, which its next draw overwrites (graph_draws); kept or early ones are drawn plainly."""
         device = self.check_device
         with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-            inputs = self.reference.generate_input(**seeded, device=device)
+            inputs = (self._graphs.draw(seeded) if passing and self._graphs is not None
+                      else self.reference.generate_input(**seeded, device=device))
             expected = self.reference.ref_kernel(inputs) if self._takes_expected or synchronized else None
             if synchronized and device.type == "cuda":  # another thread reads them
                 torch.cuda.synchronize(device)
@@ -185,7 +193,7 @@ class CallChecker:
         if early is not None and early.exception() is None:
             inputs, expected = early.result()
         elif inputs is None and drawing is None and with_expected:
-            inputs, expected = self._draw_and_reference(seeded)
+            inputs, expected = self._draw_and_reference(seeded, passing=kept_key is None)
         else:
             if inputs is None:
                 inputs = drawing.result() if drawing else (

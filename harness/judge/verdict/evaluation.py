@@ -29,6 +29,7 @@ from harness.judge.verdict.call_checker import CallChecker
 from harness.judge.verdict.modes import Mode
 from harness.judge.verdict.run_options import RunOptions
 from harness.judge.verdict.wall_clock import WallClock
+from harness.judge.worker_link import seal
 from harness.judge.worker_link.worker_channel import WorkerFailure, WorkerSession
 from harness.sol.breakdown import DeviceTableError, UnknownDeviceError, breakdown
 
@@ -60,9 +61,7 @@ class Evaluation:
         check_device = torch.device("cuda", gpu_index(self.visible_devices)) if device == "cuda" else (
             torch.device("cpu"))
         self.checker = CallChecker(task, options.secret_seed, check_device, plain=mode.sanitized)
-        # Ranked on a GPU the worker's core draws every timed case's inputs (harness.worker.drawn_inputs):
-        # the benchmarks'. Tests are untimed (a head start gains nothing) and keep the ordinary draw.
-        self.ranked_on_gpu = device == "cuda" and options.secret_seed is not None and not mode.sanitized
+        self.core_draws = core_draws(mode, device)
         self.rule = mode.rule(device)
         self.device_name = torch.cuda.get_device_name(check_device) if device == "cuda" else "cpu"
         # The speed of light always uses the shipped problem's formula (a folder given by path may
@@ -197,9 +196,9 @@ class Evaluation:
         return None
 
     def drawn_cases(self, pending: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]] | None:
-        """The cases whose inputs a ranked GPU worker's core draws (captured at its Start, about 50 ms a shape
-        on the H100): the timed ones, benchmarks; None where the worker draws every call itself."""
-        return [case for kind, case in pending if kind == "benchmark"] if self.ranked_on_gpu else None
+        """The cases whose inputs a GPU worker's core draws (``core_draws``; captured at its Start, about
+        50 ms a shape on the H100): the timed ones, benchmarks; None where the worker draws every call itself."""
+        return [case for kind, case in pending if kind == "benchmark"] if self.core_draws else None
 
     def ahead(self, session: WorkerSession, kind: str, pending: list[tuple[str, dict[str, Any]]],
               sent: list[dict[str, Any]]) -> Callable[[], None] | None:
@@ -271,6 +270,17 @@ class Evaluation:
                         break  # the worker died with this case; a fresh one takes the rest
                     sent_ahead.clear()  # a test sent ahead is collected by its own run_test, on this worker
         return results
+
+
+def core_draws(mode: Mode, device: str) -> bool:
+    """Whether the worker's core draws the timed calls' inputs (harness.worker.drawn_inputs): on a GPU with
+    the core, in every mode that times calls for a figure (ranked or not), so every call's inputs sit at the
+    same addresses, fresh contents each call, and a kernel that caches per-address work times the same in
+    benchmark mode as ranked (docs/timing.md). Not in sanitize or profile mode, and never on the CPU (no
+    graphs: a ranked CPU call is staged instead, input_stage). Tests are untimed (a head start gains
+    nothing) and keep the ordinary draw (``drawn_cases``)."""
+    return (device == "cuda" and mode.runs_benchmarks and not (mode.sanitized or mode.profiled)
+            and seal.sealed_core_built())
 
 
 def _failure_key(reason: str) -> str:

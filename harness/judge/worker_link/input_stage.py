@@ -3,7 +3,8 @@
 In ranked mode the worker never learns a timed call's seed. On a GPU its compiled core draws the inputs
 itself, from the case's draw captured as a CUDA graph before the import; the parent sends each call's
 seed masked under the run's staging key (``sealed_seed``; harness/worker/csrc/drawn_inputs.c;
-docs/security.md, "Drawn and staged inputs"). On the CPU, which has no graphs, the parent draws the
+docs/security.md, "Drawn and staged inputs"); the core draws benchmark mode's timed calls the same way,
+their public seeds masked alike (one path). On the CPU, which has no graphs, the parent draws the
 call's inputs itself (it draws them for its check anyway), encrypts every tensor's storage bytes with
 ChaCha20 (its own, ``chacha20.py``) under the staging key and a nonce naming the call index, and writes
 them into a sealed file it handed over at spawn (``new_stage_file``; the worker holds a read-only

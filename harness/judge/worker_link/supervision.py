@@ -27,6 +27,9 @@ MIX_ENV = "NVFP4_SUPERVISOR_MIX"
 """A file to which each worker's supervisor appends its notifications by syscall (one JSON line per
 worker: ``by_syscall``), for scripts/gpu_check.sh's supervisor step; unset: none written."""
 WHAT = {rule.name: rule.what for rule in rules.RULES}
+STATE_OPENS_AT_BIND = 3
+"""The counted read-write openings of the core's call-state page while it imports the submission
+(harness/worker/csrc/sealed.c: bind); after it, one per signed result (WorkerSession._count_state)."""
 
 
 def unavailable() -> str | None:
@@ -141,6 +144,14 @@ class Supervision:
     def unlocks(self) -> int:
         self.poll()
         return int(self.state.get("unlocks", 0))
+
+    def state_opens(self) -> int:
+        self.poll()
+        return int(self.state.get("state_opens", 0))
+
+    def counts_state(self) -> bool:
+        """Whether the supervisor knows the core's call-state page (so that each counted opening is told)."""
+        return bool(self.state.get("state_page"))
 
     def guards_key(self) -> bool:
         """Whether the supervisor knows the core's key page (so that every opening of it is counted)."""

@@ -21,8 +21,9 @@ Range = tuple[int, int]
 KEY_ACCESS, STATE_ACCESS = rules.PROT_READ, rules.PROT_READ | rules.PROT_WRITE
 """What the core's gate opens its pages to: the key page read-only (for a MAC), the hidden
 call-state page read-write (around the core's own code); closed, each is PROT_NONE. The filter
-lets the gate's toggles of the call-state page and its closes of the key page through itself
-(syscall_filter.build), unnotified: the verdicts here would be the same, and neither is counted."""
+lets the gate's closes and its opening of the call-state page in the timed window's form
+(``rules.STATE_WINDOW_BYTES``) through itself (syscall_filter.build), unnotified: the verdicts here
+would be the same, and none of them is counted. Every other opening from the gate is counted."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Verdict:
     rule: str | None = None  # the rule that refused it
     detail: str = ""
     unlock: bool = False  # the core opened its key page (the parent counts these against its MACs)
+    state_open: bool = False  # the call-state page opened read-write outside the window (counted alike)
     changed_code: bool = False  # it may change which mappings are executable: read them again
 
 
@@ -98,8 +100,10 @@ def _memory(name: str, args: list[int], ip: int, worker: Worker) -> Verdict:
         if prot & rules.PROT_WRITE and prot & rules.PROT_EXEC:
             return _refuse("wx", f"{name} {_prot(prot)}")
         if overlaps(where, worker.core):
-            if name == "mprotect" and ip == worker.gate_ip and prot in (0, worker.gate_pages.get(where)):
-                return Verdict(unlock=prot == KEY_ACCESS)
+            access = worker.gate_pages.get(where)
+            if name == "mprotect" and ip == worker.gate_ip and prot in (0, access):
+                return Verdict(unlock=prot == KEY_ACCESS, state_open=prot == access == STATE_ACCESS
+                               and args[1] != rules.STATE_WINDOW_BYTES)
             return _refuse("core", f"{name} {_prot(prot)} at {where[0]:#x}, the core's")
         if prot & rules.PROT_WRITE and overlaps(where, worker.frozen + worker.executable()):
             return _refuse("code", f"{name} {_prot(prot)} at {where[0]:#x}, executable code")

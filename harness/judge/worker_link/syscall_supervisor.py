@@ -174,7 +174,7 @@ class Reporter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.state: dict[str, Any] = {"state": "starting", "notifications": 0, "handled_ms": 0.0, "unlocks": 0,
-                                      "refused": {}, "details": {}, "by_syscall": {}}
+                                      "state_opens": 0, "refused": {}, "details": {}, "by_syscall": {}}
 
     def write(self, **changes: Any) -> None:
         self.state.update(changes)
@@ -192,9 +192,9 @@ class Reporter:
         if kind:
             state["by_syscall"][kind] = state["by_syscall"].get(kind, 0) + 1
         state["handled_ms"] += seconds * 1e3
-        tell = verdict.unlock or state["notifications"] % REPORT_EVERY == 0
-        if verdict.unlock:
-            state["unlocks"] += 1
+        tell = verdict.unlock or verdict.state_open or state["notifications"] % REPORT_EVERY == 0
+        state["unlocks"] += verdict.unlock
+        state["state_opens"] += verdict.state_open
         if verdict.rule:
             state["refused"][verdict.rule] = state["refused"].get(verdict.rule, 0) + 1
             if verdict.rule not in state["details"]:
@@ -299,6 +299,7 @@ def serve(link_fd: int, report_fd: int) -> None:
             return
         guarded = Guarded(pid, message)
         reporter.write(state="armed", rules=list(rules.RULE_NAMES), gate_pages=len(guarded.worker.gate_pages),
+                       state_page=STATE_ACCESS in guarded.worker.gate_pages.values(),
                        frozen_ranges=len(guarded.worker.frozen), kcmp=guarded.has_kcmp)
         why = supervise(listener, guarded, reporter)
         reporter.write(state="ended", why=why)

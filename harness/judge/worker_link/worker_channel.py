@@ -22,6 +22,7 @@ from harness.contract.messages import Output, Prepared, Profiled, Ready, Recheck
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, input_stage, seal
+from harness.judge.worker_link.supervision import STATE_OPENS_AT_BIND
 from harness.judge.worker_link.worker_process import WorkerProcess
 
 R = TypeVar("R")
@@ -146,10 +147,24 @@ class WorkerSession:
                 self.worker.kill()
                 raise WorkerFailure(status, why)
 
+    def _count_state(self) -> None:
+        """The core opens its call-state page read-write, outside the timed window, three times at bind
+        and once per signed result (at time_call's entry, or in a recheck); the one opening inside
+        the window is not counted (docs/security.md). Any other count means code other than the core's
+        opened it: the gate's syscall reached by a jump, or a call the parent did not ask for."""
+        supervision = self.worker.supervision
+        expected = STATE_OPENS_AT_BIND + self._macs
+        if supervision.expected and supervision.counts_state() and supervision.state_opens() != expected:
+            self.worker.kill()
+            raise WorkerFailure(Status.REJECTED, f"the core's call-state page was opened {supervision.state_opens()} "
+                                f"times for {self._macs} signed results (rule 'core': the core opens it "
+                                f"{STATE_OPENS_AT_BIND} times at the import and once per signed result)")
+
     def _count_mac(self) -> None:
         """One more verified MAC: the core must have opened its key page exactly once per MAC, or
         code other than the core's opened it (the gate's syscall, reached by a jump)."""
         self._macs += 1
+        self._count_state()
         supervision = self.worker.supervision
         if supervision.expected and supervision.guards_key() and supervision.unlocks() != self._macs:
             self.worker.kill()
@@ -201,7 +216,8 @@ class WorkerSession:
 
     def start(self, draws: list[dict[str, Any]] | None = None) -> Ready:
         """Import the submission in the worker; returns the worker's Ready reply. ``draws``: the cases
-        whose ranked calls' inputs the worker's core will draw itself (a GPU's; captured before the import)."""
+        whose timed calls' inputs the worker's core will draw itself (a GPU's, in every timed mode; captured
+        before the import)."""
         limit_s = self.task.timeouts_s["import"]
         spawned = self.worker.spawned
         caches = compile_cache.owner_variables(spawned.cache_root, self.cache_owner, spawned.drop_to_uid) if (
@@ -224,6 +240,8 @@ class WorkerSession:
             self.worker.kill()
             raise WorkerFailure(Status.HARNESS_FAULT, why)
         self._supervised()
+        if self.sealed:
+            self._count_state()
         return ready
 
     def _request(self, request: messages.Request) -> None:

@@ -178,6 +178,25 @@ def unreachable_code(submission: Path | None = None) -> tuple[Path, Path] | None
     return None
 
 
+def kept_root(submission: Path) -> str | None:
+    """Why a worker started here for ``submission`` would keep root (one line with the fix), or None.
+
+    A root worker reads every process's /proc files, the evaluator's open descriptors among them, so a
+    ranked GPU run (which needs a root evaluator for its supervisor) refuses to start one."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    if "uid" not in worker_confinement.chosen_steps():
+        return (f"the sandbox step 'uid' is off ({worker_confinement.STEPS_ENV}): a worker would run as root; "
+                "name it there, or leave the variable unset")
+    unreachable = unreachable_code(submission)
+    if unreachable is None:
+        return None
+    needed, blocked = unreachable
+    return (f"a worker would run as root: uid {worker_confinement.UNPRIVILEGED_UID} cannot reach {needed} "
+            f"(stopped at {blocked}); make it searchable and readable by other users (chmod o+rx), or install "
+            "Python and the harness where they are")
+
+
 def workers_run_unprivileged() -> bool:
     """Whether workers started here run as another user than this process (the sandbox's uid step)."""
     return "uid" in worker_confinement.chosen_steps() and unprivileged_uid() is not None

@@ -63,7 +63,8 @@ extern core_state core;
 int core_mprotect(void *start, size_t bytes, int prot); /* every mprotect of the core after init */
 uint8_t *random_page(void);
 int hidden_create(void);  /* map the hidden page (open); -1 with an exception */
-int hidden_open(void);    /* block signals, open the page; -1 with an exception */
+int hidden_open(void);    /* block signals, open the page (counted by the supervisor); -1 with an exception */
+int hidden_open_in_window(void); /* the same, in the form the filter lets through uncounted (syscall_gate.h) */
 void hidden_close(void);  /* close the page, restore the signal mask */
 PyObject *seal_core(void);
 /* key_page.c */

@@ -9,9 +9,11 @@
  * those pages are through nvfp4_gate_describe (harness.worker.syscall_filter) and hands them over.
  *
  * What this does not stop: native code that calls gate_raw_mprotect, or jumps to its syscall
- * instruction, opens a page like the core. The parent counts the key page's openings (one per MAC
- * it verifies), so an extra one rejects the run; the call-state page's toggles the filter lets
- * through unnotified (they happen inside the timed window), so they are not counted
+ * instruction, opens a page like the core. The parent counts the openings the supervisor is told of:
+ * the key page's (one per MAC it verifies) and the call-state page's read-write ones (three at bind,
+ * one per call at time_call's entry, one per recheck), so an extra one rejects the run. The core's
+ * one opening of the call-state page inside the timed window names GATE_WINDOW_BYTES and the filter
+ * lets that form through unasked: a jump that opens the page in that form is not counted
  * (docs/security.md). */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
@@ -61,7 +63,7 @@ static struct { uintptr_t start, end; } pages[GATE_PAGES];
 static int page_count;
 
 static void remember(void *start, size_t bytes) {
-    uintptr_t from = (uintptr_t)start, to = from + bytes;
+    uintptr_t from = (uintptr_t)start, to = from + ((bytes + 4095) & ~(size_t)4095); /* as the kernel rounds it */
     for (int i = 0; i < page_count; i++)
         if (pages[i].start == from && pages[i].end == to) return;
     if (page_count < GATE_PAGES) {

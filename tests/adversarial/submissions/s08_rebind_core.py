@@ -1,6 +1,8 @@
 """Sealed class: call the compiled core directly: re-key it with a known key, bind a fake kernel,
-time a nested call. Each must be refused: then the honest kernel below passes; any that worked
-would show (results under a wrong key are rejected; the fake kernel's zeros fail)."""
+time a nested call. Each must be refused; any that worked would show (results under a wrong key are
+rejected; the fake kernel's zeros fail). Where the syscall supervisor runs, the refused bind and
+time_call are seen as well: each opened the core's call-state page before refusing, and the parent
+finds more openings than the core makes for the results it signed."""
 
 import os
 

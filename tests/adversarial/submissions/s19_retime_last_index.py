@@ -2,8 +2,9 @@
 words there that held the index of one call and hold the next one's after it), write the index
 before it, and time the same call again: the second time custom_kernel recomputes only half of c
 (the other half is still there), and the faster of the two signed results is sent. The index now
-lives on the core's hidden page: nothing in the core's writable data counts calls, the second call
-is never made, and the honest result goes out."""
+lives on the core's hidden page: nothing in the core's writable data counts calls, and the second call
+is refused as already timed; but it opened the call-state page at its entry, which the syscall
+supervisor counts: the parent finds one opening more than the results it was sent, and rejects the run."""
 
 import ctypes
 
@@ -23,10 +24,10 @@ def custom_kernel(data):
     return data[-1]
 
 
-def timed_twice(data, index, seed, sleep_us):
-    first = time_call(data, index, seed, sleep_us)
+def timed_twice(data, index, seed, sleep_us, *rest, **options):
+    first = time_call(data, index, seed, sleep_us, *rest, **options)
     hits = set(_window.find_in_core_data(index))
-    following = [address for address in hits if address in tracked and tracked[address] < index]
+    following = [address for address in hits if tracked.get(address) == index - 1]
     tracked.clear()
     tracked.update(dict.fromkeys(hits, index))
     if not following or len(following) > 4:  # nothing that counts calls found (yet)
@@ -35,7 +36,7 @@ def timed_twice(data, index, seed, sleep_us):
         ctypes.c_longlong.from_address(address).value = index - 1
     again.append(True)
     try:
-        second = time_call(data, index, seed, sleep_us)
+        second = time_call(data, index, seed, sleep_us, *rest, **options)
     except RuntimeError:  # "already timed": the core kept its own count
         return first
     finally:

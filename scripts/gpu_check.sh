@@ -57,8 +57,8 @@
 #   drawn       issue 40's drawn inputs: every NVFP4 shape's captured draw replayed by the core under fresh
 #               masked seeds, bit-identical to generate_input's, and the core's ms per call with and without
 #               the draw (scripts/drawn_check.py; run after build); then issue 33's parent draw: each shape's
-#               draw replayed from the parent's own graph, bit-identical to generate_input, ms per draw
-#               before/after (scripts/parent_draw_check.py)
+#               draw and reference replayed from the parent's own graphs, bit-identical to generate_input and
+#               ref_kernel, ms per draw+reference before/after (scripts/parent_draw_check.py)
 #   stream_gap  issue 38: the ladder once and twice per call by CUDA events on the legacy default stream, a
 #               pool stream, a blocking stream (scripts/stream_gap_probe.py): which stream pays a second launch
 #   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh

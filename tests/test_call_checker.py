@@ -264,14 +264,16 @@ def test_a_gpu_test_is_sent_ahead_drawn_only_where_its_shape_is_captured(counted
 
 
 class Graphs:
-    """Stands in for the CUDA check device's GraphDraws: records the seeds drawn through it."""
+    """Stands in for the CUDA check device's GraphDraws: records the seeds drawn through it; its expected
+    output is its own (the replayed reference's: no eager ref_kernel runs for it)."""
 
     def __init__(self) -> None:
         self.seeds: list[int] = []
 
     def draw(self, seeded):
         self.seeds.append(seeded["seed"])
-        return sys.modules[MODULE].generate_input(**seeded)
+        inputs = sys.modules[MODULE].generate_input(**seeded)
+        return inputs, inputs[0] * 2
 
 
 def test_only_inputs_that_die_with_their_call_come_from_the_shapes_graph(counted):
@@ -292,4 +294,27 @@ def test_only_inputs_that_die_with_their_call_come_from_the_shapes_graph(counted
         seeded = {**alone, "seed": made.call_seed(alone, index)}
         made._expected(seeded, None, None)
     assert graphs.seeds == [made.call_seed(alone, 1), made.call_seed(alone, 2)]
+    made.close()
+
+
+def test_a_passing_calls_expected_output_comes_with_its_draw_from_the_shapes_graphs(counted):
+    """On the GPU one replay yields the inputs and the expected output: no eager reference for that call."""
+    made = checker()
+    made._graphs = graphs = Graphs()
+    seeded = {"n": 4, "seed": made.call_seed({"seed": 3}, 1)}
+    inputs, expected = made._expected(seeded, None, None)
+    assert graphs.seeds == [seeded["seed"]] and counted["references"] == 0
+    assert torch.equal(expected, inputs[0] * 2)
+    made.close()
+
+
+@pytest.mark.parametrize("takes_expected", [True, False])
+def test_a_cuda_checker_hands_its_graphs_the_reference_only_where_the_check_takes_an_expected_output(
+        counted, monkeypatch, takes_expected):
+    module = sys.modules[MODULE]
+    if not takes_expected:
+        monkeypatch.setattr(module, "check_implementation", lambda data, output: (True, ""))
+    made = CallChecker(types.SimpleNamespace(reference_module=MODULE), secret=None,
+                       check_device=torch.device("cuda", 0), plain=False)
+    assert made._graphs.reference is (module.ref_kernel if takes_expected else None)
     made.close()

@@ -1,4 +1,5 @@
-"""harness.judge.verdict.graph_draws: a shape's first draw is eager, its second captured, later ones replayed."""
+"""harness.judge.verdict.graph_draws: a shape's first draw and reference are eager, its second captured, later ones
+replayed; a capture that fails leaves only its own part eager."""
 
 from __future__ import annotations
 
@@ -9,57 +10,98 @@ from problems.shared.draw_graph import CapturedDraw
 
 
 class Recorder:
-    """generate_input, capture and replay stand-ins that log what ran (no GPU here)."""
+    """generate_input, ref_kernel, capture and replay stand-ins that log what ran (no GPU here).
 
-    def __init__(self, capture_fails: bool = False) -> None:
+    A stand-in graph keeps the function it captured and reruns it on replay (with the seed where it is a
+    draw): what a CUDA graph does, the same kernels on the same tensors, here with fresh ones."""
+
+    def __init__(self, fails: frozenset[str] = frozenset()) -> None:
         self.log: list[tuple] = []
-        self.capture_fails = capture_fails
+        self.fails = fails  # "draw", "reference": the captures that raise
 
     def generate(self, n: int, seed: int, device: torch.device) -> tuple:
-        self.log.append(("eager", n, seed))
+        self.log.append(("draw", n, seed))
         return (torch.full((n,), float(seed)),)
 
-    def capture(self, draw, device: torch.device) -> CapturedDraw:
-        if self.capture_fails:
-            raise RuntimeError("operation not permitted when stream is capturing")
-        data = draw()  # a capture runs the draw's code once
-        self.log[-1] = ("captured", *self.log[-1][1:])
-        return CapturedDraw(None, data, [])
+    def reference(self, data: tuple) -> torch.Tensor:
+        self.log.append(("reference", data[0].numel(), int(data[0][0])))
+        return data[0] * 2 + 1
 
-    def replay(self, captured: CapturedDraw, seed: int) -> tuple:
-        self.log.append(("replay", captured.data[0].numel(), seed))
-        captured.data[0].fill_(float(seed))
+    def capture(self, work, device: torch.device, pool) -> CapturedDraw:
+        kind = "reference" if pool == "pool" else "draw"
+        if kind in self.fails:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        data = work()  # a capture runs the work's code once
+        self.log[-1] = (f"captured {kind}", *self.log[-1][1:])
+        return CapturedDraw(work, data, [])
+
+    def replay(self, captured: CapturedDraw, seed: int) -> tuple | torch.Tensor:
+        if isinstance(captured.data, tuple):  # a draw: the graph's tensors refilled under the seed
+            self.log.append(("replayed draw", captured.data[0].numel(), seed))
+            captured.data[0].fill_(float(seed))
+        else:  # a reference: rerun on the draw graph's tensors, into its own output
+            captured.data.copy_(captured.graph())
+            self.log[-1] = ("replayed reference", *self.log[-1][1:])  # the rerun is the replay, not an eager one
         return captured.data
 
-    def draws(self) -> GraphDraws:
-        return GraphDraws(self.generate, torch.device("cpu"), self.capture, self.replay)
+    def draws(self, with_reference: bool = True) -> GraphDraws:
+        made = GraphDraws(self.generate, torch.device("cpu"), self.reference if with_reference else None,
+                          self.capture, self.replay)
+        made._pool = "pool"  # on a GPU the references' shared pool; the draws capture into their own
+        return made
 
 
 def test_each_shape_is_drawn_eagerly_then_captured_then_replayed_under_the_calls_seed():
     recorder = Recorder()
-    draws = recorder.draws()
+    draws = recorder.draws(with_reference=False)
     for seed in (1, 2, 3):
         for n in (4, 8):
-            (tensor,) = draws.draw({"n": n, "seed": seed})
-            assert tensor.tolist() == [float(seed)] * n
+            (tensor,), expected = draws.draw({"n": n, "seed": seed})
+            assert tensor.tolist() == [float(seed)] * n and expected is None
         assert draws.replays({"n": 4}) == (seed > 1)
-    assert recorder.log == [("eager", 4, 1), ("eager", 8, 1), ("captured", 4, 2), ("replay", 4, 2),
-                            ("captured", 8, 2), ("replay", 8, 2), ("replay", 4, 3), ("replay", 8, 3)]
+    assert recorder.log == [("draw", 4, 1), ("draw", 8, 1), ("captured draw", 4, 2), ("replayed draw", 4, 2),
+                            ("captured draw", 8, 2), ("replayed draw", 8, 2), ("replayed draw", 4, 3),
+                            ("replayed draw", 8, 3)]
+    assert not draws.replays_reference({"n": 4})
 
 
-def test_a_replay_reuses_the_shapes_tensors():
+def test_the_reference_is_captured_on_the_draws_tensors_and_replayed_right_after_it():
+    recorder = Recorder()
+    draws = recorder.draws()
+    for seed in (1, 2, 3):
+        (tensor,), expected = draws.draw({"n": 4, "seed": seed})
+        assert expected.tolist() == (tensor * 2 + 1).tolist() == [2.0 * seed + 1] * 4
+    assert recorder.log == [("draw", 4, 1), ("reference", 4, 1), ("captured draw", 4, 2), ("replayed draw", 4, 2),
+                            ("captured reference", 4, 2), ("replayed reference", 4, 2), ("replayed draw", 4, 3),
+                            ("replayed reference", 4, 3)]
+    assert draws.replays_reference({"n": 4})
+
+
+def test_a_replay_reuses_the_shapes_tensors_and_its_expected_output():
     """Why the checker hands only passing calls here: the next draw of the shape overwrites the last."""
     draws = Recorder().draws()
     draws.draw({"n": 2, "seed": 1})
-    second = draws.draw({"n": 2, "seed": 2})[0]
-    third = draws.draw({"n": 2, "seed": 3})[0]
-    assert third is second and second.tolist() == [3.0, 3.0]
+    second, second_expected = draws.draw({"n": 2, "seed": 2})
+    third, third_expected = draws.draw({"n": 2, "seed": 3})
+    assert third[0] is second[0] and second[0].tolist() == [3.0, 3.0]
+    assert third_expected is second_expected and second_expected.tolist() == [7.0, 7.0]
 
 
-def test_a_shape_whose_capture_fails_stays_eager():
-    recorder = Recorder(capture_fails=True)
+def test_a_shape_whose_draw_capture_fails_stays_eager_reference_included():
+    recorder = Recorder(fails=frozenset({"draw"}))
     draws = recorder.draws()
-    values = [draws.draw({"n": 2, "seed": seed})[0].tolist() for seed in (1, 2, 3)]
-    assert values == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
-    assert recorder.log == [("eager", 2, 1), ("eager", 2, 2), ("eager", 2, 3)]
-    assert not draws.replays({"n": 2})
+    values = [[t.tolist() for t in (inputs[0], expected)]
+              for inputs, expected in (draws.draw({"n": 2, "seed": seed}) for seed in (1, 2, 3))]
+    assert values == [[[1.0, 1.0], [3.0, 3.0]], [[2.0, 2.0], [5.0, 5.0]], [[3.0, 3.0], [7.0, 7.0]]]
+    assert recorder.log == [(kind, 2, seed) for seed in (1, 2, 3) for kind in ("draw", "reference")]
+    assert not draws.replays({"n": 2}) and not draws.replays_reference({"n": 2})
+
+
+def test_a_reference_that_cannot_be_captured_runs_eagerly_on_the_replayed_draw():
+    recorder = Recorder(fails=frozenset({"reference"}))
+    draws = recorder.draws()
+    expected = [draws.draw({"n": 2, "seed": seed})[1].tolist() for seed in (1, 2, 3)]
+    assert expected == [[3.0, 3.0], [5.0, 5.0], [7.0, 7.0]]
+    assert recorder.log == [("draw", 2, 1), ("reference", 2, 1), ("captured draw", 2, 2), ("replayed draw", 2, 2),
+                            ("reference", 2, 2), ("replayed draw", 2, 3), ("reference", 2, 3)]
+    assert draws.replays({"n": 2}) and not draws.replays_reference({"n": 2})

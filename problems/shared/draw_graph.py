@@ -31,14 +31,15 @@ class CapturedDraw(NamedTuple):
 
 
 def capture_draw(draw: Callable[[], Any], device: torch.device, keep_graph: bool = False,
-                 error_mode: str = "global") -> CapturedDraw:
+                 error_mode: str = "global", pool: Any = None) -> CapturedDraw:
     """Capture ``draw()`` on ``device``, whose kernels must already be compiled (no compiler runs inside
     a capture: run the draw once eagerly first). ``keep_graph``: keep the raw graph for another owner
     to instantiate (the worker's core), instead of torch's executable one; ``error_mode``: torch's
-    ``capture_error_mode`` ("thread_local" where other threads of the process may use CUDA meanwhile)."""
+    ``capture_error_mode`` ("thread_local" where other threads of the process may use CUDA meanwhile);
+    ``pool``: a memory pool shared with other graphs (torch.cuda.graph_pool_handle), None for its own."""
     torch.cuda.synchronize(device)
     graph = torch.cuda.CUDAGraph(keep_graph=keep_graph)
-    with counter_rng.captured_tables() as capture, torch.cuda.graph(graph, capture_error_mode=error_mode):
+    with counter_rng.captured_tables() as capture, torch.cuda.graph(graph, pool=pool, capture_error_mode=error_mode):
         data = draw()
     return CapturedDraw(graph, data, capture.tables)
 

@@ -44,10 +44,13 @@ class CallChecker:
         self._shared_calls = 0
         self._kept: dict[tuple, tuple[Any, Any]] = {}  # seeded case -> (inputs, expected output)
         self._early: dict[tuple, Future] = {}  # seeded case -> its (inputs, expected) computed ahead (expect_early)
-        # On a CUDA check device a shape's later draws replay a graph of its draw (graph_draws); the CPU draws plainly.
-        self._graphs = GraphDraws(self.reference.generate_input, check_device) if check_device.type == "cuda" else None
         check = self.reference.check_implementation
         self._takes_expected = "expected" in inspect.signature(check).parameters
+        # On a CUDA check device a shape's later draws, and the reference on them where the check takes it,
+        # replay graphs of the shape's (graph_draws); the CPU draws and computes plainly.
+        expected_by = self.reference.ref_kernel if self._takes_expected else None
+        self._graphs = (GraphDraws(self.reference.generate_input, check_device, expected_by)
+                        if check_device.type == "cuda" else None)
 
     def share_draws(self, cases: list[dict[str, Any]], calls: int) -> None:
         """Keep the inputs and expected output of the first ``calls`` calls of every case that
@@ -168,12 +171,14 @@ class CallChecker:
     def _draw_and_reference(self, seeded: dict[str, Any], synchronized: bool = False,
                             passing: bool = False) -> tuple[Any, Any]:
         """(the parent's inputs, the reference's output on them, where the problem's check takes one);
-        ``passing``: the inputs die with this call's check, so on the GPU they may be the shape's graph's
-        tensors, which its next draw overwrites (graph_draws); kept or early ones are drawn plainly."""
+        ``passing``: the inputs die with this call's check, so on the GPU they and the expected output may
+        be the shape's graphs' tensors, which its next draw overwrites (graph_draws); kept or early ones
+        are drawn and computed plainly."""
         device = self.check_device
         with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-            inputs = (self._graphs.draw(seeded) if passing and self._graphs is not None
-                      else self.reference.generate_input(**seeded, device=device))
+            if passing and self._graphs is not None:
+                return self._graphs.draw(seeded)
+            inputs = self.reference.generate_input(**seeded, device=device)
             expected = self.reference.ref_kernel(inputs) if self._takes_expected or synchronized else None
             if synchronized and device.type == "cuda":  # another thread reads them
                 torch.cuda.synchronize(device)

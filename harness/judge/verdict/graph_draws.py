@@ -74,8 +74,8 @@ class GraphDraws:
         scratch (the float64 decode of its operands) is reused by the next shape's capture and the pool
         holds the largest reference's, not their sum. One graph's replay may therefore overwrite where
         another shape's expected output lies: sound because the parent checks each call before it draws
-        the next (call_checker: answered, then check), on one stream, and tests (a shape's first draw)
-        never come from here."""
+        the next (call_checker: answered, then check), on one stream; a shape's first draw, its test's,
+        is eager."""
         return torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
 
     def replays(self, case: dict[str, Any]) -> bool:

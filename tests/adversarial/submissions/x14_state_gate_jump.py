@@ -11,7 +11,6 @@ import ctypes
 import platform
 import struct
 
-import _honest
 import _window
 
 from harness.worker import _sealed
@@ -34,17 +33,7 @@ def start_event() -> int:
 
 
 START_EVENT = start_event()
-if START_EVENT:
-    import torch
-
-    CUDA = ctypes.CDLL("libcuda.so.1")
-    CUDA.cuEventRecord.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
 
 def custom_kernel(data):
-    first, second = _honest.halves(data)
-    _honest.gemv_rows(data, first)
-    if START_EVENT:
-        CUDA.cuEventRecord(START_EVENT, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-    _honest.gemv_rows(data, second)
-    return data[-1]
+    return _window.start_again_after_half(data, START_EVENT)

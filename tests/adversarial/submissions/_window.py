@@ -24,16 +24,33 @@ def core_file() -> str:
     return sys.modules["harness.worker._sealed"].__file__
 
 
+def image_end(base: int) -> int:
+    """Where the core's loaded image ends (its last PT_LOAD segment's memory end, .bss included), for
+    the image loaded at ``base``: the nameless mapping after its file may hold more than its .bss."""
+    with open(core_file(), "rb") as elf:
+        header = elf.read(64)
+        (table,), (entry_size, count) = struct.unpack_from("<Q", header, 32), struct.unpack_from("<HH", header, 54)
+        elf.seek(table)
+        segments = [struct.unpack_from("<IIQQQQQQ", elf.read(entry_size)) for _ in range(count)]
+    return base + max(vaddr + memsz for kind, _, _, vaddr, _, _, memsz, _ in segments if kind == 1)
+
+
 def core_mappings(writable: bool):
     """(start, end) of the compiled core's own mappings that are readable (and writable, if asked):
-    those of its file, and the nameless ones that continue them (the tail of its .bss)."""
-    previous_end = None
+    those of its file, and the nameless one that continues them (the tail of its .bss), cut where the
+    image ends."""
+    previous_end, base = None, None
     for line in Path("/proc/self/maps").read_text().splitlines():
         fields = line.split()
         start, end = (int(x, 16) for x in fields[0].split("-"))
-        ours = fields[-1] == core_file() or (len(fields) == 5 and start == previous_end)
+        mine = fields[-1] == core_file()
+        if mine and base is None:
+            base = start  # the first mapping is the file's offset 0
+        ours = mine or (len(fields) == 5 and start == previous_end and base is not None)
         previous_end = end if ours else None
-        if ours and fields[1][0] == "r" and (not writable or fields[1][1] == "w"):
+        if ours and not mine:
+            end = min(end, image_end(base))
+        if ours and start < end and fields[1][0] == "r" and (not writable or fields[1][1] == "w"):
             yield start, end
 
 

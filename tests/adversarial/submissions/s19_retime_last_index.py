@@ -2,9 +2,12 @@
 words there that held the index of one call and hold the next one's after it), write the index
 before it, and time the same call again: the second time custom_kernel recomputes only half of c
 (the other half is still there), and the faster of the two signed results is sent. The index now
-lives on the core's hidden page: nothing in the core's writable data counts calls, and the second call
-is refused as already timed; but it opened the call-state page at its entry, which the syscall
-supervisor counts: the parent finds one opening more than the results it was sent, and rejects the run."""
+lives on the core's hidden page: nothing in the core's image counts calls (the search finds nothing
+there: _window.core_mappings ends at the image's end, so no heap word that happens to hold the index is
+rewritten, which crashed the worker now and then), and the call is timed again anyway, as an attacker
+would blind: the second call is refused as already timed, but it opened the call-state page at its
+entry, which the syscall supervisor counts: the parent finds one opening more than the results it was
+sent, and rejects the run."""
 
 import ctypes
 
@@ -30,10 +33,9 @@ def timed_twice(data, index, seed, sleep_us, *rest, **options):
     following = [address for address in hits if tracked.get(address) == index - 1]
     tracked.clear()
     tracked.update(dict.fromkeys(hits, index))
-    if not following or len(following) > 4:  # nothing that counts calls found (yet)
-        return first
-    for address in following:
-        ctypes.c_longlong.from_address(address).value = index - 1
+    if len(following) <= 4:  # more would be no counter of calls
+        for address in following:
+            ctypes.c_longlong.from_address(address).value = index - 1
     again.append(True)
     try:
         second = time_call(data, index, seed, sleep_us, *rest, **options)

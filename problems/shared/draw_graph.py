@@ -1,7 +1,7 @@
 """A problem's input draw captured once into a CUDA graph, then replayed under any seed: its tables written first.
 
-Every draw goes through the counter generator (counter_rng), whose kernels read their streams' keys
-from small device tables. Under ``counter_rng.captured_tables`` a capture leaves those tables unwritten
+Every draw goes through the counter generator (counter_rng), whose kernels read their streams' keys in
+small device tables. Under ``counter_rng.captured_tables`` a capture leaves those tables unwritten
 and records what they must hold; a replay writes them for the call's seed (``counter_rng.seeded_table``)
 and replays the graph, whose tensors (fixed addresses in the graph's pool) then hold that seed's draw,
 bit for bit the problem's ``generate_input`` (the same code ran, the same kernels replay). Used by the

@@ -26,8 +26,8 @@ def call_seed(case_seed: int, call_index: int, secret: int | None = None) -> int
 
 
 def read_secret(seed_file: str | Path | None = None) -> int | None:
-    """The organizer's secret from a file or the environment (then removed from it, and its bytes wiped
-    from the process's first environment block, which /proc/<pid>/environ shows whatever os.environ says).
+    """The organizer's secret from a file or the environment (then removed from it, its bytes wiped in
+    the process's first environment block, which /proc/<pid>/environ shows whatever os.environ says).
 
     A regular file that its group or other users may read is refused: the worker runs as another
     user (uid 65534 under a root evaluator), and could read it. Pipes such as /dev/stdin pass.

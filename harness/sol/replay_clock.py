@@ -20,6 +20,9 @@ starts its next queued kernel, so on calls of several kernels the graph reads ab
 kernel under the harness. So that the host's launches never pace the GPU, every run begins with a hold
 (globaltimer's spin kernel) three times as long as the host's warm queueing of every group, doubled
 while the host's queueing outlasts it; the stamps are read after a synchronize, as the graph's are.
+Its floor (two stamps back to back on the stream) holds one stream launch, so each reading carries one
+stream launch over the graph's: scripts/graph_replay.py takes that off (the two clocks' empty-kernel
+readings apart) before holding it against the harness (docs/timing.md, run 17).
 
 ``Floors`` reads the pair with nothing and with an empty kernel between its stamps: what the stamps
 cost, and what one empty kernel reads on this clock (scripts/ncu_times.py holds ncu's reading of the
@@ -174,7 +177,7 @@ class ReplayClock:
         import torch
 
         stream = torch.cuda.Stream()
-        for _ in range(2):  # JIT and allocations happen in the first pass; the second is the host's warm pace
+        for _ in range(2 if self.stream else 1):  # JIT and allocations in the first; a second: the host's warm pace
             started = time.perf_counter()
             with torch.cuda.stream(stream):
                 capture_groups(calls, self.flush, self._stamper.mark)

@@ -1,4 +1,4 @@
-"""Builds harness.worker._sealed, the compiled timed loop, as an optional extension.
+"""Builds harness.worker._sealed, the compiled timed loop, and the worker's preload, as optional extensions.
 
 Optional: a machine without a C compiler still installs the harness and runs the CPU path; a GPU
 run without the compiled core refuses ranked mode (harness.judge.worker_link.seal.SEALED_MISSING).
@@ -41,7 +41,15 @@ setup(
             extra_link_args=["-Wl,-z,relro,-z,now", "-pthread"],
             libraries=["dl", "pthread"],
             optional=True,
-        )
+        ),
+        # Not a module: a library the worker is started with (LD_PRELOAD), see its source's comment.
+        Extension(
+            "harness.worker._preload",
+            sources=[f"{CORE_SOURCES}/preload.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
+            libraries=["dl"],
+            optional=True,
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -28,7 +28,11 @@
 #   flush_ncu   Nsight Compute's time of the flush step's kernels (reading flush), beside its three replays
 #   hang_probe  issue 34's hangs as a contestant runs them (scripts/hang_probe.sh; HANG_ROUTES=0: no per-route runs)
 #   probe       which sandbox steps keep CUDA working on this machine, and whether a sandboxed worker
-#               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py)
+#               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py); then, where strace
+#               is installed, every open a Triton GEMV's test run makes under Landlock alone that the
+#               kernel refused (EACCES), pids blanked (what the rule set would break)
+#   landlock_cuda what CUDA needs of /proc under the worker's Landlock rules: each extra grant alone, and
+#               every /proc and /dev open through libc logged (scripts/landlock_cuda_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
 #   timing      the timer against graph replay (~4 us kernel) and a 1 GiB copy (scripts/timing_validation.py)
 #   costs       the parent's share of a timed call, piece by piece (scripts/parent_costs.py)
@@ -178,6 +182,14 @@ honest_ranked() {  # issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Tr
   echo "honest ranked runs: ${HONEST_RUNS:-20}, not passed and rankable: $rejected"
   [ "$rejected" -eq 0 ]
 }
+landlock_refusals() {  # what a worker under Landlock alone was refused: the rule set's misses, if any
+  command -v strace > /dev/null || { echo "strace is not installed: no trace of the refusals"; return 0; }
+  NVFP4_SANDBOX=no_new_privs,not_dumpable,landlock strace -f -qq -e trace=open,openat,openat2 -o "$WORK/opens.txt" \
+    python3 -m harness eval nvfp4_gemv submissions/nvfp4_gemv/triton_gemv.py --mode test > "$WORK/opens_run.log" 2>&1
+  echo "test run under strace: exit $? $(grep -E '^Result' "$WORK/opens_run.log")"
+  echo "opens refused by the kernel (EACCES), by path: $(grep -c EACCES "$WORK/opens.txt")"
+  grep EACCES "$WORK/opens.txt" | grep -oE '"[^"]*"' | sed -E 's#/[0-9]+(/|")#/N\1#g' | sort | uniq -c | sort -rn | head -30
+}
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
@@ -209,7 +221,9 @@ for step in $steps; do
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;
     hang_probe) run_step hang_probe env OUT="$WORK/hang_probe" bash scripts/hang_probe.sh ;;
-    probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json" ;;
+    probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json"
+           run_step landlock_refusals landlock_refusals ;;
+    landlock_cuda) run_step landlock_cuda python3 scripts/landlock_cuda_probe.py "$WORK/landlock_cuda" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;
     costs) run_step costs python3 scripts/parent_costs.py "$WORK/parent_costs.json" ;;

@@ -157,7 +157,7 @@ def route(name: str, file: Path, device: str, scale: float) -> None:
             return None
         targets = [pid] if name != "direct" else [
             p for p in worker_process.descendants(pid)
-            if b"serve_loop" in Path(f"/proc/{p}/cmdline").read_bytes()
+            if b"harness.worker.boot" in Path(f"/proc/{p}/cmdline").read_bytes()
             and b"worker_reaper" not in Path(f"/proc/{p}/cmdline").read_bytes()]
         for target in targets:
             real_kill(target, number)

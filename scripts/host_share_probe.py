@@ -70,7 +70,7 @@ def proc_table() -> dict[int, tuple[int, float, int, str]]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        role = "worker" if "serve_loop" in command else "reaper" if "worker_reaper" in command else command[:60]
+        role = "worker" if "worker.boot" in command else "reaper" if "worker_reaper" in command else command[:60]
         table[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK, int(fields[17]), role)
     return table
 

@@ -40,7 +40,7 @@ def evaluations(leaderboard: psutil.Process) -> dict[int, tuple[psutil.Process, 
             below = worker.children(recursive=True)
         except psutil.Error:
             continue
-        running.update({child.pid: (child, worker) for child in below if "serve_loop" in command_line(child)})
+        running.update({child.pid: (child, worker) for child in below if "harness.worker.boot" in command_line(child)})
     return running
 
 

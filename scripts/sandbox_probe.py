@@ -31,13 +31,12 @@ from harness.judge.worker_link import worker_confinement, worker_spawn
 CHILD = """
 import ctypes, os, sys
 sys.path.insert(0, {repo!r})
-from harness.worker import sandbox
+from harness.worker import landlock, sandbox
 steps = sys.argv[1].split(",")
 libc = ctypes.CDLL(None, use_errno=True)
 if "no_new_privs" in steps: libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 if "not_dumpable" in steps: libc.prctl(sandbox.PR_SET_DUMPABLE, 0, 0, 0, 0)
-extra = [p for p in os.environ.get("PROBE_WRITABLE", "").split(",") if p]
-if "landlock" in steps: print(sandbox._landlock([os.getcwd(), *sandbox.WRITABLE_SYSTEM_PATHS, *extra]))
+if "landlock" in steps: print(*landlock.first_layer([os.getcwd()]))  # before torch, as the worker does
 import torch
 x = torch.ones(4, device="cuda")
 print("cuda ok", float((x * 2).sum()), "uid", os.getuid(), "net isolated", sandbox._network_isolated(),
@@ -62,7 +61,7 @@ def shared_buffer() -> tuple[torch.Tensor, dict[str, str]]:
     return buffer, {"PROBE_IPC_HANDLE": shared[1].hex(), "PROBE_IPC_AT": f"{shared[3]},{buffer.numel()}"}
 
 
-def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[str, str] | None = None) -> dict:
+def run(steps: tuple[str, ...], workdir: str, ipc_env: dict[str, str] | None = None) -> dict:
     uid = worker_confinement.UNPRIVILEGED_UID if "uid" in steps and os.geteuid() == 0 else None
 
     reaped = "pidns" in steps  # through the evaluator's reaper: CUDA as pid 2 of a new PID namespace
@@ -73,7 +72,7 @@ def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[
         if uid is not None and not reaped:
             worker_confinement.drop_privileges(uid)
 
-    env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, "PROBE_WRITABLE": writable, **(ipc_env or {}),
+    env = {**os.environ, "HOME": workdir, "TMPDIR": workdir, **(ipc_env or {}),
            "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     command = [sys.executable, "-c", CHILD.format(repo=str(Path(__file__).resolve().parent.parent)), ",".join(steps)]
     if reaped:
@@ -85,7 +84,7 @@ def run(steps: tuple[str, ...], workdir: str, writable: str = "", ipc_env: dict[
     except (OSError, subprocess.SubprocessError) as error:
         return {"steps": list(steps), "exit": None, "ok": False, "tail": [f"{type(error).__name__}: {error}"]}
     text = (done.stdout + done.stderr).strip().splitlines()
-    return {"steps": list(steps), "writable": writable, "exit": done.returncode, "ok": "cuda ok" in done.stdout,
+    return {"steps": list(steps), "exit": done.returncode, "ok": "cuda ok" in done.stdout,
             "ipc": "ipc ok" in done.stdout, "tail": text[-3:]}
 
 
@@ -99,10 +98,6 @@ def main(out_path: str) -> int:
             results.append(result)
             print(f"{','.join(steps) or 'none':55s} {'OK' if result['ok'] else 'FAIL'}  "
                   f"ipc {'OK' if result.get('ipc') else 'FAIL'}  {result['tail'][-1:]}", flush=True)
-        for writable in ("/proc", "/proc,/sys", "/proc,/sys,/tmp,/run,/var,/dev/shm"):  # what Landlock must allow
-            result = run(("landlock",), workdir, writable, ipc_env)
-            print(f"landlock + writes in {writable:38s} {'OK' if result['ok'] else 'FAIL'}  {result['tail'][-1:]}",
-                  flush=True)
     Path(out_path).write_text(json.dumps(results, indent=2))
     usable = STEPS if results[-1]["ok"] else [r["steps"][0] for r in results[1:-1] if r["ok"]]
     print(f"{worker_confinement.STEPS_ENV}={','.join(usable)}")

@@ -90,7 +90,7 @@ def _evaluating_worker(leaderboard: subprocess.Popen) -> psutil.Process:
     an idle Dask worker keeps only its blank one)."""
     children = psutil.Process(leaderboard.pid).children()
     workers = [child for child in children if "spawn_main" in " ".join(child.cmdline())]
-    below = {w: sum("serve_loop" in " ".join(c.cmdline()) for c in w.children(recursive=True)) for w in workers}
+    below = {w: sum("worker.boot" in " ".join(c.cmdline()) for c in w.children(recursive=True)) for w in workers}
     assert len(workers) == 2 and len(set(below.values())) == 2, below
     return max(workers, key=below.__getitem__)
 

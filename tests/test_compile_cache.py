@@ -72,7 +72,7 @@ def custom_kernel(data):
 
 
 def _landlock_status() -> str:
-    child = "from harness.worker import sandbox; import tempfile; print(sandbox._landlock([tempfile.mkdtemp()]))"
+    child = "from harness.worker import landlock; import tempfile; print(landlock.first_layer([tempfile.mkdtemp()])[0])"
     return subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60).stdout.strip()
 
 

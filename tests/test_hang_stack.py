@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.contract.results import ExitCode, Status
 from harness.judge.run import evaluate_submission
 from harness.judge.verdict.modes import MODES
-from harness.judge.worker_link import worker_process
+from harness.judge.worker_link import worker_process, worker_spawn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
 from adversarial_suite import reduced_problem  # the suite's cut-down task folders
@@ -57,7 +57,7 @@ def test_the_watchdog_names_the_line_when_sigusr1_never_arrives(monkeypatch, tmp
 
 def test_without_any_dump_the_report_says_how_the_workers_threads_stood():
     """The last route needs nothing from the worker: its threads' states and SIGUSR1's fate, from /proc."""
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time  # serve_loop\ntime.sleep(60)"])
+    sleeper = subprocess.Popen([sys.executable, "-c", f"import time  # {worker_spawn.WORKER_MODULE}\ntime.sleep(60)"])
     try:
         time.sleep(0.5)
         text = worker_process.thread_states(sleeper.pid)

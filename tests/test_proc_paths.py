@@ -2,6 +2,7 @@
 
 import os
 
+from harness.contract import proc_mounts
 from harness.judge.worker_link import proc_paths
 
 ROOTS = ["/proc"]
@@ -66,5 +67,5 @@ def test_a_reopen_of_a_channel_pipe_is_found_by_what_it_opens():
 
 def test_other_proc_mounts_count_as_proc():
     line = "36 25 0:5 / /mnt/p rw,nosuid shared:12 - proc proc rw\n22 1 0:21 /sys /proc/sys ro - proc proc rw\n"
-    assert proc_paths.proc_roots(line) == ["/mnt/p"]
+    assert proc_mounts.proc_roots(line) == ["/mnt/p"]
     assert proc_paths.sensitive(["/mnt/p/7/mem"], ["/mnt/p"], lambda path: False) == ("proc_mem", "/mnt/p/7/mem")

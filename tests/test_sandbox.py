@@ -12,16 +12,16 @@ import pytest
 
 from harness.judge.run import evaluate_submission
 from harness.judge.verdict.modes import MODES
-from harness.judge.worker_link import worker_confinement
+from harness.judge.worker_link import worker_confinement, worker_spawn
 
 REPO = Path(__file__).resolve().parent.parent
 ORPHAN = REPO / "tests" / "adversarial" / "submissions" / "o01_setsid_orphan.py"
 
 CHILD = textwrap.dedent("""
     import os, sys
-    from harness.worker import sandbox
+    from harness.worker import landlock
     inside, outside = sys.argv[1], sys.argv[2]
-    print(sandbox._landlock([inside]))
+    print(landlock.first_layer([inside])[0])
     os.makedirs(os.path.join(inside, "tmp"))
     os.makedirs(os.path.join(inside, "cache"))
     with open(os.path.join(inside, "tmp", "build.so"), "w") as handle:
@@ -48,6 +48,60 @@ def test_landlock_allows_renames_in_the_workdir_and_refuses_writes_elsewhere(tmp
         pytest.skip(f"Landlock is not available on this kernel: {status}")
     assert run.returncode == 0, run.stderr
     assert status.startswith("on: writes only in") and rest == ["rename ok", "outside refused"]
+
+
+MEMORY_FILES = textwrap.dedent("""
+    import os, sys
+    from harness.worker import landlock
+    parent, R, RW = sys.argv[1], os.O_RDONLY, os.O_RDWR
+    print(" ".join(landlock.first_layer([os.getcwd()])))
+    for path, flags in [("/proc/self/mem", R), ("/proc/self/mem", RW), ("/proc/self/pagemap", R),
+                        (f"/proc/self/task/{os.getpid()}/mem", R), ("/proc/thread-self/mem", RW),
+                        (f"/proc/{parent}/environ", R), (f"/proc/{parent}/mem", R),
+                        ("/proc/self/root/proc/self/mem", R), ("/dev/userfaultfd", RW),
+                        ("/proc/self/maps", R), ("/proc/self/status", R), ("/proc/cpuinfo", R),
+                        ("/proc/self/comm", RW), ("/dev/null", RW), (sys.executable, R),
+                        (f"/proc/self/task/{os.getpid()}/mem", os.O_WRONLY)]:
+        try:
+            os.close(os.open(path, flags))
+            print(path, flags, "open")
+        except OSError as error:
+            print(path, flags, error.strerror)
+    import ctypes
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    named = libc.fopen(f"/proc/self/task/{os.getpid()}/comm".encode(), b"w")  # as CUDA names its threads
+    print("thread name", "written" if named else "refused")
+""")
+
+
+@pytest.mark.parametrize("preload", [True, False], ids=["with the preload", "without it"])
+def test_landlock_refuses_every_processs_memory_files_and_keeps_the_rest(tmp_path, preload):
+    """The kernel's check, on the file an open reaches, not the supervisor's reading of a path:
+    /proc/<pid>/mem however named (self, thread-self, task/<tid>, root/), another process's
+    folder, the page map, userfaultfd; the worker's own maps and status, CPU facts and /dev/null
+    stay open. With the preload a thread's name written as CUDA writes it lands in /dev/null and
+    task/ is closed whole; without it task/ stays writable, a thread's mem with it (write only)."""
+    library = worker_spawn.thread_name_preload()
+    if preload and library is None:
+        pytest.skip("the worker's preload is not built here (python setup.py build_ext --inplace)")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LD_PRELOAD": str(library) if preload else ""}
+    run = subprocess.run([sys.executable, "-c", MEMORY_FILES, str(os.getpid())], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path, env=env)
+    status, *lines, named = run.stdout.splitlines() or [""]
+    if status.startswith("off"):
+        pytest.skip(f"Landlock is not available on this kernel: {status}")
+    assert run.returncode == 0, run.stderr
+    assert "no process's mem" in status and ("mem is writable" in status) != preload
+    outcome = {" ".join(line.split()[:2]): line.split(maxsplit=2)[2] for line in lines}
+    refused = [key for key, seen in outcome.items() if seen != "open"]
+    opened = [key.split()[0] for key, seen in outcome.items() if seen == "open"]
+    assert len(refused) == (10 if preload else 9) and all(
+        outcome[key] in ("Permission denied", "No such file or directory") for key in refused), outcome
+    assert opened[:6] == ["/proc/self/maps", "/proc/self/status", "/proc/cpuinfo", "/proc/self/comm", "/dev/null",
+                          sys.executable]
+    assert [path.endswith("/mem") for path in opened[6:]] == ([] if preload else [True])  # O_WRONLY, in task/
+    assert named == "thread name written"
 
 
 def test_steps_come_from_the_environment(monkeypatch):

@@ -27,7 +27,7 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
 from harness.contract.tensor_tree import tensors_in
-from harness.worker import contest_modules, extension_arch, outputs, sandbox, sealed_core, syscall_filter, timers
+from harness.worker import boot, contest_modules, extension_arch, outputs, sandbox, sealed_core, syscall_filter, timers
 from harness.worker.drawn_inputs import DrawnInputs
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
@@ -365,22 +365,23 @@ def warm_cuda() -> None:
         torch.zeros(1, device="cuda")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], confinement: dict[str, str]) -> int:
+    """Serve the parent's requests; ``confinement``: the sandbox report of ``harness.worker.boot``,
+    which confined this process before this module (and torch) was imported."""
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
     worker.stacks_fd = int(argv[4])
     arm_stack_dump(worker.stacks_fd)
     worker.channels.append(worker.stacks_fd)
     worker.supervisor_fd = int(argv[5]) if len(argv) > 5 and argv[5] != "-" else None
-    worker.cache_root = argv[7] if len(argv) > 7 and argv[7] != "-" else None
+    worker.cache_root = boot.cache_root(argv)
     if len(argv) > 8 and argv[8] != "-":  # the parent's output file (harness.contract.output_file)
         worker.outputs_fd = int(argv[8])
         worker.channels.append(worker.outputs_fd)
     if len(argv) > 9 and argv[9] != "-":  # the parent's staging file (harness.judge.worker_link.input_stage)
         worker.stage_fd = int(argv[9])
         worker.channels.append(worker.stage_fd)
-    worker.workdir, worker.steps = os.environ.get("NVFP4_WORKDIR", os.getcwd()), frozenset(argv[3].split(","))
-    # Confined before any submission code exists; the report travels in the Ready reply.
-    worker.sandbox = sandbox.in_worker(worker.workdir, worker.steps, worker.cache_root)
+    worker.workdir, worker.steps = boot.workdir(), boot.steps(argv)
+    worker.sandbox = confinement  # travels in the Ready reply
     if len(argv) > 6 and argv[6] == "cuda":
         warm_cuda()
     try:
@@ -394,6 +395,3 @@ def main(argv: list[str]) -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

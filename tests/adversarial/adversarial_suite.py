@@ -55,6 +55,7 @@ class Row:
     known_hole: bool = False  # the attack is expected to work (docs/security.md); reported, not a failure
     supervised: bool = False  # its verdict is the syscall supervisor's: skipped where it cannot run (not root)
     or_reason: str | None = None  # as right as reason: which channel sees a race first, or another platform's call
+    sandbox: str | None = None  # NVFP4_SANDBOX for this row (one layer alone); default: the harness's steps
 
     def reason_matches(self, observed: str) -> bool:
         return self.reason in observed or (self.or_reason is not None and self.or_reason in observed)
@@ -124,12 +125,17 @@ def _pythonpath() -> str:
     return os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 
-def _run_cli_with_secret_env(row: Row, problem_dir: Path, device: str, timeout_scale: float) -> Observed:
-    """The organizer's ranked run: ``python -m harness eval`` with the secret in its environment."""
+def _run_cli(row: Row, problem_dir: Path, device: str, timeout_scale: float) -> Observed:
+    """``python -m harness eval`` with what the row puts in the evaluator's environment: the secret
+    (the organizer's ranked run) or the sandbox steps (one layer tested without the others)."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-cli-") as scratch:
         out = Path(scratch) / "result.json"
-        env = {**os.environ, "NVFP4_SECRET_SEED": str(row.secret), "PYTHONPATH": _pythonpath()}
+        env = {**os.environ, "PYTHONPATH": _pythonpath()}
+        if row.secret is not None and row.secret_via == "env":
+            env["NVFP4_SECRET_SEED"] = str(row.secret)
+        if row.sandbox is not None:
+            env["NVFP4_SANDBOX"] = row.sandbox
         command = [sys.executable, "-m", "harness", "eval", str(problem_dir), str(row.path),
                    "--mode", row.mode, "--device", device, "--timeout-scale", str(timeout_scale),
                    "--json", str(out)]
@@ -148,15 +154,18 @@ def run_row(row: Row, device: str, timeout_scale: float = 1.0) -> Observed:
     from harness.judge.verdict.modes import MODES
     from harness.judge.verdict.run_options import RunOptions
     from harness.judge.worker_link import supervision
+    from harness.worker import landlock
 
     why_not = supervision.unavailable() if row.supervised else None
     if why_not:
         return Observed(SKIPPED, f"needs the syscall supervisor, which cannot run here: {why_not}", 0.0)
+    if row.sandbox and "landlock" in row.sandbox.split(",") and landlock.abi() < 2:
+        return Observed(SKIPPED, f"needs Landlock ABI 2, this kernel has {landlock.abi()}", 0.0)
     with tempfile.TemporaryDirectory(prefix="nvfp4-adversarial-") as scratch:
         os.chmod(scratch, 0o755)  # readable by the workers (uid 65534 under a root evaluator)
         problem_dir = reduced_problem(row.problem, Path(scratch), row.timeouts_s)
-        if row.secret is not None and row.secret_via == "env":
-            return _run_cli_with_secret_env(row, problem_dir, device, timeout_scale)
+        if (row.secret is not None and row.secret_via == "env") or row.sandbox is not None:
+            return _run_cli(row, problem_dir, device, timeout_scale)
         started = time.perf_counter()
         result = evaluate_submission(str(problem_dir), row.path, MODES[row.mode], device,
                                      RunOptions(secret_seed=row.secret, timeout_scale=timeout_scale))

@@ -21,19 +21,6 @@ MAX_LINKS = 40  # the kernel's own limit on symlinks in one lookup
 _PROC_OBJECT = r"(?P<pid>\d+)(/task/\d+)?/(?P<what>mem|pagemap|map_files|fd/(?P<fd>\d+))(/.*)?"
 
 
-def proc_roots(mountinfo: str) -> list[str]:
-    """Mount points of procfs whose root is procfs's own (where /<pid>/mem can be reached)."""
-    roots = []
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if " - " not in line or len(fields) < 5:
-            continue
-        fstype = line.split(" - ", 1)[1].split()[0]
-        if fstype == "proc" and fields[3] == "/":
-            roots.append(fields[4].replace("\\040", " "))
-    return roots or ["/proc"]
-
-
 def _parts(path: str) -> list[str]:
     return [part for part in path.split("/") if part]
 

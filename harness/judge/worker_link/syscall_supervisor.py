@@ -22,6 +22,7 @@ import struct
 import time
 from typing import Any
 
+from harness.contract import proc_mounts
 from harness.contract import syscall_rules as rules
 from harness.judge.worker_link import proc_paths, process_tree
 from harness.judge.worker_link.syscall_policy import KEY_ACCESS, PAGE, STATE_ACCESS, Range, Verdict, Worker, decide
@@ -95,7 +96,7 @@ class Guarded:
         channels = [int(fd) for fd in arm.get("channels", [])]
         self.channel_files = {self._identity(f"/proc/{pid}/fd/{fd}") for fd in channels} - {None}
         with open(f"/proc/{pid}/mountinfo") as handle:
-            roots = proc_paths.proc_roots(handle.read())
+            roots = proc_mounts.proc_roots(handle.read())
         pages = {(gate[i], gate[i + 1]): KEY_ACCESS for i in range(5, len(gate) - 1, 2)}
         if len(gate) >= 5 and gate[3]:
             pages[gate[3], gate[4]] = STATE_ACCESS

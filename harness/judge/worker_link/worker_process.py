@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from harness.contract import messages, protocol
-from harness.judge.worker_link import blank_workers, output_reader
+from harness.judge.worker_link import blank_workers, output_reader, worker_spawn
 from harness.judge.worker_link.supervision import Supervision
 from harness.judge.worker_link.worker_spawn import SpawnedWorker, WorkerSpec
 
@@ -81,7 +81,7 @@ def thread_states(pid: int) -> str:
             tasks = sorted(Path(f"/proc/{process}/task").iterdir(), key=lambda t: int(t.name))
         except OSError:
             continue
-        if "serve_loop" not in command or "worker_reaper" in command:
+        if worker_spawn.WORKER_MODULE not in command or "worker_reaper" in command:
             continue
         for task in tasks:
             with contextlib.suppress(OSError, ValueError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import importlib.machinery
 import importlib.util
 import os
 import secrets
@@ -39,7 +40,9 @@ RLIMIT_DATA counts private writable memory only (checked on an H100, torch 2.11:
 memory and Triton work under 16 GiB, and a 1 TiB bytearray raises MemoryError). Without it a
 host that overcommits lets one submission exhaust the machine's memory."""
 
-_WORKER_ENTRY = "import sys; from harness.worker.serve_loop import main; sys.exit(main(sys.argv[1:]))"
+WORKER_MODULE = "harness.worker.boot"
+"""The worker's entry module: also how a worker is told from its reaper in a process listing."""
+_WORKER_ENTRY = f"import sys; from {WORKER_MODULE} import main; sys.exit(main(sys.argv[1:]))"
 _REAPER_ENTRY = "import sys; from harness.judge.worker_link.worker_reaper import main; sys.exit(main(sys.argv[1:]))"
 KEY_BYTES = 32
 REAPER_GRACE_S = 5.0
@@ -82,7 +85,17 @@ def worker_environment(device: str, visible_devices: str | None) -> dict[str, st
         env["TRITON_INTERPRET"] = "1"  # Triton submissions run through the interpreter
     if visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
+    preload = thread_name_preload()
+    if preload is not None:  # CUDA's thread names under Landlock (harness/worker/csrc/preload.c)
+        env["LD_PRELOAD"] = ":".join(filter(None, [str(preload), env.get("LD_PRELOAD")]))
     return env
+
+
+def thread_name_preload() -> Path | None:
+    """The worker's preload library where it was built (setup.py), else None: the worker's Landlock
+    rules then leave its threads' folders writable, which CUDA needs (docs/security.md)."""
+    return next((path for suffix in importlib.machinery.EXTENSION_SUFFIXES
+                 if (path := REPO_ROOT / "harness" / "worker" / f"_preload{suffix}").is_file()), None)
 
 
 PIPE_BYTES = 1 << 20

@@ -2,7 +2,8 @@
 
 Not a submission (its name starts with an underscore). The parent is found through /proc/<pid>/stat
 rather than os.getppid(): in the worker's own PID namespace getppid() names the namespace's init,
-while /proc (the host's) still shows every process by its host pid."""
+while /proc (the host's) still shows every process by its host pid. Under the worker's Landlock
+rules no other process's /proc folder can be read, so the walk stops at the first ancestor."""
 
 from pathlib import Path
 
@@ -18,6 +19,9 @@ def ancestors():
         if pid <= 1:
             return
         yield pid
-        if b"harness\0eval" in Path(f"/proc/{pid}/cmdline").read_bytes():
+        try:
+            if b"harness\0eval" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return
+            pid = parent_of(pid)
+        except OSError:  # Landlock grants no other process's /proc files: the ancestors above are unseen
             return
-        pid = parent_of(pid)

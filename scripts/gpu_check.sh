@@ -31,6 +31,9 @@
 #               can open a CUDA IPC handle of the parent's (scripts/sandbox_probe.py); then, where strace
 #               is installed, every open a Triton GEMV's test run makes under Landlock alone that the
 #               kernel refused (EACCES), pids blanked (what the rule set would break)
+#   patterns    the contest patterns that start child processes, under the default sandbox, ranked
+#               (tests/contest/gpu_patterns: load_inline's nvcc build, torch.compile's compile workers,
+#               a child that starts CUDA of its own): each file's verdict and what its children said
 #   landlock_cuda what CUDA needs of /proc under the worker's Landlock rules: each extra grant alone, and
 #               every /proc and /dev open through libc logged (scripts/landlock_cuda_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark
@@ -190,6 +193,17 @@ landlock_refusals() {  # what a worker under Landlock alone was refused: the rul
   echo "opens refused by the kernel (EACCES), by path: $(grep -c EACCES "$WORK/opens.txt")"
   grep EACCES "$WORK/opens.txt" | grep -oE '"[^"]*"' | sed -E 's#/[0-9]+(/|")#/N\1#g' | sort | uniq -c | sort -rn | head -30
 }
+gpu_patterns() {
+  local dir="$WORK/patterns" file name
+  mkdir -p "$dir"; python3 -c "import secrets; print(secrets.randbits(62))" > "$dir/secret"; chmod 600 "$dir/secret"
+  for file in tests/contest/gpu_patterns/*.py; do
+    name=$(basename "$file" .py)
+    python3 -m harness eval nvfp4_gemv "$file" --mode leaderboard --secret-seed-file "$dir/secret" --verbose \
+      --json "$dir/$name.json" > "$dir/$name.log" 2>&1
+    echo "$name: exit $? $(grep -E '^(Result|Wall time)' "$dir/$name.log" | cut -c1-300 | tr '\n' ' ')"
+    grep -E 'child|Error' "$dir/$name.log" | head -5 | cut -c1-300
+  done
+}
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2
   python3 -m harness eval nvfp4_gemv tests/sanitize/oob_write.py --mode sanitize --json "$WORK/oob.json" | tail -15
@@ -223,6 +237,7 @@ for step in $steps; do
     hang_probe) run_step hang_probe env OUT="$WORK/hang_probe" bash scripts/hang_probe.sh ;;
     probe) run_step probe python3 scripts/sandbox_probe.py "$WORK/sandbox_probe.json"
            run_step landlock_refusals landlock_refusals ;;
+    patterns) run_step patterns gpu_patterns ;;
     landlock_cuda) run_step landlock_cuda python3 scripts/landlock_cuda_probe.py "$WORK/landlock_cuda" ;;
     inputs) run_step inputs python3 scripts/check_input_digests.py --device cuda --out "$WORK/inputs" ;;
     timing) run_step timing python3 scripts/timing_validation.py "$WORK/timing_validation.json" ;;

@@ -46,8 +46,10 @@ def test_the_core_s_pages_change_only_through_its_gate_and_only_to_open_or_close
     assert rule("mprotect", KEY[0], 4096, R | W, ip=GATE_IP, guarded=guarded) == "core"  # the key stays read-only
     state = decide("mprotect", [STATE[0], 4096, R | W, 0, 0, 0], GATE_IP, THREAD, guarded)
     assert state.rule is None and not state.unlock and state.state_open  # counted: the parent compares
-    window = decide("mprotect", [STATE[0], rules.STATE_WINDOW_BYTES, R | W, 0, 0, 0], GATE_IP, THREAD, guarded)
-    assert window.rule is None and not window.state_open  # the window's form (the filter lets it by unasked)
+    window = decide("mprotect", [STATE[0], rules.STATE_WINDOW_BYTES, R, 0, 0, 0], GATE_IP, THREAD, guarded)
+    assert window.rule is None and not window.state_open  # the window's form, read-only (the filter lets it by)
+    written = decide("mprotect", [STATE[0], rules.STATE_WINDOW_BYTES, R | W, 0, 0, 0], GATE_IP, THREAD, guarded)
+    assert written.rule is None and written.state_open  # read-write in the window's length: counted like any
     assert not decide("mprotect", [STATE[0], 4096, 0, 0, 0, 0], GATE_IP, THREAD, guarded).state_open  # a close
     assert not opened.state_open
     assert rule("mprotect", STATE[0], 4096, R, ip=GATE_IP, guarded=guarded) == "core"  # read alone: a key reader

@@ -59,9 +59,9 @@ RET_KILL_PROCESS, RET_ERRNO, RET_USER_NOTIF, RET_ALLOW = 0x80000000, 0x00050000,
 PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE, PR_SET_SECCOMP = 38, 4, 22
 PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
 STATE_WINDOW_BYTES = 1
-"""The length the core's gate names for its one read-write opening of the call-state page inside the
-timed window (GATE_WINDOW_BYTES, harness/worker/csrc/syscall_gate.h; the kernel opens the whole page):
-the filter lets that form through unasked. Every other read-write opening of the page names 4096 and is
+"""The length the core's gate names for its one opening of the call-state page inside the timed window,
+read-only (GATE_WINDOW_BYTES, harness/worker/csrc/syscall_gate.h; the kernel opens the whole page):
+the filter lets that form through unasked. Every read-write opening of the page names 4096 and is
 notified and counted (docs/security.md)."""
 MAP_FIXED, MAP_ANONYMOUS = 0x10, 0x20
 MREMAP_FIXED = 2

@@ -29,7 +29,8 @@ worker: ``by_syscall``), for scripts/gpu_check.sh's supervisor step; unset: none
 WHAT = {rule.name: rule.what for rule in rules.RULES}
 STATE_OPENS_AT_BIND = 3
 """The counted read-write openings of the core's call-state page while it imports the submission
-(harness/worker/csrc/sealed.c: bind); after it, one per signed result (WorkerSession._count_state)."""
+(harness/worker/csrc/sealed.c: bind); after it, two per timed result and one per recheck
+(WorkerSession._count_state)."""
 
 
 def unavailable() -> str | None:

@@ -20,10 +20,11 @@ PAGE = 4096
 Range = tuple[int, int]
 KEY_ACCESS, STATE_ACCESS = rules.PROT_READ, rules.PROT_READ | rules.PROT_WRITE
 """What the core's gate opens its pages to: the key page read-only (for a MAC), the hidden
-call-state page read-write (around the core's own code); closed, each is PROT_NONE. The filter
-lets the gate's closes and its opening of the call-state page in the timed window's form
-(``rules.STATE_WINDOW_BYTES``) through itself (syscall_filter.build), unnotified: the verdicts here
-would be the same, and none of them is counted. Every other opening from the gate is counted."""
+call-state page read-write (around the core's own code), or read-only in the timed window's form
+(``rules.STATE_WINDOW_BYTES``); closed, each is PROT_NONE. The filter lets the gate's closes and
+the window's form through itself (syscall_filter.build), unnotified: the verdicts here would be the
+same, and none of them is counted. Every other opening from the gate is counted: every read-write
+opening of the call-state page among them."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,9 @@ def _memory(name: str, args: list[int], ip: int, worker: Worker) -> Verdict:
             return _refuse("wx", f"{name} {_prot(prot)}")
         if overlaps(where, worker.core):
             access = worker.gate_pages.get(where)
-            if name == "mprotect" and ip == worker.gate_ip and prot in (0, access):
-                return Verdict(unlock=prot == KEY_ACCESS, state_open=prot == access == STATE_ACCESS
-                               and args[1] != rules.STATE_WINDOW_BYTES)
+            window_form = access == STATE_ACCESS and args[1] == rules.STATE_WINDOW_BYTES and prot == rules.PROT_READ
+            if name == "mprotect" and ip == worker.gate_ip and (prot in (0, access) or window_form):
+                return Verdict(unlock=prot == KEY_ACCESS, state_open=prot == access == STATE_ACCESS)
             return _refuse("core", f"{name} {_prot(prot)} at {where[0]:#x}, the core's")
         if prot & rules.PROT_WRITE and overlaps(where, worker.frozen + worker.executable()):
             return _refuse("code", f"{name} {_prot(prot)} at {where[0]:#x}, executable code")

@@ -112,6 +112,7 @@ class WorkerSession:
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
         self._drawn: set[tuple] = set()  # the cases whose inputs the worker's core draws (start's ``draws``)
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
+        self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
         self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
 
     def __enter__(self) -> WorkerSession:
@@ -148,22 +149,25 @@ class WorkerSession:
                 raise WorkerFailure(status, why)
 
     def _count_state(self) -> None:
-        """The core opens its call-state page read-write, outside the timed window, three times at bind
-        and once per signed result (at time_call's entry, or in a recheck); the one opening inside
-        the window is not counted (docs/security.md). Any other count means code other than the core's
-        opened it: the gate's syscall reached by a jump, or a call the parent did not ask for."""
+        """The core opens its call-state page read-write, outside the timed window, three times at bind,
+        twice per timed result (at time_call's entry and after the end event) and once per recheck; its
+        opening inside the window is read-only and not counted (docs/security.md). Any other count
+        means code other than the core's opened it: the gate's syscall reached by a jump, or a call the
+        parent did not ask for."""
         supervision = self.worker.supervision
-        expected = STATE_OPENS_AT_BIND + self._macs
-        if supervision.expected and supervision.counts_state() and supervision.state_opens() != expected:
+        if supervision.expected and supervision.counts_state() and supervision.state_opens() != self._state_opens:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, f"the core's call-state page was opened {supervision.state_opens()} "
                                 f"times for {self._macs} signed results (rule 'core': the core opens it "
-                                f"{STATE_OPENS_AT_BIND} times at the import and once per signed result)")
+                                f"{STATE_OPENS_AT_BIND} times at the import, twice per timed result and once "
+                                f"per recheck: {self._state_opens})")
 
-    def _count_mac(self) -> None:
-        """One more verified MAC: the core must have opened its key page exactly once per MAC, or
-        code other than the core's opened it (the gate's syscall, reached by a jump)."""
+    def _count_mac(self, state_opens: int) -> None:
+        """One more verified MAC, for which the core opened its call-state page ``state_opens`` times:
+        the core must have opened its key page exactly once per MAC, or code other than the core's
+        opened it (the gate's syscall, reached by a jump)."""
         self._macs += 1
+        self._state_opens += state_opens
         self._count_state()
         supervision = self.worker.supervision
         if supervision.expected and supervision.guards_key() and supervision.unlocks() != self._macs:
@@ -344,7 +348,7 @@ class WorkerSession:
             seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
             self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
                                                   received.entries, tensors))
-            self._count_mac()
+            self._count_mac(state_opens=2)
         phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in tensors if isinstance(t, str)]
@@ -385,7 +389,7 @@ class WorkerSession:
         self._request(messages.Recheck(nonce=nonce, limit_s=timeout_s))
         rechecked, _ = self._expect(Rechecked, "the event-overhead recheck", timeout_s)
         values = self._verify(lambda: seal.verify_recheck(self.worker.key, nonce, rechecked))
-        self._count_mac()
+        self._count_mac(state_opens=1)
         if values[0] != self.overhead_us:
             self.worker.kill()
             raise WorkerFailure(Status.REJECTED, "the timing core's overhead changed without the harness asking")

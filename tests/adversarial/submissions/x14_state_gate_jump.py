@@ -7,32 +7,9 @@ twice). Read at import, in the form every opening outside the timed window takes
 supervisor counts it, and the parent finds the page opened once more than the core opens it. On the
 CPU there is no event: the work is honest, and the opening alone is what the run is judged on."""
 
-import ctypes
-import platform
-import struct
-
 import _window
 
-from harness.worker import _sealed
-
-described = (ctypes.c_ulonglong * 64)()
-ctypes.CDLL(_sealed.__file__).nvfp4_gate_describe(described, 64)
-gate = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(
-    described[0] - _window.GATE_BEFORE_RETURN[platform.machine()])
-state_page = described[3]  # [3]: the hidden call-state page
-
-
-def start_event() -> int:
-    if not state_page or gate(state_page, _window.SINGLE_PAGE, 3) != 0:
-        return 0
-    try:
-        page = ctypes.string_at(state_page, _window.SINGLE_PAGE)
-        return struct.unpack_from("<Q", page, _window.HIDDEN_START_EVENT)[0]
-    finally:
-        gate(state_page, _window.SINGLE_PAGE, 0)
-
-
-START_EVENT = start_event()
+START_EVENT = _window.word_through_the_gate(_window.SINGLE_PAGE, 3)
 
 
 def custom_kernel(data):

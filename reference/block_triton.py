@@ -34,11 +34,16 @@ def e2m1_doubled(codes):
 
 @triton.jit
 def product_kernel(
-    a_ptr, sfa_ptr, b_ptr, sfb_ptr, out_ptr, rows_a, rows_b, blocks,
-    a_row, a_batch, sfa_row, sfa_batch, b_row, b_batch, sfb_row, sfb_batch, out_row, out_batch,
+    a_ptr, sfa_ptr, b_ptr, sfb_ptr, out_ptr, rows_a, rows_b, blocks, splits, blocks_per_split,
+    a_row, a_batch, sfa_row, sfa_batch, b_row, b_batch, sfb_row, sfb_batch, out_row, out_batch, out_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SLOTS: tl.constexpr,
 ):  # fmt: skip
-    batch = tl.program_id(2).to(tl.int64)
+    # Axis 2 runs over batches and, within each, the K ranges the product is split into: this
+    # program adds the blocks of its range, and writes its partial sum to its own slice of out.
+    batch = (tl.program_id(2) // splits).to(tl.int64)
+    split = tl.program_id(2) % splits
+    first = split * blocks_per_split
+    last = tl.minimum(first + blocks_per_split, blocks)
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     in_a, in_b = rm < rows_a, rn < rows_b
@@ -52,7 +57,7 @@ def product_kernel(
     sfb_rows = sfb_ptr + batch * sfb_batch + rn.to(tl.int64) * sfb_row
     a_mask, b_mask = in_a[:, None] & used[None, :], in_b[None, :] & used[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64)
-    for block in range(0, blocks):
+    for block in range(first, last):
         a_bytes = tl.load(a_rows + block * 8, mask=a_mask, other=0).to(tl.int32)
         b_bytes = tl.load(b_rows + block * 8, mask=b_mask, other=0).to(tl.int32)
         a_codes = e2m1_doubled((a_bytes >> nibble[None, :]) & 15)
@@ -62,5 +67,6 @@ def product_kernel(
         sb = e4m3_value(tl.load(sfb_rows + block, mask=in_b, other=0))
         # Exact products: sa * sb / 4 has <= 8 significant bits, 4 * P_b <= 12.
         acc += quadruple.to(tl.float64) * (quarter_sa[:, None] * sb[None, :])
-    out = out_ptr + batch * out_batch + rm.to(tl.int64)[:, None] * out_row + rn[None, :]
+    out = out_ptr + split.to(tl.int64) * out_split + batch * out_batch
+    out += rm.to(tl.int64)[:, None] * out_row + rn[None, :]
     tl.store(out, acc, mask=in_a[:, None] & in_b[None, :])

@@ -12,7 +12,6 @@ writes in the worker's folders, the device nodes and /proc, but nothing of:
   ``PROT_NONE``: the key page, the sealed driver table), ``pagemap``, ``map_files``, and
   ``task/``, which holds each thread's ``mem`` again; of every procfs mount, every pid but the
   worker's own is left out whole;
-- ``/dev/userfaultfd`` (a handler that stalls the core's page faults).
 CUDA's driver writes its threads' names into ``task/<tid>/comm`` and fails to start without
 (measured); the worker's preload (csrc/preload.c) sends those writes to /dev/null, and where it is
 not loaded ``task/`` is granted writes, which leaves each thread's ``mem`` open for writing.
@@ -47,10 +46,12 @@ folder into place: on an H100 every Triton submission crashed with 'Invalid cros
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE
 """The rights a rule on a file (not a directory) may carry."""
 HIDDEN_PID_ENTRIES = frozenset({"mem", "pagemap", "map_files", "task"})
-HIDDEN_PATHS = frozenset({"/dev/userfaultfd"})
 WRITABLE_SYSTEM_PATHS = ("/dev", "/proc")
 """CUDA opens /dev/nvidia* read-write, and fails (error 304) without writes under /proc (probed on an
-H100, 2026-11-23)."""
+H100, 2026-11-23). /dev is granted whole: a device node the driver makes after the worker starts
+(nvidia-uvm on a machine's first CUDA use) would miss a rule made per node; /dev/userfaultfd, the
+one node a rule set would leave out, only root may open by default, and its syscall is the
+supervisor's to refuse."""
 
 _pinned: list[int] = []
 """O_PATH descriptors on the procfs files the first layer's rules name (see the module's docstring)."""
@@ -71,8 +72,6 @@ def _under(path: str, folder: str) -> bool:
 
 def _hidden(path: str, proc_roots: list[str], pid: int) -> bool:
     """Granted nothing: another process's /proc folder, /proc/self, the worker's own memory files."""
-    if path in HIDDEN_PATHS:
-        return True
     parent, name = os.path.split(path)
     for root in map(os.path.normpath, proc_roots):
         if parent == root and (name in ("self", "thread-self") or (name.isdigit() and int(name) != pid)):
@@ -84,11 +83,11 @@ def _hidden(path: str, proc_roots: list[str], pid: int) -> bool:
 
 def cover(path: str, proc_roots: list[str], pid: int) -> list[str]:
     """Paths whose hierarchies cover ``path``'s but nothing ``_hidden``: a folder on the way to a
-    procfs root, the worker's own /proc folder or a hidden path is split into its entries (links
-    among them are left out: what they lead to is covered where it lies)."""
+    procfs root, or the worker's own /proc folder, is split into its entries (links among them are
+    left out: what they lead to is covered where it lies)."""
     if _hidden(path, proc_roots, pid):
         return []
-    anchors = [*proc_roots, *(os.path.join(root, str(pid)) for root in proc_roots), *HIDDEN_PATHS]
+    anchors = [*proc_roots, *(os.path.join(root, str(pid)) for root in proc_roots)]
     if not any(_under(anchor, path) for anchor in anchors):
         return [path]
     try:
@@ -178,7 +177,7 @@ def first_layer(writable: list[str]) -> tuple[str, str]:
         return f"off ({failed})", f"off ({failed})"
     threads = "task/" if hidden else "task/ but writes there (no preload: a thread's mem is writable)"
     return ("on: writes only in " + ", ".join([*writable, *WRITABLE_SYSTEM_PATHS]),
-            f"closed: no process's mem, pagemap, map_files or {threads}, no /dev/userfaultfd")
+            f"closed: no process's mem, pagemap, map_files or {threads}")
 
 
 def writes_only(writable: list[str]) -> str:

@@ -27,7 +27,16 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
 from harness.contract.tensor_tree import tensors_in
-from harness.worker import boot, contest_modules, extension_arch, outputs, sandbox, sealed_core, syscall_filter, timers
+from harness.worker import (
+    contest_modules,
+    extension_arch,
+    outputs,
+    sandbox,
+    sealed_core,
+    syscall_filter,
+    timers,
+    worker_args,
+)
 from harness.worker.drawn_inputs import DrawnInputs
 from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
@@ -372,15 +381,12 @@ def main(argv: list[str], confinement: dict[str, str]) -> int:
     worker.stacks_fd = int(argv[4])
     arm_stack_dump(worker.stacks_fd)
     worker.channels.append(worker.stacks_fd)
-    worker.supervisor_fd = int(argv[5]) if len(argv) > 5 and argv[5] != "-" else None
-    worker.cache_root = boot.cache_root(argv)
-    if len(argv) > 8 and argv[8] != "-":  # the parent's output file (harness.contract.output_file)
-        worker.outputs_fd = int(argv[8])
-        worker.channels.append(worker.outputs_fd)
-    if len(argv) > 9 and argv[9] != "-":  # the parent's staging file (harness.judge.worker_link.input_stage)
-        worker.stage_fd = int(argv[9])
-        worker.channels.append(worker.stage_fd)
-    worker.workdir, worker.steps = boot.workdir(), boot.steps(argv)
+    worker.supervisor_fd = worker_args.optional_fd(argv, 5)
+    worker.cache_root = worker_args.cache_root(argv)
+    # The parent's output file (harness.contract.output_file) and staging file (input_stage).
+    worker.outputs_fd, worker.stage_fd = worker_args.optional_fd(argv, 8), worker_args.optional_fd(argv, 9)
+    worker.channels += [fd for fd in (worker.outputs_fd, worker.stage_fd) if fd is not None]
+    worker.workdir, worker.steps = worker_args.workdir(), worker_args.steps(argv)
     worker.sandbox = confinement  # travels in the Ready reply
     if len(argv) > 6 and argv[6] == "cuda":
         warm_cuda()

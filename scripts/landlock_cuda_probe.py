@@ -26,14 +26,15 @@ from harness.judge.worker_link import worker_spawn  # noqa: E402
 CHILD = """
 import os, sys
 sys.path.insert(0, {repo!r})
+from harness.contract import proc_mounts
 from harness.worker import landlock
 extra = sys.argv[1]
 if extra != "none":
-    mountinfo = open("/proc/self/mountinfo").read()
-    rules = landlock.first_layer_rules([os.getcwd()], os.getpid(), mountinfo)
+    roots = proc_mounts.proc_roots(open("/proc/self/mountinfo").read())
+    rules = landlock.first_layer_rules([os.getcwd()], os.getpid(), roots)
     pid = os.getpid()
     name = extra.split("_")[0]
-    grants = [] if name in ("first", "preload") else ["/proc"] if name == "proc" else [f"/proc/{{pid}}/{{name}}"]
+    grants = [] if name in ("first", "preload") else [f"/proc/{{pid}}/{{name}}"]
     access = {{"read": landlock.READ_FILE, "write": landlock.WRITES}}.get(extra.split("_")[-1],
                                                                     landlock.READ_FILE | landlock.WRITES)
     rules += [(path, access) for path in grants]

@@ -103,12 +103,12 @@ def cover(path: str, proc_roots: list[str], pid: int) -> list[str]:
     return paths
 
 
-def first_layer_rules(writable: list[str], pid: int, mountinfo: str, threads_hidden: bool = True
+def first_layer_rules(writable: list[str], pid: int, roots: list[str], threads_hidden: bool = True
                       ) -> list[tuple[str, int]]:
     """(path, rights) of the first layer: reads everywhere but the hidden, writes too in ``writable``,
-    the device nodes and /proc's granted part, renames across folders only in ``writable``.
-    ``threads_hidden`` False: the worker's task/ is granted writes (see ``thread_names_redirected``)."""
-    roots = proc_mounts.proc_roots(mountinfo)
+    the device nodes and /proc's granted part, renames across folders only in ``writable``; ``roots``:
+    the procfs mount points. ``threads_hidden`` False: the worker's task/ is granted writes (see
+    ``thread_names_redirected``)."""
     system = [*WRITABLE_SYSTEM_PATHS, *roots]
     rules = [(path, READ_FILE | (WRITES if any(_under(path, s) for s in system) else 0))
              for path in cover("/", roots, pid)]
@@ -169,10 +169,10 @@ def first_layer(writable: list[str]) -> tuple[str, str]:
         off = f"off (Landlock ABI {version} cannot allow the renames Triton's cache makes; ABI 2 needed)"
         return off, off
     with open("/proc/self/mountinfo") as handle:
-        mountinfo = handle.read()
+        roots = proc_mounts.proc_roots(handle.read())
     hidden = thread_names_redirected()
-    failed = restrict(first_layer_rules(writable, os.getpid(), mountinfo, hidden), READ_FILE | WRITES | REFER,
-                      pin=tuple(proc_mounts.proc_roots(mountinfo)))
+    failed = restrict(first_layer_rules(writable, os.getpid(), roots, hidden), READ_FILE | WRITES | REFER,
+                      pin=tuple(roots))
     if failed:
         return f"off ({failed})", f"off ({failed})"
     threads = "task/" if hidden else "task/ but writes there (no preload: a thread's mem is writable)"

@@ -34,9 +34,9 @@ class QueuedSleep:
     ``SLACK`` times that: one slow launch (a collection, a page fault, a warm-up that allocated) no
     longer sets the sleep of every call after it (an H100 case slept 6.7 ms ahead of each of its 100
     calls of 29 us after one slow warm-up, docs/results.md run 18), while a launch that is slow one
-    call in ten or more keeps it long. Lowered all the way to the need, the sleep cost more exposed
-    (discarded) calls than it saved on that H100 (run 18 call 13): the slack keeps the sleeps a case
-    starts with unless they are far off.
+    call in ten or more keeps it long. Lowered all the way to the need, the sleeps left 11 calls
+    exposed (discarded) across 14 shapes against 3 before (run 18 call 13); with the slack, 1 (call
+    14): the slack keeps the sleeps a case starts with unless they are far off.
     """
 
     us: float

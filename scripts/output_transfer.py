@@ -1,9 +1,9 @@
 """Where a large output's time goes between the worker's compiled core and the parent's MAC check:
-the result pipe against the parent's output file, and SHA-256 on both sides (issues 24 and 33).
+the result channel against the parent's output file, and SHA-256 on both sides (issues 24 and 33).
 
 For each output size a child process plays the worker: the compiled core (on the GPU when --device
 cuda) times a custom_kernel that returns one ready bf16 tensor, copies and digests it, and the child
-sends the signed reply as the worker does, through the pipe or (its outputs copied into the parent's
+sends the signed reply as the worker does, through the result channel or (its outputs copied into the parent's
 output file) with the file's places only. The parent asks for each call, receives it and checks its
 MAC as WorkerSession does. Per call, medians in ms: `core` (the child's time_call: copies, digest,
 the file copy), `exchange` (request sent to reply read, the parent's read of the file included, less
@@ -34,8 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.contract import messages, protocol  # noqa: E402 (this checkout's harness, not an installed one)
-from harness.judge.worker_link import output_reader, seal, worker_spawn  # noqa: E402
-from harness.judge.worker_link.worker_spawn import _widen_pipe  # noqa: E402
+from harness.judge.worker_link import channel_sockets, output_reader, seal, worker_spawn  # noqa: E402
 
 SIZES = (64 << 10, 1 << 20, 8 << 20, 15 << 20, 4096 * 24576 * 2)
 """The threshold, the GEMM's 1.75 MiB class, the grouped GEMM's 8 MiB and 15 MB, the fp8 blockwise GEMM's 200 MB."""
@@ -70,9 +69,8 @@ def child(key_fd: int, commands: int, results: int, file_fd: int | None, size: i
 def exchange(size: int, through_file: bool, device: str, repeats: int) -> dict[str, float]:
     """Median ms per call of the core, the exchange and the seal, as the parent sees them."""
     key, key_r = worker_spawn.new_key_pipe()
-    commands_r, commands_w = os.pipe()
-    results_r, results_w = os.pipe()
-    _widen_pipe(results_w)
+    commands_w, commands_r = channel_sockets.channel(parent_sends=True)
+    results_r, results_w = channel_sockets.channel(parent_sends=False)
     file_fd = worker_spawn.new_output_file() if through_file else None
     passed = [key_r, commands_r, results_w] + ([file_fd] if file_fd is not None else [])
     command = [sys.executable, __file__, "--child", str(key_r), str(commands_r), str(results_w),
@@ -160,19 +158,19 @@ def main() -> int:
     parser.add_argument("--out", help="also write the figures here as JSON")
     args = parser.parse_args()
     if worker_spawn.new_output_file() is None:
-        print("no memfd here: outputs can only cross the pipe")
+        print("no memfd here: outputs can only cross the result channel")
         return 1
     found: dict[str, object] = {"device": args.device, "digest": digest_speeds(), "sizes": {}}
     print(json.dumps(found["digest"]))
-    print(f"{'bytes':>11} {'path':>5} {'core ms':>8} {'exchange':>9} {'seal ms':>8} {'total':>8} "
+    print(f"{'bytes':>11} {'path':>7} {'core ms':>8} {'exchange':>9} {'seal ms':>8} {'total':>8} "
           f"{'read fresh':>11} {'reused':>7}")
     for size in (int(s) for s in args.sizes.split(",")):
         reads = read_costs(size)
-        rows = {path: exchange(size, path == "file", args.device, args.repeats) for path in ("pipe", "file")}
+        rows = {path: exchange(size, path == "file", args.device, args.repeats) for path in ("channel", "file")}
         found["sizes"][str(size)] = {**rows, "read": reads}
         for path, row in rows.items():
             extra = f"{reads['fresh_ms']:>11} {reads['reused_ms']:>7}" if path == "file" else ""
-            print(f"{size:>11} {path:>5} {row['core']:>8} {row['exchange']:>9} {row['seal']:>8} {row['total']:>8} "
+            print(f"{size:>11} {path:>7} {row['core']:>8} {row['exchange']:>9} {row['seal']:>8} {row['total']:>8} "
                   f"{extra}")
     if args.out:
         Path(args.out).write_text(json.dumps(found, indent=1))

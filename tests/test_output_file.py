@@ -79,7 +79,7 @@ def verdict(index, reply, **how):
     return "sealed", got
 
 
-big = torch.arange(3 * (1 << 20) // 4 + 5, dtype=torch.float32)  # 3 MiB + 20 B: four chunks, the last partial
+big = torch.arange(3 * (1 << 20) // 4 + 5, dtype=torch.float32)  # 3 MiB + 20 B: the last chunk partial
 index, reply = answer(big)
 result, got = verdict(index, reply)
 found["big"] = [result, [sorted(e) for e in got.entries], torch.equal(got.tensors[0], big * 2),

@@ -13,8 +13,8 @@ def leads_to(path, base="/", tid=ME):
     return proc_paths.walk(tid, ME, base, path, ROOTS)
 
 
-def refused(path, base="/", is_channel=lambda path: False):
-    hit = proc_paths.sensitive(leads_to(path, base), ROOTS, is_channel)
+def refused(path, base="/"):
+    hit = proc_paths.sensitive(leads_to(path, base), ROOTS)
     return hit[0] if hit else None
 
 
@@ -49,23 +49,7 @@ def test_ordinary_files_and_proc_entries_pass(tmp_path):
     assert proc_paths.base_of(ME, -100, "x") == os.getcwd()
 
 
-def test_a_reopen_of_a_channel_pipe_is_found_by_what_it_opens():
-    read_end, write_end = os.pipe()
-    try:
-        channel = os.fstat(read_end)
-
-        def is_channel(path):
-            found = os.stat(path)
-            return (found.st_dev, found.st_ino) == (channel.st_dev, channel.st_ino)
-
-        assert refused(f"/dev/fd/{write_end}", is_channel=is_channel) == "channels"  # the same pipe, either end
-        assert refused("/dev/fd/0", is_channel=is_channel) is None
-    finally:
-        os.close(read_end)
-        os.close(write_end)
-
-
 def test_other_proc_mounts_count_as_proc():
     line = "36 25 0:5 / /mnt/p rw,nosuid shared:12 - proc proc rw\n22 1 0:21 /sys /proc/sys ro - proc proc rw\n"
     assert proc_mounts.proc_roots(line) == ["/mnt/p"]
-    assert proc_paths.sensitive(["/mnt/p/7/mem"], ["/mnt/p"], lambda path: False) == ("proc_mem", "/mnt/p/7/mem")
+    assert proc_paths.sensitive(["/mnt/p/7/mem"], ["/mnt/p"]) == ("proc_mem", "/mnt/p/7/mem")

@@ -17,7 +17,10 @@ from harness.contract import protocol
 
 @pytest.fixture
 def pipe():
-    read_fd, write_fd = os.pipe()
+    """A result channel as the worker gets it (the parent reads, the worker writes)."""
+    from harness.judge.worker_link.channel_sockets import channel
+
+    read_fd, write_fd = channel(parent_sends=False)
     yield read_fd, write_fd
     for fd in (read_fd, write_fd):
         with contextlib.suppress(OSError):
@@ -132,18 +135,28 @@ def test_closed_channel_is_eof(pipe):
         protocol.receive(read_fd)
 
 
-@pytest.mark.skipif(not Path("/proc/sys/fs/pipe-max-size").exists(), reason="Linux pipes only")
-def test_the_result_pipe_is_widened_as_far_as_the_kernel_allows(pipe):
-    """Fewer wake-ups per multi-MB output (8 MiB: 13.5 -> 8.3 ms on the CPU machine)."""
-    import fcntl
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_the_channels_are_one_way_and_cannot_be_reopened():
+    """Row x10's routes, refused by the kernel: a channel fd opened again through /proc (a pipe's read
+    end so opened is its write end; a socket is never opened there), a write into the command channel
+    from the worker's end, a read of the result channel from it."""
+    import errno
 
-    from harness.judge.worker_link.worker_spawn import PIPE_BYTES, _widen_pipe
+    from harness.judge.worker_link.channel_sockets import channel
 
-    read_fd, write_fd = pipe
-    target = min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
-    try:  # what this process may have at all (a user over its pipe quota may not widen any pipe)
-        fcntl.fcntl(read_fd, fcntl.F_SETPIPE_SZ, target)
-    except OSError as error:
-        pytest.skip(f"the kernel refuses a {target}-byte pipe to this process: {error}")
-    _widen_pipe(write_fd)
-    assert fcntl.fcntl(write_fd, fcntl.F_GETPIPE_SZ) >= target
+    commands_parent, commands_worker = channel(parent_sends=True)
+    results_parent, results_worker = channel(parent_sends=False)
+    try:
+        for fd, flags in ((commands_worker, os.O_WRONLY), (results_worker, os.O_RDONLY)):
+            with pytest.raises(OSError) as refused:
+                os.close(os.open(f"/proc/self/fd/{fd}", flags))
+            assert refused.value.errno == errno.ENXIO
+        with pytest.raises(BrokenPipeError):
+            os.write(commands_worker, b"x")
+        assert os.read(results_worker, 1) == b""  # shut for the parent's writes: at its end at once
+        os.write(commands_parent, b"request")
+        os.write(results_worker, b"reply")
+        assert os.read(commands_worker, 16) == b"request" and os.read(results_parent, 16) == b"reply"
+    finally:
+        for fd in (commands_parent, commands_worker, results_parent, results_worker):
+            os.close(fd)

@@ -126,11 +126,11 @@ def test_a_sealed_result_verifies_and_rebuilds_the_outputs(core):
 
 
 def test_outputs_of_many_chunks_verify_and_a_byte_changed_in_any_chunk_breaks_the_seal(core):
-    """Outputs over several 1 MiB digest chunks (hashed on several threads on both sides), the
+    """Outputs over several digest chunks (hashed on several threads on both sides), the
     last one partial: the parent's digest matches the core's, and one byte changed in a late
     chunk of the second output is caught."""
     key, timer = core
-    data = torch.arange(3 * seal.DIGEST_CHUNK_BYTES // 4 + 5, dtype=torch.float32).reshape(-1, 1)  # 3 MiB + 20 B
+    data = torch.arange(3 * seal.DIGEST_CHUNK_BYTES // 4 + 5, dtype=torch.float32).reshape(-1, 1)  # three chunks + 20 B
     output, entries, tensors = _received(timer.time_call(data, 10, 99, 0.0))
     seal.verify_call(key, 10, 99, timer.overhead_us, output, entries, tensors)
     assert torch.equal(tensors[0], data.t() * 2)
@@ -140,7 +140,7 @@ def test_outputs_of_many_chunks_verify_and_a_byte_changed_in_any_chunk_breaks_th
 
 
 def test_the_chunks_of_many_outputs_hash_together_and_come_back_in_order():
-    """All outputs' chunks go to the threads at once (a list of eight 1 MiB outputs was hashed on one
+    """All outputs' chunks go to the threads at once (a list of eight 1 MiB outputs was once hashed on one
     thread, docs/results.md run 11); each output gets its own leaves back, in order."""
     sizes = [0, 5, seal.DIGEST_CHUNK_BYTES, seal.DIGEST_CHUNK_BYTES + 1, 3 * seal.DIGEST_CHUNK_BYTES - 7] * 2
     outputs = [memoryview(os.urandom(size)) for size in sizes]

@@ -46,10 +46,10 @@ def test_the_core_s_pages_change_only_through_its_gate_and_only_to_open_or_close
     assert rule("mprotect", KEY[0], 4096, R | W, ip=GATE_IP, guarded=guarded) == "core"  # the key stays read-only
     state = decide("mprotect", [STATE[0], 4096, R | W, 0, 0, 0], GATE_IP, THREAD, guarded)
     assert state.rule is None and not state.unlock and state.state_open  # counted: the parent compares
-    window = decide("mprotect", [STATE[0], rules.STATE_WINDOW_BYTES, R, 0, 0, 0], GATE_IP, THREAD, guarded)
-    assert window.rule is None and not window.state_open  # the window's form, read-only (the filter lets it by)
-    written = decide("mprotect", [STATE[0], rules.STATE_WINDOW_BYTES, R | W, 0, 0, 0], GATE_IP, THREAD, guarded)
-    assert written.rule is None and written.state_open  # read-write in the window's length: counted like any
+    read = decide("mprotect", [STATE[0], 1, R, 0, 0, 0], GATE_IP, THREAD, guarded)
+    assert read.rule == "core"  # one byte read-only, the window's old uncounted form: a reader of the page (x17)
+    written = decide("mprotect", [STATE[0], 1, R | W, 0, 0, 0], GATE_IP, THREAD, guarded)
+    assert written.rule is None and written.state_open  # read-write in one byte's length: counted like any (x16)
     assert not decide("mprotect", [STATE[0], 4096, 0, 0, 0, 0], GATE_IP, THREAD, guarded).state_open  # a close
     assert not opened.state_open
     assert rule("mprotect", STATE[0], 4096, R, ip=GATE_IP, guarded=guarded) == "core"  # read alone: a key reader
@@ -108,9 +108,6 @@ def test_opens_are_judged_by_where_the_lookup_leads():
     assert rule("openat", 9, 0x30, 0, guarded=guarded) == "proc_mem"  # relative to a /proc dirfd
     unreadable = decide("open", [0x40, 0, 0, 0, 0, 0], 0, THREAD, guarded)
     assert unreadable.error == errno.EFAULT and unreadable.rule is None  # refused, not a violation
-    channel = worker(read_path=lambda tid, address: "/dev/fd/3", lookup=lambda *a: ["/proc/100/fd/3"],
-                     is_channel=lambda path: path == "/proc/100/fd/3")
-    assert rule("open", 1, 1, guarded=channel) == "channels"
 
 
 def test_span_rounds_to_whole_pages():

@@ -73,8 +73,8 @@ def test_the_core_opens_its_key_through_the_gate_and_nobody_else_does():
 
 def state_page_openings() -> dict:
     """The supervisor's record of a child that binds the core, times two calls, rechecks once, opens the
-    call-state page through the gate read-write (counted), in the window's form (read-only: not
-    counted) and in the window's length read-write (counted), closing it after each."""
+    call-state page through the gate read-write (counted) and in one byte's length read-write (counted
+    too), closing it after each, and asks for it read-only (refused)."""
     import platform
     import types
 
@@ -89,9 +89,9 @@ def state_page_openings() -> dict:
         answers = [_sealed.time_call(torch.ones(4, 4), index, 0, 0.0)[0] for index in (1, 2)]
         _sealed.recheck(os.urandom(16))
         planted = [gate(out[3], 4096, 3), gate(out[3], 4096, 0)]  # counted
-        windowed = [gate(out[3], rules.STATE_WINDOW_BYTES, 1), gate(out[3], 4096, 0)]  # the window's form: not
-        written = [gate(out[3], rules.STATE_WINDOW_BYTES, 3), gate(out[3], 4096, 0)]  # its length, read-write: counted
-        return 0 if answers == ["ok", "ok"] and planted == windowed == written == [0, 0] else 1
+        written = [gate(out[3], 1, 3), gate(out[3], 4096, 0)]  # one byte's length, read-write: counted
+        read = gate(out[3], 1, 1)  # read-only: refused (rule 'core'), nothing opened
+        return 0 if answers == ["ok", "ok"] and planted == written == [0, 0] and read != 0 else 1
 
     return supervised(run, start_the_core)
 
@@ -99,11 +99,10 @@ def state_page_openings() -> dict:
 
 
 @needs_seccomp
-def test_each_opening_of_the_call_state_page_but_the_window_s_is_counted():
-    """Three openings at bind, two per timed call (its entry, after the end event), one per recheck:
-    told to the supervisor. The core's opening inside the timed window (one byte, read-only) is not;
-    one more through the gate (x11's way, for the call-state page) is counted, and so is one in the
-    window's length read-write, and the parent finds them (WorkerSession._count_state).
+def test_each_opening_of_the_call_state_page_is_counted():
+    """Three openings at bind, two per timed call (its entry, when custom_kernel returns), one per
+    recheck: told to the supervisor. One more through the gate (x11's way, for the call-state page) is
+    counted, and so is one naming a single byte, and the parent finds them (WorkerSession._count_state).
     In a fresh interpreter: the core binds once per process, and an earlier test of this one may have
     bound it (tests/test_seal.py), which a fork would inherit."""
     tests = Path(__file__).resolve().parent
@@ -114,6 +113,7 @@ def test_each_opening_of_the_call_state_page_but_the_window_s_is_counted():
     state = json.loads(done.stdout.splitlines()[-1])
     assert state["exit"] == 0 and state["state_page"]
     assert state["state_opens"] == 3 + 2 * 2 + 1 + 2 and state["unlocks"] == 3  # two calls' MACs, the recheck's
+    assert state["refused"] == {"core": 1}  # the read-only opening
 
 
 @needs_seccomp

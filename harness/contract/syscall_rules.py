@@ -34,7 +34,7 @@ RULES = (
     Rule("userfaultfd", "no userfaultfd", True),
     Rule("mounts", "no mount, chroot or pivot_root", True),
     Rule("proc_mem", "no open of /proc/<pid>/mem, pagemap or map_files", True),
-    Rule("channels", "no dup2/dup3 onto, close of, or reopen of the worker's channel fds", True),
+    Rule("channels", "no dup2/dup3 onto, or close of, the worker's channel fds (sockets: never reopened)", True),
     Rule("core", "no mprotect/mmap/munmap/madvise/mremap on the core's pages but its gate's own toggles", True),
     Rule("code", "W^X: code never becomes writable; code loaded before the import is never replaced", True),
     Rule("wx", "no writable+executable or anonymous executable mapping", False),
@@ -58,11 +58,6 @@ FLAG_TSYNC, FLAG_NEW_LISTENER, FLAG_TSYNC_ESRCH = 1, 8, 16
 RET_KILL_PROCESS, RET_ERRNO, RET_USER_NOTIF, RET_ALLOW = 0x80000000, 0x00050000, 0x7FC00000, 0x7FFF0000
 PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE, PR_SET_SECCOMP = 38, 4, 22
 PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
-STATE_WINDOW_BYTES = 1
-"""The length the core's gate names for its one opening of the call-state page inside the timed window,
-read-only (GATE_WINDOW_BYTES, harness/worker/csrc/syscall_gate.h; the kernel opens the whole page):
-the filter lets that form through unasked. Every read-write opening of the page names 4096 and is
-notified and counted (docs/security.md)."""
 MAP_FIXED, MAP_ANONYMOUS = 0x10, 0x20
 MREMAP_FIXED = 2
 SHM_REMAP, SHM_EXEC = 0o40000, 0o100000

@@ -105,5 +105,11 @@ class SealedTimer:
         return _sealed.time_call(data, index, seed, sleep_us, staged, kept, draw, sealed)
 
     @staticmethod
+    def last_phases() -> dict[str, float]:
+        """Where the last timed call's host time went inside the core, ms per phase (shown only: the
+        marks are ordinary memory the submission could change)."""
+        return _sealed.last_phases()
+
+    @staticmethod
     def recheck(nonce: bytes) -> tuple[float, float, float, bytes]:
         return _sealed.recheck(nonce)

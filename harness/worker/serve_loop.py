@@ -230,6 +230,8 @@ class Worker:
             raise SubmissionError(Status.REJECTED, "custom_kernel modified its input tensors")
         clock.append(timers._perf_counter())
         spent_ms = {name: 1e3 * (end - begin) for name, begin, end in zip(("scan", "core", "checks"), clock, clock[1:])}
+        if sealed:
+            spent_ms.update({f"core.{phase}": ms for phase, ms in self.timer.last_phases().items()})
         self.send(dataclasses.replace(reply, spent_ms=spent_ms), snapshot, parts)
 
     def _sealed_call(self, request: Call, data: Any, operands: list[torch.Tensor] | None, draw: int | None

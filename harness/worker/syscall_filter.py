@@ -99,11 +99,9 @@ def build(arch: Arch, channels: list[int], toggles: Toggles | None = None,
           own_pid: int = 0, shortcut: list[rules.Range] | None = None) -> bytes:
     """The filter for ``arch`` guarding the ``channels`` fds (dup2/dup3 onto them, close of them).
     ``toggles`` (the gate's instruction pointer; each of the core's pages, the length and the accesses
-    its mprotect from there runs unnotified with): each page closed (no access, 4096 bytes), and the
-    call-state page opened read-only in the timed window's form (``rules.STATE_WINDOW_BYTES``), the
-    core's one opening inside the window (a round trip to the supervisor there would be host time
-    before the end event). Every other opening, the key page's and the call-state page's read-write
-    ones, stays notified: the supervisor counts them and the parent compares the counts. ``shortcut``
+    its mprotect from there runs unnotified with): each page closed (no access, 4096 bytes). Every
+    opening, the key page's and the call-state page's, stays notified: the supervisor counts them and
+    the parent compares the counts. ``shortcut``
     (sorted page-aligned ranges holding the core's pages and the code loaded before the import): a
     munmap, madvise, fixed non-executable mmap or mprotect to read or no access whose range lies
     outside all of them runs unnotified (docs/security.md, "What the filter decides itself");
@@ -280,13 +278,12 @@ def core_gate() -> list[int] | None:
 
 def gate_toggles(gate: list[int] | None) -> Toggles | None:
     """The gate's mprotects the filter lets through (build's ``toggles``), from ``core_gate``'s list:
-    the call-state page (gate[3]) to no access or, in the window's form, read-only; each one-page
-    key page to no access."""
+    the call-state page (gate[3]) and each one-page key page to no access."""
     if not gate or len(gate) < 5 or not gate[0]:
         return None
     pages: list[tuple[int, int, tuple[int, ...]]] = []
     if gate[3]:
-        pages += [(gate[3], 4096, (0,)), (gate[3], rules.STATE_WINDOW_BYTES, (rules.PROT_READ,))]
+        pages.append((gate[3], 4096, (0,)))
     pages += [(start, 4096, (0,)) for start, end in zip(gate[5::2], gate[6::2]) if end - start == 4096]
     return (gate[0], pages) if pages else None
 

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Callable, Iterable
 
 MAX_LINKS = 40  # the kernel's own limit on symlinks in one lookup
-_PROC_OBJECT = r"(?P<pid>\d+)(/task/\d+)?/(?P<what>mem|pagemap|map_files|fd/(?P<fd>\d+))(/.*)?"
+_PROC_OBJECT = r"(?P<pid>\d+)(/task/\d+)?/(?P<what>mem|pagemap|map_files)(/.*)?"
 
 
 def _parts(path: str) -> list[str]:
@@ -80,20 +80,14 @@ def base_of(tid: int, dirfd: int, path: str, readlink: Callable[[str], str] = os
     return base if base.startswith("/") else None
 
 
-def sensitive(seen: list[str], roots: Iterable[str], is_channel: Callable[[str], bool]) -> tuple[str, str] | None:
+def sensitive(seen: list[str], roots: Iterable[str]) -> tuple[str, str] | None:
     """(rule, path) for the first path of a lookup the rules refuse: a process's memory, page map
-    or map_files (``proc_mem``), a reopen of one of the worker's channel pipes (``channels``), the
-    userfaultfd device (``userfaultfd``); None when every one is allowed."""
+    or map_files (``proc_mem``), the userfaultfd device (``userfaultfd``); None when every one is
+    allowed. (The worker's channels are sockets, which the kernel never opens through /proc.)"""
     patterns = [re.compile(re.escape(root.rstrip("/")) + "/" + _PROC_OBJECT + "$") for root in roots]
     for path in seen:
         if path == "/dev/userfaultfd":
             return "userfaultfd", path
-        for pattern in patterns:
-            match = pattern.match(path)
-            if not match:
-                continue
-            if match.group("fd") is None:
-                return "proc_mem", path
-            if is_channel(path):
-                return "channels", path
+        if any(pattern.match(path) for pattern in patterns):
+            return "proc_mem", path
     return None

@@ -51,8 +51,10 @@ def _storage_bytes(tensor: torch.Tensor) -> memoryview:
     return memoryview(storage.numpy())
 
 
-DIGEST_CHUNK_BYTES = 1 << 20
-"""The leaf size of the output digest; the same constant as harness/worker/csrc/digest_tree.h."""
+DIGEST_CHUNK_BYTES = 1 << 18
+"""The leaf size of the output digest; the same constant as harness/worker/csrc/digest_tree.h. 256 KiB
+(1 MiB until 2026-11-26): SHA-256 runs at 1.2-1.3 GB/s a thread on the H100's host (results.md run 14),
+so a 1.75 MiB output in 1 MiB leaves took two threads 0.8 ms; in 256 KiB leaves seven take 0.2."""
 DIGEST_MAX_THREADS = 8
 """The most threads hashing outputs; the same constant as harness/worker/csrc/digest_tree.h."""
 
@@ -65,6 +67,20 @@ def _leaf_hashers() -> ThreadPoolExecutor:
                               thread_name_prefix="leaf-sha256")
 
 
+def _hash_side_by_side(pieces: list[memoryview]) -> list[bytes]:
+    """SHA-256 of each piece, in order: one task per thread, each hashing every n-th piece, so that
+    the pool's own cost (tens of us a task) is paid per thread, not per 256 KiB leaf."""
+    threads = max(1, min(len(pieces), DIGEST_MAX_THREADS, host_share.cpu_share()))
+
+    def hash_every(start: int) -> list[bytes]:
+        return [hashlib.sha256(piece).digest() for piece in pieces[start::threads]]
+
+    if threads == 1:
+        return hash_every(0) if pieces else []
+    strided = list(_leaf_hashers().map(hash_every, range(threads)))
+    return [strided[index % threads][index // threads] for index in range(len(pieces))]
+
+
 def _leaves(outputs: list[memoryview]) -> list[list[bytes]]:
     """SHA-256 of each DIGEST_CHUNK_BYTES chunk of each output (none for an empty one), the chunks of
     every output in one pool: a list of many small outputs (the grouped GEMM's eight) is as parallel
@@ -73,7 +89,7 @@ def _leaves(outputs: list[memoryview]) -> list[list[bytes]]:
     chunks = [(number, data[at:at + DIGEST_CHUNK_BYTES]) for number, data in enumerate(outputs)
               for at in range(0, len(data), DIGEST_CHUNK_BYTES)]  # memoryview slices: no copies
     pieces = [chunk for _, chunk in chunks]
-    hashes = (_leaf_hashers().map if len(pieces) > 1 else map)(lambda chunk: hashlib.sha256(chunk).digest(), pieces)
+    hashes = _hash_side_by_side(pieces)
     leaves: list[list[bytes]] = [[] for _ in outputs]
     for (number, _), leaf in zip(chunks, hashes):
         leaves[number].append(leaf)

@@ -20,11 +20,9 @@ PAGE = 4096
 Range = tuple[int, int]
 KEY_ACCESS, STATE_ACCESS = rules.PROT_READ, rules.PROT_READ | rules.PROT_WRITE
 """What the core's gate opens its pages to: the key page read-only (for a MAC), the hidden
-call-state page read-write (around the core's own code), or read-only in the timed window's form
-(``rules.STATE_WINDOW_BYTES``); closed, each is PROT_NONE. The filter lets the gate's closes and
-the window's form through itself (syscall_filter.build), unnotified: the verdicts here would be the
-same, and none of them is counted. Every other opening from the gate is counted: every read-write
-opening of the call-state page among them."""
+call-state page read-write (around the core's own code); closed, each is PROT_NONE. The filter lets
+the gate's closes through itself (syscall_filter.build), unnotified: the verdicts here would be the
+same, and none of them is counted. Every opening from the gate is counted."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class Verdict:
     rule: str | None = None  # the rule that refused it
     detail: str = ""
     unlock: bool = False  # the core opened its key page (the parent counts these against its MACs)
-    state_open: bool = False  # the call-state page opened read-write outside the window (counted alike)
+    state_open: bool = False  # the call-state page opened read-write (counted alike)
     changed_code: bool = False  # it may change which mappings are executable: read them again
 
 
@@ -56,7 +54,6 @@ class Worker:
     executable: Callable[[], list[Range]] = list  # the worker's executable mappings now
     read_path: Callable[[int, int], str | None] = lambda tid, address: None
     lookup: Callable[[int, int, str], list[str]] = lambda tid, dirfd, path: []  # proc_paths.walk from the task
-    is_channel: Callable[[str], bool] = lambda path: False
     ours: Callable[[int], bool] = lambda pid: False  # a process of this run: below the reaper (the supervisor's)
     pidfd_target: Callable[[int, int], int | None] = lambda tid, fd: None  # the process a task's pidfd names
 
@@ -102,8 +99,7 @@ def _memory(name: str, args: list[int], ip: int, worker: Worker) -> Verdict:
             return _refuse("wx", f"{name} {_prot(prot)}")
         if overlaps(where, worker.core):
             access = worker.gate_pages.get(where)
-            window_form = access == STATE_ACCESS and args[1] == rules.STATE_WINDOW_BYTES and prot == rules.PROT_READ
-            if name == "mprotect" and ip == worker.gate_ip and (prot in (0, access) or window_form):
+            if name == "mprotect" and ip == worker.gate_ip and prot in (0, access):
                 return Verdict(unlock=prot == KEY_ACCESS, state_open=prot == access == STATE_ACCESS)
             return _refuse("core", f"{name} {_prot(prot)} at {where[0]:#x}, the core's")
         if prot & rules.PROT_WRITE and overlaps(where, worker.frozen + worker.executable()):
@@ -150,7 +146,7 @@ def _open(name: str, args: list[int], tid: int, worker: Worker) -> Verdict:
     path = worker.read_path(tid, address)
     if path is None:  # unreadable now: the kernel might read something else later
         return Verdict(errno.EFAULT)
-    hit = proc_paths.sensitive(worker.lookup(tid, dirfd, path), worker.roots, worker.is_channel)
+    hit = proc_paths.sensitive(worker.lookup(tid, dirfd, path), worker.roots)
     if hit:
         return _refuse(hit[0], f"{name} of {path!r} ({hit[1]})")
     return ALLOW

@@ -94,7 +94,6 @@ class Guarded:
         self._code: list[Range] | None = None
         gate = [int(x) for x in arm.get("gate") or []]
         channels = [int(fd) for fd in arm.get("channels", [])]
-        self.channel_files = {self._identity(f"/proc/{pid}/fd/{fd}") for fd in channels} - {None}
         with open(f"/proc/{pid}/mountinfo") as handle:
             roots = proc_mounts.proc_roots(handle.read())
         pages = {(gate[i], gate[i + 1]): KEY_ACCESS for i in range(5, len(gate) - 1, 2)}
@@ -104,7 +103,7 @@ class Guarded:
             pid=pid, gate_ip=gate[0] if gate else 0, core=([(gate[1], gate[2])] if gate else []) + list(pages),
             gate_pages=pages, frozen=_executable(pid), channels=frozenset(channels), roots=roots,
             same_mm=lambda tid: self._shares(tid, KCMP_VM), same_files=lambda tid: self._shares(tid, KCMP_FILES),
-            executable=self.executable, read_path=_read_string, lookup=self.lookup, is_channel=self.is_channel,
+            executable=self.executable, read_path=_read_string, lookup=self.lookup,
             ours=self.ours, pidfd_target=process_tree.pidfd_target)
         shortcut = arm.get("shortcut")
         if shortcut is not None:  # what the filter decides itself must keep every guarded range notified
@@ -118,14 +117,6 @@ class Guarded:
     def ours(self, target: int) -> bool:
         """A process of this run: below the reaper, whose thread this supervisor is."""
         return self.own_namespace or process_tree.below(target, os.getpid())
-
-    @staticmethod
-    def _identity(path: str) -> tuple[int, int] | None:
-        try:
-            found = os.stat(path)
-        except OSError:
-            return None
-        return found.st_dev, found.st_ino
 
     def _shares(self, tid: int, what: int) -> bool:
         """Whether ``tid`` shares the worker's memory (KCMP_VM) or fd table (KCMP_FILES): its threads
@@ -153,9 +144,6 @@ class Guarded:
         if base is None:
             return []
         return proc_paths.walk(tid, self.pid if self._thread(tid) else _tgid(tid), base, path, self.worker.roots)
-
-    def is_channel(self, path: str) -> bool:
-        return self._identity(path) in self.channel_files
 
 
 def _tgid(tid: int) -> int:

@@ -75,7 +75,7 @@ def hung_at(stacks: str, submission: Path) -> str:
 
 def _reported_ms(spent: dict[str, Any]) -> dict[str, float]:
     """A worker's own account of its time, kept only as plain numbers (it decides nothing)."""
-    return {str(k)[:20]: float(v) for k, v in list(spent.items())[:8] if type(v) in (int, float)}
+    return {str(k)[:20]: float(v) for k, v in list(spent.items())[:16] if type(v) in (int, float)}
 
 
 @dataclass(frozen=True)
@@ -149,11 +149,10 @@ class WorkerSession:
                 raise WorkerFailure(status, why)
 
     def _count_state(self) -> None:
-        """The core opens its call-state page read-write, outside the timed window, three times at bind,
-        twice per timed result (at time_call's entry and after the end event) and once per recheck; its
-        opening inside the window is read-only and not counted (docs/security.md). Any other count
-        means code other than the core's opened it: the gate's syscall reached by a jump, or a call the
-        parent did not ask for."""
+        """The core opens its call-state page read-write three times at bind, twice per timed result (at
+        time_call's entry and when custom_kernel returns, before the end event) and once per recheck;
+        every opening is counted (docs/security.md). Any other count means code other than the core's
+        opened it: the gate's syscall reached by a jump, or a call the parent did not ask for."""
         supervision = self.worker.supervision
         if supervision.expected and supervision.counts_state() and supervision.state_opens() != self._state_opens:
             self.worker.kill()

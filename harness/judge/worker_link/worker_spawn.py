@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.contract.output_file import FILE_BYTES
-from harness.judge.worker_link import compile_cache, host_share, input_stage, worker_confinement
+from harness.judge.worker_link import channel_sockets, compile_cache, host_share, input_stage, worker_confinement
 from harness.judge.worker_link.supervision import Supervision
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -96,23 +96,6 @@ def thread_name_preload() -> Path | None:
     rules then leave its threads' folders writable, which CUDA needs (docs/security.md)."""
     return next((path for suffix in importlib.machinery.EXTENSION_SUFFIXES
                  if (path := REPO_ROOT / "harness" / "worker" / f"_preload{suffix}").is_file()), None)
-
-
-PIPE_BYTES = 1 << 20
-"""The result pipe's buffer (Linux's default ceiling, /proc/sys/fs/pipe-max-size): an 8 MiB output
-crosses in 8.3 ms instead of 13.5 with the default 64 KiB (this project's CPU machine)."""
-
-
-def _widen_pipe(fd: int) -> None:
-    """Best effort: a larger pipe buffer means fewer wake-ups per output (Linux only). Where the
-    system's ceiling is lower than PIPE_BYTES, the ceiling."""
-    sizes = [PIPE_BYTES]
-    with contextlib.suppress(OSError, ValueError):
-        sizes.append(min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text())))
-    for size in sizes:
-        with contextlib.suppress(AttributeError, OSError):
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
-            return
 
 
 PR_SET_DUMPABLE = 4
@@ -292,9 +275,8 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
     drop_to_uid = spec.drop_to_uid(steps, submission)
     if drop_to_uid is not None:
         os.chown(workdir.name, drop_to_uid, drop_to_uid)
-    commands_r, commands_w = os.pipe()
-    results_r, results_w = os.pipe()
-    _widen_pipe(results_w)
+    commands_w, commands_r = channel_sockets.channel(parent_sends=True)
+    results_r, results_w = channel_sockets.channel(parent_sends=False)
     # The key reaches the worker's compiled core through a pipe it closes before the import.
     key, key_r = new_key_pipe()
     # The syscall supervisor, a thread of the reaper, takes the worker's seccomp listener.

@@ -77,33 +77,6 @@ int hidden_open(void) {
     return 0;
 }
 
-/* The timed window's form: GATE_WINDOW_BYTES, read-only, let through the filter unasked (a round
- * trip to the supervisor there would be host time before the end event). Read-only, so that code
- * jumping to the gate in this form gains no write to the indexes; the core's own writes wait for
- * hidden_write_after_window, after the end event, counted. ``saved``: the signal mask to restore. */
-int hidden_read_in_window(sigset_t *saved) {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, saved);
-    if (core_mprotect(ST, GATE_WINDOW_BYTES, PROT_READ)) {
-        pthread_sigmask(SIG_SETMASK, saved, NULL);
-        PyErr_SetFromErrno(PyExc_OSError);
-        return -1;
-    }
-    return 0;
-}
-
-/* After the end event: the page read-write (notified, counted: one per signed result, as at entry). */
-int hidden_write_after_window(const sigset_t *saved) {
-    if (core_mprotect(ST, 4096, PROT_READ | PROT_WRITE)) {
-        pthread_sigmask(SIG_SETMASK, saved, NULL);
-        PyErr_SetFromErrno(PyExc_OSError);
-        return -1;
-    }
-    ST->saved_signals = *saved;
-    return 0;
-}
-
 void hidden_close(void) {
     sigset_t saved = ST->saved_signals;
     core_mprotect(ST, 4096, PROT_NONE); /* a refusal leaves it open: nothing the core can do about it */

@@ -64,8 +64,6 @@ int core_mprotect(void *start, size_t bytes, int prot); /* every mprotect of the
 uint8_t *random_page(void);
 int hidden_create(void);  /* map the hidden page (open); -1 with an exception */
 int hidden_open(void);    /* block signals, open the page (counted by the supervisor); -1 with an exception */
-int hidden_read_in_window(sigset_t *saved); /* read-only, in the form the filter lets through uncounted (syscall_gate.h) */
-int hidden_write_after_window(const sigset_t *saved); /* read-write after the end event, counted */
 void hidden_close(void);  /* close the page, restore the signal mask */
 PyObject *seal_core(void);
 /* key_page.c */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DIGEST_CHUNK_BYTES ((size_t)1 << 20)
+#define DIGEST_CHUNK_BYTES ((size_t)1 << 18)
 #define DIGEST_MAX_THREADS 8
 
 typedef struct {

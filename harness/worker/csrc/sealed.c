@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "call_phases.h"
 #include "core_state.h"
 #include "digest_tree.h"
 #include "drawn_inputs.h"
@@ -168,12 +169,15 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
         return PyErr_Occurred() ? NULL : Py_BuildValue("(sOs)", why, result, "when custom_kernel returned");
     }
     time_us = host_clock_us() - host_start; /* the CPU's time: the outputs' reading included */
-    sigset_t saved;
-    if (hidden_read_in_window(&saved)) { Py_DECREF(structure); release_call(); return NULL; } /* uncounted: no round trip */
+    /* Opened read-write and counted, like every opening: the supervisor's round trip is host time
+     * before the end event, which the queued sleep covers (it is sized from the calls' host time). */
+    if (hidden_open()) { Py_DECREF(structure); release_call(); return NULL; }
+    phase_mark(PHASE_OPENED);
     int failed = core.on_gpu && close_window(&exposed);
     host_us = host_clock_us() - host_start;
-    if (hidden_write_after_window(&saved)) { Py_DECREF(structure); release_call(); return NULL; }
+    phase_mark(PHASE_CLOSED);
     failed = failed || copy_outputs(views, count, total, &first, &second);
+    phase_mark(PHASE_COPIED);
     failed = failed || (core.on_gpu && read_window(exposed, &clock));
     const char *hook = failed ? NULL : watching_hook(&core.probes, 0);
     if (hook) snprintf(detail, sizeof detail, "%s", hook);
@@ -193,6 +197,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     }
     ST->busy = 0;
     hidden_close();
+    phase_mark(PHASE_SIGNED);
     clear_thread_hooks(); /* a hook custom_kernel set watches nothing: the next inputs do not exist yet */
     PyObject *answer = NULL, *outputs = NULL;
     if (!failed && why) answer = Py_BuildValue("(sOs)", why, result, detail);
@@ -200,6 +205,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
         answer = Py_BuildValue("(sddOOOOy#O(dddd))", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
                                exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result,
                                clock.event_us, clock.clock_us, clock.gap_us, clock.allowance_us);
+    phase_mark(PHASE_PLACED);
     Py_XDECREF(outputs);
     Py_DECREF(structure);
     return answer;
@@ -253,16 +259,21 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     ST->last_index = index;
     ST->busy = 1;
     kernel = ST->kernel;
+    phase_mark(PHASE_BEGIN);
     if ((staged_count && stage_inputs(ST->stage_key, index, staged, staged_count)) ||
-        (core.on_gpu && (quiet_gpu() || (draw >= 0 && replay_draw(draw, index, (const uint8_t *)sealed, &seed)) ||
+        (core.on_gpu && (quiet_gpu() || (phase_mark(PHASE_QUIET), 0) ||
+                         (draw >= 0 && (replay_draw(draw, index, (const uint8_t *)sealed, &seed) ||
+                                        (phase_mark(PHASE_DRAWN), 0))) ||
                          start_window(sleep_us)))) {
         ST->busy = 0;
         hidden_close();
         goto done;
     }
     hidden_close();
+    phase_mark(PHASE_HELD);
     host_start = host_clock_us();
     result = PyObject_CallOneArg(kernel, data);
+    phase_mark(PHASE_KERNEL);
     PyGC_Disable(); /* custom_kernel may have turned it back on */
     if (result) {
         answer = seal_call(index, seed, result, host_start, staged, staged_count);
@@ -341,6 +352,7 @@ static PyMethodDef methods[] = {
     {"hmac_sha256", sealed_hmac, METH_VARARGS, "HMAC-SHA256 of a message under a given key (self-test)."},
     {"sha256_backend", sealed_sha256_backend, METH_NOARGS, "'sha-ni' or 'portable': which SHA-256 digests and signs results."},
     {"digest_threads", sealed_digest_threads, METH_NOARGS, "Threads hashing an output (OMP_NUM_THREADS, 1..8; self-test)."},
+    {"last_phases", last_phases, METH_NOARGS, "Where the last timed call's host time went, ms per phase (shown only)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,11 +10,9 @@
  *
  * What this does not stop: native code that calls gate_raw_mprotect, or jumps to its syscall
  * instruction, opens a page like the core. The parent counts the openings the supervisor is told of:
- * the key page's (one per MAC it verifies) and the call-state page's read-write ones (three at bind,
- * two per timed call: at time_call's entry and after the end event; one per recheck), so an extra
- * one rejects the run. The core's one opening of the call-state page inside the timed window names
- * GATE_WINDOW_BYTES, read-only, and the filter lets that form through unasked: a jump that opens the
- * page in that form is not counted, and can read the page but not write it (docs/security.md). */
+ * the key page's (one per MAC it verifies) and the call-state page's (three at bind, two per timed
+ * call: at time_call's entry and when custom_kernel returns; one per recheck), so an extra one rejects
+ * the run. Only the gate's closes run unasked (docs/security.md). */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -9,11 +9,4 @@
  * Every page given to it is remembered as one of the core's (the key's page). */
 int gate_mprotect(void *start, size_t bytes, int prot);
 
-/* The length the core's one opening of the call-state page inside the timed window names (between
- * custom_kernel's return and the end event), read-only: the kernel rounds it up to the whole page, and
- * the filter lets exactly this form through without asking the supervisor, since a round trip there
- * would be host time inside the window. Every read-write opening of that page names 4096 and is
- * counted (harness.contract.syscall_rules.STATE_WINDOW_BYTES is the same number). */
-#define GATE_WINDOW_BYTES 1
-
 #endif

@@ -12,13 +12,13 @@ wait for the stream (the honest decode's code table is made once, not copied fro
 call: that copy waited for the gate, and the row acted on no call in run 17). It raises if it never
 acted: a row that cannot act tests nothing.
 
-The handle is read from the core's hidden page, opened through the core's own gate in the form the
-core uses inside the timed window (one byte, read-only: the filter lets that form through unasked, so
-the supervisor does not count it; x14 and x16 open it read-write, counted, and are rejected for that). The
-second clock's end stamp still waits for the second half: before issue 40's item 2 the reading
-subtracted that wait, measured from the end event, and the gap came out unchanged (the hole); now the
-subtracted wait is capped at its calibrated value and every call reads beyond its allowance, so the
-parent rejects the case."""
+The handle is read from the core's hidden page, opened through the core's own gate. Every such
+opening is counted by the syscall supervisor (x14, x16 and x17 are rejected for it), so this row
+runs without the supervisor (its `sandbox` in verdicts.yml): it tests the second clock, the backstop
+for a handle found any other way. The second clock's end stamp still waits for the second half:
+before issue 40's item 2 the reading subtracted that wait, measured from the end event, and the gap
+came out unchanged (the hole); now the subtracted wait is capped at its calibrated value and every
+call reads beyond its allowance, so the parent rejects the case."""
 
 import ctypes
 import os
@@ -28,8 +28,6 @@ import tempfile
 import _honest
 import _window
 import torch
-
-from harness.contract import syscall_rules as rules
 
 WATCHER = r"""
 #include <dlfcn.h>
@@ -98,8 +96,8 @@ unsigned acted_on(void) { return acted; }
 
 
 def end_event_handle() -> int | None:
-    """The core's end event, read on its hidden page through the core's gate in the window's form."""
-    return _window.word_through_the_gate(rules.STATE_WINDOW_BYTES, 1, _window.HIDDEN_END_EVENT) or None
+    """The core's end event, read on its hidden page opened through the core's gate."""
+    return _window.word_through_the_gate(4096, 3, _window.HIDDEN_END_EVENT) or None
 
 
 def start_watcher():

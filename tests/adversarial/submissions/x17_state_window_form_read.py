@@ -1,12 +1,12 @@
-"""The timed window's form as the core names it, read-only and uncounted: the core's gate opens the
-call-state page for one byte, PROT_READ, which the filter lets through without asking the supervisor.
-That is enough to read the core's start event (not to write last_index), and s20's attack follows:
-the start event recorded again after half the work. What stops it is the second clock, which the
-submission cannot re-arm: the events then read half of what the clock saw."""
+"""The timed window's old form: the core's gate asked to open the call-state page for one byte,
+read-only, which the filter once let through without asking the supervisor (uncounted), enough to read
+the core's start event for s20's attack (the start event recorded again after half the work). The core
+opens that page only read-write now, every opening notified and counted, so the supervisor refuses a
+read-only opening from the gate (rule 'core') and the attack never reads the event."""
 
 import _window
 
-START_EVENT = _window.word_through_the_gate(1, 1)  # harness.contract.syscall_rules.STATE_WINDOW_BYTES
+START_EVENT = _window.word_through_the_gate(1, 1)
 
 
 def custom_kernel(data):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import sys
 import types
@@ -26,6 +25,7 @@ import torch
 
 from harness.judge.verdict import queued_sleep
 from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US
+from harness.judge.worker_link import worker_spawn
 from harness.sol.calibration import measure
 from harness.sol.replay_clock import graph_per_call_us
 from harness.worker import sealed_core
@@ -40,9 +40,7 @@ _call_index = itertools.count()
 
 def sealed_timer() -> sealed_core.SealedTimer:
     """The compiled core with a throwaway key, bound to a kernel that calls the thunk it is given."""
-    read_fd, write_fd = os.pipe()
-    os.write(write_fd, os.urandom(32))
-    os.close(write_fd)
+    _, read_fd = worker_spawn.new_key_pipe()  # the key and the staging key, as a worker gets them
     timer = sealed_core.SealedTimer(read_fd, torch.device("cuda"))
     timer.bind(lambda _: types.SimpleNamespace(custom_kernel=lambda thunk: thunk()), None)
     return timer

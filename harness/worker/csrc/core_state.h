@@ -26,6 +26,8 @@ typedef struct {
     CUevent start_event, end_event, stamp_event; /* stamp_event: behind the end stamp */
     CUdeviceptr flush_buffer, counter, stamps; /* stamps: STAMP_SLOTS random words, two used per call */
     uint64_t *stamp_host;                  /* pinned: the two stamps of the last window */
+    uint32_t *release;                     /* pinned, read by the hold kernel: a timed call's hold ends when
+                                              it reaches that hold's generation (gpu_window.c) */
     uint32_t holds;                        /* hold kernels launched (their grid barrier's generation) */
     uint32_t start_slot, end_slot;
     uint64_t start_mask, end_mask;

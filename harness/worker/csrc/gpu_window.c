@@ -2,9 +2,11 @@
  * end event, all through the driver table (cuda_driver.c), none through Python.
  *
  * Before the start event: every stream idle (cuCtxSynchronize), then one kernel that first holds the
- * GPU for the queued sleep (so that the host's launch of the call happens while the GPU is busy),
- * then flushes the L2 by reading its buffer (clean lines only), then waits for all its blocks (a grid
- * barrier) and stamps %globaltimer. Its grid takes every thread slot of every SM: no kernel of any other stream
+ * GPU until the host has queued the whole call, custom_kernel's launches and the end event (the core
+ * then writes the hold's generation into a pinned word the kernel polls), or for the queued sleep if
+ * that comes first (a custom_kernel that waits for the GPU); then flushes the L2 by reading its buffer
+ * (clean lines only), then waits for all its blocks (a grid barrier) and stamps %globaltimer. So no
+ * host launch time lies between the events, and the GPU waits no longer than the host's launch. Its grid takes every thread slot of every SM: no kernel of any other stream
  * can start before it ends, so nothing the submission queues on a side stream runs before the start
  * event; and the flush comes after the hold, so L2 lines a copy engine warmed during it are gone.
  *
@@ -26,9 +28,13 @@
 #define OVERHEAD_SAMPLES 21
 #define GRAPH_KERNELS 100
 #define MIN_CALL_SLEEP_US 100.0
-/* A timed call's queued sleep is at least this long: on an H100 a ~4 us kernel read 8.16 us behind
- * a 20 us sleep and 5.02 us behind 100 us or 1000 us (host launch latency leaked in; 2026-11-23). */
+/* A timed call's queued sleep (the hold's ceiling, where the core's release does not come first) is
+ * at least this long: on an H100 a ~4 us kernel read 8.16 us behind a 20 us sleep and 5.02 us behind
+ * 100 us or 1000 us (host launch latency leaked in; 2026-11-23, before the release). */
 #define CALIBRATION_SLEEP_US 20.0
+/* After the release, the hold spins this much longer (ns, a PTX literal): the driver's last commands
+ * (the end event, the stamp) reach the GPU's front end before the call's first kernel can end. */
+#define RELEASE_GRACE_NS "50000"
 #define STAMP_SLOTS 8192
 #define CLOCK_SAMPLES 21
 #define CLOCK_MARGIN_US 1.0
@@ -36,23 +42,34 @@
 
 static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
-    /* hold_flush(ns, buffer, words, counter, target, slot, mask): thread 0 of each block spins ns on
-     * %globaltimer while the others wait at the block barrier; then all read `words` 16-byte words
+    /* hold_flush(ns, buffer, words, counter, target, slot, mask, release, generation): thread 0 of each
+     * block spins ns on %globaltimer while the others wait at the block barrier, or less: where
+     * `release` (a pinned host word) is not 0, block 0 ends its spin once that word reaches `generation`
+     * (compared modulo 2^32) and passes it on in the device word 64 bytes after the counter, which the
+     * other blocks watch (one poller over PCIe, not one per block), and each spins RELEASE_GRACE_NS
+     * more (never past ns); then all read `words` 16-byte words
      * of the buffer (grid-stride; volatile, so the loads stay), which writes back every dirty line and
      * leaves the L2 full of clean ones (a zeroing flush left dirty lines whose write-back landed in
      * the timed kernel: docs/timing.md, "The flush decided by measurement"); then each block's thread 0 arrives at the grid barrier (counter
      * reaches target, or 2 ms pass), and block 0 stamps %globaltimer ^ mask to slot. */
     ".visible .entry hold_flush(.param .u64 ns, .param .u64 buffer, .param .u64 words, .param .u64 counter,\n"
-    "    .param .u32 target, .param .u64 slot, .param .u64 mask)\n"
+    "    .param .u32 target, .param .u64 slot, .param .u64 mask, .param .u64 release, .param .u32 generation)\n"
     ".maxntid 1024, 1, 1\n.maxnreg 32\n{\n"
-    ".reg .pred %p;\n.reg .b32 %th, %nth, %blk, %nblk, %seen, %target, %v0, %v1, %v2, %v3;\n"
-    ".reg .b64 %t0, %t1, %d, %n, %buf, %words, %i, %stride, %addr, %ctr, %slot, %mask;\n"
+    ".reg .pred %p;\n.reg .b32 %th, %nth, %blk, %nblk, %seen, %target, %gen, %v0, %v1, %v2, %v3;\n"
+    ".reg .b64 %t0, %t1, %d, %n, %buf, %words, %i, %stride, %addr, %ctr, %slot, %mask, %rel, %passed;\n"
     "ld.param.u64 %n, [ns];\nld.param.u64 %buf, [buffer];\nld.param.u64 %words, [words];\n"
     "ld.param.u64 %ctr, [counter];\nld.param.u32 %target, [target];\nld.param.u64 %slot, [slot];\n"
-    "ld.param.u64 %mask, [mask];\nmov.u32 %th, %tid.x;\nmov.u32 %nth, %ntid.x;\nmov.u32 %blk, %ctaid.x;\n"
+    "ld.param.u64 %mask, [mask];\nld.param.u64 %rel, [release];\nld.param.u32 %gen, [generation];\n"
+    "add.u64 %passed, %ctr, 64;\nmov.u32 %th, %tid.x;\nmov.u32 %nth, %ntid.x;\nmov.u32 %blk, %ctaid.x;\n"
     "mov.u32 %nblk, %nctaid.x;\nsetp.ne.u32 %p, %th, 0;\n@%p bra HELD;\n"
     "mov.u64 %t0, %globaltimer;\nSPIN:\nmov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\n"
-    "setp.lt.u64 %p, %d, %n;\n@%p bra SPIN;\nHELD:\nbar.sync 0;\n"
+    "setp.ge.u64 %p, %d, %n;\n@%p bra HELD;\nsetp.eq.u64 %p, %rel, 0;\n@%p bra SPIN;\n"
+    "setp.ne.u32 %p, %blk, 0;\n@%p bra WATCH;\nld.relaxed.sys.global.u32 %seen, [%rel];\n"
+    "sub.s32 %seen, %seen, %gen;\nsetp.lt.s32 %p, %seen, 0;\n@%p bra SPIN;\n"
+    "st.relaxed.gpu.global.u32 [%passed], %gen;\nbra GRACE;\nWATCH:\nld.relaxed.gpu.global.u32 %seen, [%passed];\n"
+    "sub.s32 %seen, %seen, %gen;\nsetp.lt.s32 %p, %seen, 0;\n@%p bra SPIN;\n"
+    "GRACE:\nadd.u64 %d, %d, " RELEASE_GRACE_NS ";\nmin.u64 %n, %n, %d;\nmov.u64 %rel, 0;\nbra SPIN;\n"
+    "HELD:\nbar.sync 0;\n"
     "mul.wide.u32 %i, %blk, %nth;\ncvt.u64.u32 %d, %th;\nadd.u64 %i, %i, %d;\nmul.wide.u32 %stride, %nblk, %nth;\n"
     "FLUSH:\nsetp.ge.u64 %p, %i, %words;\n@%p bra FLUSHED;\nshl.b64 %addr, %i, 4;\nadd.u64 %addr, %addr, %buf;\n"
     "ld.volatile.global.v4.u32 {%v0, %v1, %v2, %v3}, [%addr];\nadd.u64 %i, %i, %stride;\nbra FLUSH;\n"
@@ -78,13 +95,16 @@ static int draw_stamps(void) {
     return 0;
 }
 
-/* The hold-and-flush kernel: `sleep_us` of hold, then `flush` (0 or 1) passes over the buffer. */
-static int hold(double sleep_us, int flush) {
+/* The hold-and-flush kernel: `sleep_us` of hold, or (`released`) until release_hold, whichever is
+ * first; then `flush` (0 or 1) passes over the buffer. */
+static int hold(double sleep_us, int flush, int released) {
     unsigned long long ns = (unsigned long long)(sleep_us * 1e3);
     unsigned long long words = flush ? core.flush_bytes / 16 : 0;
     CUdeviceptr slot = ST->stamps + 8ull * ST->start_slot;
-    uint32_t target = (ST->holds + 1) * core.hold_grid;
-    void *params[] = {&ns, &ST->flush_buffer, &words, &ST->counter, &target, &slot, &ST->start_mask};
+    uint32_t target = (ST->holds + 1) * core.hold_grid, generation = ST->holds + 1;
+    CUdeviceptr release = released ? (CUdeviceptr)(uintptr_t)ST->release : 0; /* unified addressing: the same address */
+    void *params[] = {&ns, &ST->flush_buffer, &words, &ST->counter, &target, &slot, &ST->start_mask, &release,
+                      &generation};
     CUI(cu.LaunchKernel(core.hold_kernel, core.hold_grid, 1, 1, core.hold_block, 1, 1, 0, core.stream, params, NULL),
         "hold kernel launch");
     ST->holds++;
@@ -110,7 +130,7 @@ int quiet_gpu(void) {
 }
 
 int start_window(double sleep_us) {
-    if (draw_stamps() || hold(sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US, 1)) return -1;
+    if (draw_stamps() || hold(sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US, 1, 1)) return -1;
     CUI(cu.EventRecord(ST->start_event, core.stream), "start event");
     return 0;
 }
@@ -119,6 +139,7 @@ int close_window(int *exposed) {
     CUI(cu.EventRecord(ST->end_event, core.stream), "end event");
     if (stamp_end()) return -1;
     *exposed = cu.EventQuery(ST->start_event) == 0;
+    __atomic_store_n(ST->release, ST->holds, __ATOMIC_RELEASE); /* the whole call is queued: the hold may end */
     return 0;
 }
 
@@ -162,7 +183,7 @@ static double clock_gap_us(int idle, double *most_wait_us) {
     double worst = -1e9, event_us, clock_us, wait_us;
     *most_wait_us = 0.0;
     for (int s = 0; s < CLOCK_SAMPLES; s++) {
-        if (cu.CtxSynchronize() || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0) ||
+        if (cu.CtxSynchronize() || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0, 0) ||
             cu.EventRecord(ST->start_event, core.stream) || (idle && cu.EventSynchronize(ST->start_event)) ||
             cu.EventRecord(ST->end_event, core.stream) || stamp_end() || cu.StreamSynchronize(core.stream) ||
             window_clocks(&event_us, &clock_us, &wait_us))
@@ -183,7 +204,7 @@ static double now_us(void) {
 /* Event time (us) of `kernels` back-to-back empty kernels behind a hold. */
 static double empty_kernels_us(int kernels) {
     float ms = -1.0f;
-    if (cu.StreamSynchronize(core.stream) || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0)) return -1.0;
+    if (cu.StreamSynchronize(core.stream) || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0, 0)) return -1.0;
     cu.EventRecord(ST->start_event, core.stream);
     for (int i = 0; i < kernels; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, core.stream, NULL, NULL);
     cu.EventRecord(ST->end_event, core.stream);
@@ -213,7 +234,7 @@ static double graph_empty_kernel_us(void) {
     for (int i = 0; i < GRAPH_KERNELS; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, core.capture_stream, NULL, NULL);
     if (cu.StreamEndCapture(core.capture_stream, &graph) || !graph) return -1.0;
     if (!cu.GraphInstantiate(&exec, graph, 0) && !cu.GraphLaunch(exec, core.stream) && !cu.StreamSynchronize(core.stream) &&
-        !draw_stamps() && !hold(CALIBRATION_SLEEP_US, 0) && !cu.EventRecord(ST->start_event, core.stream) &&
+        !draw_stamps() && !hold(CALIBRATION_SLEEP_US, 0, 0) && !cu.EventRecord(ST->start_event, core.stream) &&
         !cu.GraphLaunch(exec, core.stream) && !cu.EventRecord(ST->end_event, core.stream) &&
         !cu.EventSynchronize(ST->end_event) && !cu.EventElapsedTime(&ms, ST->start_event, ST->end_event))
         result = ms * 1e3 / GRAPH_KERNELS;
@@ -285,6 +306,8 @@ static int allocate_buffers(unsigned long long l2_bytes) {
     CUI(cu.MemsetD8Async(ST->counter, 0, 256, core.stream), "barrier counter");
     CUI(cu.MemcpyHtoD(ST->stamps, noise, sizeof noise), "stamp slots");
     CUI(cu.MemAllocHost((void **)&ST->stamp_host, 2 * sizeof(uint64_t)), "pinned stamp copies");
+    CUI(cu.MemAllocHost((void **)&ST->release, 64), "pinned release word");
+    *ST->release = 0;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the setup");
     return 0;
 }

@@ -53,6 +53,13 @@ class Ready:
     sealed: bool
     overhead_us: float | None
     sandbox: dict[str, Any]
+    steps_s: dict[str, Any] = field(default_factory=dict)  # the worker's own seconds per Start step before the import
+
+
+WORKER_STEPS = ("reference", "timer", "draws", "filter")
+"""The steps of a worker's Start before the import that ``Ready.steps_s`` reports: the problem module
+imported, the timer made (the compiled core's calibration), the draws captured, the syscall filter
+installed. Each depends on the problem only, not on the submission."""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.contract.messages import WORKER_STEPS
 from harness.contract.results import NCU_CLOCK_NOTE, ROOF_NEAR_PCT, CaseResult, RunResult, Status
 from harness.contract.task_spec import case_text, shape_text
 from harness.display.tables import text_table
@@ -97,7 +98,9 @@ def _wall_lines(result: RunResult) -> list[str]:
             continue
         own = result.wall_s.get("submission_import") if name == "worker_start" else None
         ahead = result.wall_s.get("worker_head_start", 0.0) if name == "worker_start" else 0.0
-        notes = ([f"its import {own:.1f}"] if own is not None else []) + (
+        steps = [f"{step} {result.wall_s[f'worker_{step}']:.1f}" for step in WORKER_STEPS
+                 if name == "worker_start" and result.wall_s.get(f"worker_{step}", 0.0) >= 0.05]
+        notes = ([f"its import {own:.1f}"] if own is not None else []) + steps + (
             [f"after {ahead:.1f} started ahead, not counted"] if ahead >= 0.05 else [])
         parts.append(f"{words} {seconds:.1f}" + (f" ({'; '.join(notes)})" if notes else ""))
     notifications = result.wall_s.get("supervisor_notifications")

@@ -74,6 +74,7 @@ class Worker:
         protocol.send_message(self.results_fd, reply, tensors, parts)
 
     def start(self, request: Start) -> None:
+        steps = timers.StepClock()
         self._own_caches(request.compile_cache)
         self.device = torch.device(request.device)
         if self.device.type == "cuda":
@@ -86,7 +87,9 @@ class Worker:
         # the contest's ``reference`` a submission imports is another module (contest_modules).
         self.reference = importlib.import_module(request.reference_module)
         contest_modules.install(self.reference, Path(request.task_py))
+        steps.mark("reference")
         self.timer = self._make_timer(unsealed=request.unsealed)
+        steps.mark("timer")
         if isinstance(self.timer, sealed_core.SealedTimer) and self.outputs_fd is not None:
             self.timer.map_outputs(self.outputs_fd)  # mapped before the syscall filter exists
         if isinstance(self.timer, sealed_core.SealedTimer) and self.stage_fd is not None:
@@ -95,11 +98,13 @@ class Worker:
             if not isinstance(self.timer, sealed_core.SealedTimer) or self.device.type != "cuda":
                 raise SubmissionError(Status.HARNESS_FAULT, "drawn inputs asked of a worker without a GPU's core")
             self.drawn.capture(self.reference, request.draws, self.device, self.timer.add_draw)
+            steps.mark("draws")
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol,
                                                    messages))
         if self.supervisor_fd is not None:  # the last step before the submission's code exists
             self.sandbox["syscalls"] = syscall_filter.install(self.supervisor_fd, self.channels)
             self.supervisor_fd = None
+            steps.mark("filter")
         submission_path = Path(request.submission)
         self.submission_file = str(submission_path)
         sys.path.insert(0, str(submission_path.parent))
@@ -116,7 +121,8 @@ class Worker:
         sandbox = {**self.sandbox, "core": self.timer.protection} if sealed else self.sandbox
         self.send(messages.Ready(import_s=timers._perf_counter() - start, timer=self.timer.method,
                                  persisting_l2_reset=self.timer.persisting_l2_reset, sealed=sealed,
-                                 overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox))
+                                 overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox,
+                                 steps_s=steps.seconds))
 
     def _own_caches(self, variables: dict[str, Any]) -> None:
         """The submission's owner's compile caches (Triton, inductor, load_inline), before the

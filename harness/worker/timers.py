@@ -144,3 +144,17 @@ class CpuTimer:
         result = call()
         wall_us = (_perf_counter() - start) * 1e6
         return result, lambda: wall_us, wall_us
+
+
+class StepClock:
+    """Seconds per named step of a longer task (the worker's Start), each from the mark before: the
+    worker's own account, shown beside the parent's ``worker_start`` and never trusted."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = _perf_counter()
+
+    def mark(self, step: str) -> None:
+        now = _perf_counter()
+        self.seconds[step] = round(now - self._last, 4)
+        self._last = now

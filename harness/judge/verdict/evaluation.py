@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from harness.contract import messages
 from harness.contract.results import CaseResult, Status
 from harness.contract.task_spec import PROBLEMS_DIR, Task, case_text, load_task
 from harness.display import report
@@ -238,6 +239,9 @@ class Evaluation:
                     return results
                 self.timer_method = ready.timer
                 self.clock.add("submission_import", ready.import_s)  # the worker's own figure: part of worker_start
+                for step, seconds in ready.steps_s.items():  # the same, per step of its Start before the import
+                    if type(seconds) in (int, float) and step in messages.WORKER_STEPS:
+                        self.clock.add(f"worker_{step}", float(seconds))
                 if not announced:
                     self.progress.detail(f"imported in {ready.import_s:.1f} s; timing: {self.timer_method}")
                     sandbox = {**ready.sandbox, "syscalls": session.syscalls_line()}

@@ -20,7 +20,9 @@ before the evaluation began (known for a command-line run, absent in a long-live
 vendor" when none is cached (a contestant's `eval` only; 6-10 s on the H100 in docs/results.md run
 14, where it was booked as ``other``); ``other`` is what the evaluation spent outside every named
 phase. ``submission_import``, the worker's
-own figure, is a part of ``worker_start``, not a phase of its own; so are ``supervisor`` (seconds the
+own figure, is a part of ``worker_start``, not a phase of its own, as are the worker's figures for the
+steps of its Start before the import (``worker_reference``, ``worker_timer``, ``worker_draws``,
+``worker_filter``: harness.contract.messages.WORKER_STEPS); so are ``supervisor`` (seconds the
 syscall supervisor spent answering the worker's notified syscalls, while the worker waited) and
 ``supervisor_notifications`` (how many: a count, not seconds). ``worker_head_start`` is no part of the
 wall time at all: the seconds the run's workers had already been starting, before the file was

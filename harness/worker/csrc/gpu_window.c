@@ -6,9 +6,10 @@
  * then writes the hold's generation into a pinned word the kernel polls), or for the queued sleep if
  * that comes first (a custom_kernel that waits for the GPU); then flushes the L2 by reading its buffer
  * (clean lines only), then waits for all its blocks (a grid barrier) and stamps %globaltimer. So no
- * host launch time lies between the events, and the GPU waits no longer than the host's launch. Its grid takes every thread slot of every SM: no kernel of any other stream
- * can start before it ends, so nothing the submission queues on a side stream runs before the start
- * event; and the flush comes after the hold, so L2 lines a copy engine warmed during it are gone.
+ * host launch time lies between the events, and the GPU waits no longer than the host's launch. Its
+ * grid takes every thread slot of every SM: no kernel of any other stream can start before it ends,
+ * so nothing the submission queues on a side stream runs before the start event; and the flush comes
+ * after the hold, so L2 lines a copy engine warmed during it are gone.
  *
  * After the end event: a one-thread kernel stamps %globaltimer again. The two stamps are the second
  * clock, which the submission cannot re-arm the way it can re-record an event. The core judges no
@@ -95,8 +96,9 @@ static int draw_stamps(void) {
     return 0;
 }
 
-/* The hold-and-flush kernel: `sleep_us` of hold, or (`released`) until release_hold, whichever is
- * first; then `flush` (0 or 1) passes over the buffer. */
+/* The hold-and-flush kernel: `sleep_us` of hold, or (`released`) until close_window writes the
+ * release word and RELEASE_GRACE_NS more, whichever is first; then `flush` (0 or 1) passes over the
+ * buffer. */
 static int hold(double sleep_us, int flush, int released) {
     unsigned long long ns = (unsigned long long)(sleep_us * 1e3);
     unsigned long long words = flush ? core.flush_bytes / 16 : 0;

@@ -170,7 +170,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     }
     time_us = host_clock_us() - host_start; /* the CPU's time: the outputs' reading included */
     /* Opened read-write and counted, like every opening: the supervisor's round trip is host time
-     * before the end event, which the queued sleep covers (it is sized from the calls' host time). */
+     * before the end event, which the hold covers (close_window releases it once the end is queued). */
     if (hidden_open()) { Py_DECREF(structure); release_call(); return NULL; }
     phase_mark(PHASE_OPENED);
     int failed = core.on_gpu && close_window(&exposed);

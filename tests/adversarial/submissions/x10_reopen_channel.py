@@ -17,7 +17,6 @@ try:
 except OSError as error:
     print("reopen of the command channel refused:", error)
 try:
-    os.write(commands, b"")  # an empty write: nothing to corrupt even if it went through
     os.write(commands, b"\0")
     opened.append(commands)
 except OSError as error:

@@ -1,8 +1,10 @@
 """Checks the harness's CUDA timer against references that need no trust in it (GPU only).
 
 1. A ~4 us elementwise kernel: the timer's median (fresh buffers, L2 flushed, overhead
-   subtracted) against the per-call time of 50 calls replayed in one CUDA graph, each call on
-   its own buffers (so neither side reads from L2). Goal: within 5%.
+   subtracted) against the replay clock under the same reading flush (harness.sol.replay_clock,
+   the reference clock of docs/timing.md). Goal: within 5%. Shown beside it, not judged: the
+   per-call time of 50 calls replayed back to back in one graph with no flush, where each call
+   also pays for an earlier call's output written back (docs/timing.md: 3.93 us against 3.21).
 2. A large device-to-device copy: the timer's median against bytes moved / the copy bandwidth
    that ``harness.sol.calibration`` measured. Goal: within 2%.
 
@@ -27,11 +29,12 @@ from harness.judge.verdict import queued_sleep
 from harness.judge.verdict.queued_sleep import MIN_QUEUED_SLEEP_US
 from harness.judge.worker_link import worker_spawn
 from harness.sol.calibration import measure
-from harness.sol.replay_clock import graph_per_call_us
+from harness.sol.replay_clock import ReplayClock, graph_per_call_us
 from harness.worker import sealed_core
 from harness.worker.timers import CudaTimer
 
 GRAPH_CALLS = 50
+REPLAY_INPUTS = 4  # the replay clock's groups: ROUNDS calls on each (harness.sol.replay_clock)
 POOL = 64
 
 
@@ -67,18 +70,20 @@ def small_kernel_check(timer: CudaTimer | sealed_core.SealedTimer) -> dict:
     elements = 768 * 1024  # 3 MiB of fp32 read, 3 MiB written: about 4 us on an H100
     pool = [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(POOL)]
     kernels = [lambda x=x, y=y: torch.mul(x, 2.0, out=y) for x, y in pool]
-    graph_us = graph_per_call_us(kernels[:GRAPH_CALLS])
+    replay_us = ReplayClock().time(lambda data: torch.mul(data[0], 2.0, out=data[1]), pool[:REPLAY_INPUTS]).us
+    back_to_back_us = graph_per_call_us(kernels[:GRAPH_CALLS])
     timed_us, exposed = timer_median_us(timer, kernels)
     return {
         "kernel": "fp32 y = 2x, 3 MiB in, 3 MiB out, fresh buffers per call",
-        "graph_replay_per_call_us": graph_us,
+        "replay_clock_us": replay_us,
+        "graph_back_to_back_us": back_to_back_us,
         "harness_us": timed_us,
         "harness_raw_us": timed_us + timer.overhead_us,
         "overhead_subtracted_us": timer.overhead_us,
         "exposed_calls": exposed,
-        "ratio": timed_us / graph_us,
-        "goal": "within 5%",
-        "ok": abs(timed_us / graph_us - 1) <= 0.05,
+        "ratio": timed_us / replay_us,
+        "goal": "within 5% of the replay clock",
+        "ok": abs(timed_us / replay_us - 1) <= 0.05,
     }
 
 

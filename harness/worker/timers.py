@@ -1,6 +1,7 @@
 """How one call is timed inside the worker when the compiled core is not there (unranked runs).
 
-CUDA: the L2 is flushed by writing a buffer twice its size and persisting lines are reset, then a
+CUDA: the L2 is flushed by reading a buffer twice its size (clean lines only, as the compiled core
+and the replay clock flush: docs/timing.md) and persisting lines are reset, then a
 sleep kernel is queued so that the host's launch of the submission happens while the GPU is
 still busy; a device event pair brackets the call, so host launch latency stays outside the
 measurement (measured on the lent H100, docs/timing.md: without the queued sleep a ~4 us kernel
@@ -33,6 +34,7 @@ _event_record = torch.cuda.Event.record
 _event_elapsed_time = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
 _sleep = torch.cuda._sleep
+_read_all = torch.Tensor.amax  # a reduction: every byte of the buffer read, nothing of it written
 
 SLEEP_CYCLES_PER_US = 2000
 """Cycles of torch.cuda._sleep per microsecond: at most 2 GHz on the GPUs we target, so a
@@ -117,7 +119,7 @@ class CudaTimer:
         """
         _synchronize()
         self._reset_persisting_l2()
-        self._flush_buffer.zero_()
+        _read_all(self._flush_buffer)
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         _sleep(int(sleep_us * SLEEP_CYCLES_PER_US))
         _event_record(start)

@@ -10,9 +10,10 @@ from setuptools.command.build_ext import build_ext
 CORE_SOURCES = "harness/worker/csrc"  # in the worker's package: the core runs beside the submission
 CORE_FILES = ("sealed", "core_pages", "key_page", "gpu_window", "python_hooks", "sealed_outputs", "digest_tree",
               "cuda_driver", "sha256", "syscall_gate", "staged_inputs", "chacha20", "drawn_inputs", "blake2b",
-              "call_phases")
+              "call_phases", "output_copies")
 CORE_HEADERS = ("core_state", "gpu_window", "python_hooks", "sha256", "cuda_driver", "sealed_outputs", "digest_tree",
-                "syscall_gate", "staged_inputs", "chacha20", "drawn_inputs", "blake2b", "call_phases")
+                "syscall_gate", "staged_inputs", "chacha20", "drawn_inputs", "blake2b", "call_phases",
+                "output_copies")
 
 
 class OptionalBuildExt(build_ext):

@@ -160,7 +160,7 @@ class WorkerProcess:
 
     def stacks(self, wait_s: float = STACK_WAIT_S) -> str:
         """Every thread's Python stack of a worker past its limit, before it is killed: what its
-        watchdog wrote since the request was sent (serve_loop.stacks_before_the_limit), else what
+        watchdog wrote since the request was sent (stack_dump.stacks_before_the_limit), else what
         its faulthandler writes on SIGUSR1 within ``wait_s``, else how its threads stood, read from
         /proc (no Python stack, but where each thread waits and where SIGUSR1 went). Empty under a
         wrapper (compute-sanitizer: its pid is not the worker's). Shown to the user, never trusted."""

@@ -349,43 +349,4 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
     return -1;
 }
 
-/* ---- output copies ------------------------------------------------------------------------------ */
-
-static int reserve_host(size_t bytes) {
-    if (bytes <= ST->host_capacity) return 0;
-    for (int i = 0; i < 2; i++) {
-        if (core.on_gpu) {
-            if (ST->host_copy[i]) cu.MemFreeHost(ST->host_copy[i]);
-            ST->host_copy[i] = NULL;
-            CUI(cu.MemAllocHost((void **)&ST->host_copy[i], bytes), "pinned host allocation");
-        } else {
-            free(ST->host_copy[i]);
-            if (!(ST->host_copy[i] = malloc(bytes))) { PyErr_NoMemory(); return -1; }
-        }
-    }
-    ST->host_capacity = bytes;
-    return 0;
-}
-
-int copy_outputs(const output_view *views, int count, size_t total, const uint8_t **first, const uint8_t **second) {
-    if (reserve_host(total ? total : 1)) return -1;
-    for (int pass = 0; pass < (core.on_gpu ? 2 : 1); pass++) {
-        size_t at = 0;
-        for (int i = 0; i < count; i++) {
-            if (core.on_gpu && views[i].nbytes)
-                CUI(cu.MemcpyDtoHAsync(ST->host_copy[pass] + at, views[i].pointer, views[i].nbytes, core.stream), "output copy");
-            else if (views[i].nbytes)
-                memcpy(ST->host_copy[pass] + at, (const void *)(uintptr_t)views[i].pointer, views[i].nbytes);
-            at += views[i].nbytes;
-        }
-        if (core.on_gpu) {
-            CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
-            CUI(cu.CtxSynchronize(), "synchronize every stream");
-        }
-    }
-    *first = ST->host_copy[0];
-    *second = core.on_gpu ? ST->host_copy[1] : NULL;
-    return 0;
-}
-
 double host_clock_us(void) { return now_us(); }

@@ -1,8 +1,7 @@
 /* The GPU side of one timed call (gpu_window.c): the hold-and-flush kernel before the start event,
- * the end event and the second clock after it, the output copies, the event overhead. */
+ * the end event and the second clock after it, the event overhead. */
 #ifndef NVFP4_GPU_WINDOW_H
 #define NVFP4_GPU_WINDOW_H
-#include "sealed_outputs.h"
 
 #define OVERHEAD_ROUNDS 5
 #define OVERHEAD_MAX_US 8.0
@@ -32,9 +31,6 @@ typedef struct {
 
 /* After the copies: the last window's reading (the allowance for an exposed call if `exposed`). */
 int read_window(int exposed, clock_reading *reading);
-/* Copies of every output: the first queued right behind the end event, the second once every stream
- * is idle (on the CPU, one memcpy). Returns the two host buffers in *first, *second (NULL on CPU). */
-int copy_outputs(const output_view *views, int count, size_t total, const uint8_t **first, const uint8_t **second);
 /* The fixed cost an event pair adds to one kernel (median of OVERHEAD_ROUNDS); *spread: max - min. */
 double measure_overhead(double *spread);
 int overhead_consistent(double value, double spread);

@@ -24,6 +24,7 @@
 #include "digest_tree.h"
 #include "drawn_inputs.h"
 #include "gpu_window.h"
+#include "output_copies.h"
 #include "python_hooks.h"
 #include "sealed_outputs.h"
 #include "sha256.h"

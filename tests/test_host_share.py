@@ -67,14 +67,17 @@ def test_the_parents_torch_threads_and_hashers_take_the_share(monkeypatch):
     monkeypatch.setenv(host_share.SHARE_ENV, "4")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
+    seal._hash_threads.cache_clear()
     seal._leaf_hashers.cache_clear()
     try:
         assert host_share.size_torch_threads() == 1 and torch.get_num_threads() == 1
         assert seal._leaf_hashers()._max_workers == 1
         monkeypatch.setenv(host_share.SHARE_ENV, "1")
+        seal._hash_threads.cache_clear()
         seal._leaf_hashers.cache_clear()
         assert seal._leaf_hashers()._max_workers == 4
     finally:
+        seal._hash_threads.cache_clear()
         seal._leaf_hashers.cache_clear()
         torch.set_num_threads(before)
 

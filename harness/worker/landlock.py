@@ -6,19 +6,18 @@ memory before the kernel does, and another thread can rewrite it between the two
 the kernel actually reaches, so no path trick (a rewritten string, a swapped symlink, /proc/self,
 a directory fd, an fd's magic link) gets around it.
 
-The first layer, applied before torch or any other thread exists, grants reads everywhere and
-writes in the worker's folders, the device nodes and /proc, but nothing of:
-- any process's memory: ``/proc/<pid>/mem`` (reads and writes there pass ``mseal`` and
-  ``PROT_NONE``: the key page, the sealed driver table), ``pagemap``, ``map_files``, and
-  ``task/``, which holds each thread's ``mem`` again; of every procfs mount, every pid but the
-  worker's own is left out whole;
-CUDA's driver writes its threads' names into ``task/<tid>/comm`` and fails to start without
-(measured); the worker's preload (csrc/preload.c) sends those writes to /dev/null, and where it is
-not loaded ``task/`` is granted writes, which leaves each thread's ``mem`` open for writing.
-Landlock grants by hierarchy and cannot carve a hole below a grant, so the rules are the
-hierarchies that cover everything else (``cover``). A rule on a procfs file holds its inode, but
-procfs makes a new inode when a dentry is looked up again: the first layer keeps an O_PATH
-descriptor on each procfs rule's file, so its dentry (and the rule) lives as long as the worker.
+The first layer, applied before torch or any other thread exists, grants reads everywhere and writes
+in the worker's folders, the device nodes and /proc, but nothing of any process's memory:
+``/proc/<pid>/mem`` (reads and writes there pass ``mseal`` and ``PROT_NONE``: the key page, the
+sealed driver table), ``pagemap``, ``map_files``, and ``task/``, which holds each thread's ``mem``
+again; of every procfs mount, every pid but the worker's own is left out whole. CUDA's driver writes
+its threads' names into ``task/<tid>/comm`` and fails to start without (measured); the worker's
+preload (csrc/preload.c) sends those writes to /dev/null, and where it is not loaded ``task/`` is
+granted writes, which leaves each thread's ``mem`` open for writing. Landlock grants by hierarchy
+and cannot carve a hole below a grant, so the rules are the hierarchies that cover everything else
+(``cover``). A rule on a procfs file holds its inode, but procfs makes a new inode when a dentry is
+looked up again: the first layer keeps an O_PATH descriptor on each procfs rule's file, so its
+dentry (and the rule) lives as long as the worker.
 
 A second layer (``writes_only``) narrows writes further; layers only ever take rights away.
 """
@@ -153,7 +152,10 @@ def restrict(rules: list[tuple[str, int]], handled: int, pin: tuple[str, ...] = 
                 if libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
                     return f"rule on {path} refused: errno {ctypes.get_errno()}"
             finally:
-                _pinned.append(fd) if kept else os.close(fd)
+                if kept:
+                    _pinned.append(fd)
+                else:
+                    os.close(fd)
         if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
             return f"restrict_self failed: errno {ctypes.get_errno()}"
     finally:

@@ -20,7 +20,10 @@ GPU inside custom_kernel is exposed at any sleep: its time then includes that wa
 @dataclass
 class QueuedSleep:
     """The sleep queued ahead of each timed call: twice the host's launch time as the case has shown
-    it, raised when a call comes back exposed.
+    it, raised when a call comes back exposed. With the compiled core it is the hold's ceiling: the
+    hold ends once the core has queued the whole call (docs/timing.md), so the sleep's length costs
+    wall time only where a call meets it; the Python timer (no core) sleeps it whole, and the
+    lowering below is what saves its wall time.
 
     A call is exposed when the GPU reached the start event before the host had queued all of it
     (the compiled core checks the event right after custom_kernel returns): host launch time may

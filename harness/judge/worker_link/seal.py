@@ -60,22 +60,27 @@ DIGEST_MAX_THREADS = 8
 
 
 @functools.cache
+def _hash_threads() -> int:
+    """This evaluation's share of the host's cores, at most DIGEST_MAX_THREADS (host_share: two
+    evaluations on one host each took 8); read once, not per call (it lists the host's GPUs)."""
+    return max(1, min(DIGEST_MAX_THREADS, host_share.cpu_share()))
+
+
+@functools.cache
 def _leaf_hashers() -> ThreadPoolExecutor:
-    """hashlib releases the GIL on buffers over 2 KiB: chunks are hashed side by side, on this
-    evaluation's share of the host's cores (host_share: two evaluations on one host each took 8)."""
-    return ThreadPoolExecutor(max_workers=min(DIGEST_MAX_THREADS, host_share.cpu_share()),
-                              thread_name_prefix="leaf-sha256")
+    """hashlib releases the GIL on buffers over 2 KiB: chunks are hashed side by side."""
+    return ThreadPoolExecutor(max_workers=_hash_threads(), thread_name_prefix="leaf-sha256")
 
 
 def _hash_side_by_side(pieces: list[memoryview]) -> list[bytes]:
     """SHA-256 of each piece, in order: one task per thread, each hashing every n-th piece, so that
     the pool's own cost (tens of us a task) is paid per thread, not per 256 KiB leaf."""
-    threads = max(1, min(len(pieces), DIGEST_MAX_THREADS, host_share.cpu_share()))
+    threads = min(len(pieces), _hash_threads())
 
     def hash_every(start: int) -> list[bytes]:
         return [hashlib.sha256(piece).digest() for piece in pieces[start::threads]]
 
-    if threads == 1:
+    if threads <= 1:
         return hash_every(0) if pieces else []
     strided = list(_leaf_hashers().map(hash_every, range(threads)))
     return [strided[index % threads][index // threads] for index in range(len(pieces))]

@@ -33,8 +33,9 @@
  * at least this long: on an H100 a ~4 us kernel read 8.16 us behind a 20 us sleep and 5.02 us behind
  * 100 us or 1000 us (host launch latency leaked in; 2026-11-23, before the release). */
 #define CALIBRATION_SLEEP_US 20.0
-/* After the release, the hold spins this much longer (ns, a PTX literal): the driver's last commands
- * (the end event, the stamp) reach the GPU's front end before the call's first kernel can end. */
+/* After the release, the hold spins this much longer (ns, a PTX literal): a margin so that the
+ * driver's last commands (the end event, the stamp) reach the GPU's front end before the call's first
+ * kernel can end. Chosen, not measured against a shorter margin (the fidelity table held with it). */
 #define RELEASE_GRACE_NS "50000"
 #define STAMP_SLOTS 8192
 #define CLOCK_SAMPLES 21

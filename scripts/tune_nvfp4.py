@@ -70,31 +70,27 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"prefetch": True},
         {"prefetch": True, "block_m": 16},
     ],
-    "nvfp4_gemm": [
-        {"num_stages": 4},
-        {"block_k": 64, "num_stages": 4},
-        {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1},
-        {"block_n": 128, "num_warps": 4, "ctas_per_sm": 1},
-        {"ctas_per_sm": 3},
-        {"block_m": 64, "block_n": 128, "num_warps": 8, "ctas_per_sm": 2},
-        {"split_k": 1},
-    ],
-    "nvfp4_dual_gemm": [
+    # Around the TMA defaults of 2026-11-26 (issue 37); {"tma": False} is the cp.async kernel.
+    "nvfp4_gemm": [  # default: BN 128, BK 128, 8 warps, 3 stages, one program an SM
+        {"tma": False},
         {"block_n": 64, "num_warps": 4, "ctas_per_sm": 2},
-        {"block_n": 64, "num_warps": 4, "num_stages": 4, "ctas_per_sm": 2},
+        {"num_stages": 4},
+        {"num_warps": 4},
         {"block_k": 64, "num_stages": 4},
-        {"block_m": 64, "block_n": 128, "num_warps": 8, "ctas_per_sm": 2},  # 128 registers (sm_90a, CPU)
-        {"block_m": 64, "block_n": 64, "num_warps": 4, "ctas_per_sm": 3},
-        {"split_k": 1},
     ],
-    "nvfp4_group_gemm": [  # around its default (BM 128, BN 128, BK 64, 8 warps, 4 stages, byte scales)
-        {"block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 3, "scale_words": True},  # before issue 37b
+    "nvfp4_dual_gemm": [  # default: BN 64, BK 128, 4 warps, 2 stages, two programs an SM
+        {"tma": False},
+        {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1, "num_stages": 3},
+        {"block_k": 64, "num_stages": 3},
+        {"ctas_per_sm": 1, "num_stages": 3},
+    ],
+    "nvfp4_group_gemm": [  # default: BN 64, BK 128, 4 warps, 3 stages, byte scales
+        {"tma": False},
+        {"num_stages": 2},
+        {"num_stages": 4},
+        {"block_k": 256, "num_stages": 2},
+        {"block_n": 128, "num_warps": 8},
         {"scale_words": True},
-        {"num_stages": 3},
-        {"num_stages": 5},
-        {"block_k": 128, "num_stages": 3},
-        {"block_n": 64, "num_warps": 4},
-        {"block_m": 64, "num_warps": 4},
     ],
 }
 

@@ -113,13 +113,8 @@ def blockwise_gemm(
     m, k = a.shape
     n = b.shape[0]
     chosen = pick_config(m, n, k, a.device)
-    given = {
-        "block_m": block_m,
-        "block_n": block_n,
-        "split_k": split_k,
-        "num_warps": num_warps,
-        "num_stages": num_stages,
-    }
+    given = {"block_m": block_m, "block_n": block_n, "split_k": split_k, "num_warps": num_warps,
+             "num_stages": num_stages}
     config = {**chosen, **{key: value for key, value in given.items() if value is not None}}
     if k % SCALE_BLOCK:
         raise ValueError(f"K ({k}) must be a multiple of 128")

@@ -17,11 +17,7 @@ from reference import to_blocked
 def custom_kernel(data: input_t) -> output_t:
     a, b, sfa, sfb, _, _, c = data
     for batch in range(c.shape[2]):
-        c[:, :, batch] = torch._scaled_mm(
-            a[:, :, batch],
-            b[:, :, batch].transpose(0, 1),
-            to_blocked(sfa[:, :, batch]),
-            to_blocked(sfb[:, :, batch]),
-            out_dtype=torch.float16,
-        )
+        c[:, :, batch] = torch._scaled_mm(a[:, :, batch], b[:, :, batch].transpose(0, 1),
+                                          to_blocked(sfa[:, :, batch]), to_blocked(sfb[:, :, batch]),
+                                          out_dtype=torch.float16)
     return c

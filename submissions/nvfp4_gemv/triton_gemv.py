@@ -329,6 +329,12 @@ DEFAULT_CONFIG = {
 }
 
 
+# Under two row tiles an SM (7168 x 16384 at L = 1: 224 programs, 6.7 warps an SM by Nsight
+# Compute), longer steps and twice the warps keep more loads in flight: 25.63 against 28.08 us
+# on the H100 (docs/results.md run 20); on the other benchmark shapes they read slower.
+FEW_TILES = {"blocks_per_step": 128, "num_warps": 8}
+
+
 def gemv(data: input_t, use_asm: bool | None = None, **config) -> output_t:
     """Run the kernel; ``config`` overrides DEFAULT_CONFIG keys; ``use_asm=False`` forces the plain-Triton decode."""
     a, b, sfa, sfb, _, _, c = data
@@ -339,6 +345,8 @@ def gemv(data: input_t, use_asm: bool | None = None, **config) -> output_t:
     cfg = {**DEFAULT_CONFIG, **config}
     asm = _use_asm(a) if use_asm is None else use_asm
     bm = cfg["block_m"]
+    if triton.cdiv(m, bm) * batches < 2 * _num_sms(a.device) and not {"blocks_per_step", "num_warps"} & set(config):
+        cfg.update(FEW_TILES)
     nb = min(cfg["blocks_per_step"], triton.next_power_of_2(kb))
     if nb > _TABLE_COPIES:
         raise ValueError(f"blocks_per_step={nb} exceeds the {_TABLE_COPIES} copies of the decode table")

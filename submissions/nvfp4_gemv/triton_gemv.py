@@ -11,7 +11,8 @@ Bytes in flight: one program owns BM rows of A (and one batch l) and streams the
 steps of NB scale blocks (16 codes, 8 bytes, one int64 each): per thread 16-byte vector loads of
 two blocks per row and the 2-byte pair of their scales, straight into registers (no shared
 memory). ``prefetch`` loads step i + 1 before decoding step i (two steps in flight).
-Default: one program per row tile (``split_k`` 1), the kernel measured at 62% of SOL on the H100.
+Default: one program per row tile (``split_k`` 1); where the row tiles number under two an SM,
+128 blocks a step and 8 warps (``FEW_TILES``).
 ``split_k`` > 1 splits K over that many programs per row tile, and 0 picks the split
 (``pick_split``: up to ``per_sm`` programs per SM, a power of two dividing the K steps); each
 writes fp32 partial row sums, and the last to arrive (an atomic counter) adds them in a fixed
@@ -29,7 +30,8 @@ Decode (``_block_dot_i8``, one PTX snippet per 8-byte block, on whole 32-bit wor
 About 40 SASS instructions per 8-byte block. The vector's scale and the 1/4 of the doubled codes
 fold into one fp32 factor per block column; fp32 partials per (row, block column) are reduced
 over the row once at the end.
-Measured on the H100 through the harness, ranked (docs/results.md run 14): 27.84 / 47.02 / 13.46 us.
+Measured on the H100 through the harness, ranked (docs/results.md run 20): 25.78 / 46.97 / 13.60 us,
+81.0% of the speed of light (geomean).
 Under the Triton CPU interpreter (``TRITON_INTERPRET=1``, no PTX) plain Triton computes the same
 block sums: nibbles decoded with the fp16 bit trick ((n & 7) << 9 | (n & 8) << 12 is
 e2m1(n) * 2^-14), one element at a time.

@@ -83,6 +83,7 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"ctas_per_sm": 1, "num_stages": 3},
     ],
     "nvfp4_group_gemm": [  # default: BN 64, BK 128, 4 warps, 3 stages, byte scales
+        {"block_m": 64},
         {"num_stages": 2},
         {"num_stages": 4},
         {"block_k": 256, "num_stages": 2},

@@ -3,8 +3,8 @@
 """Blockwise fp8 GEMM (DeepSeek-V3 scaling) in Triton, for Hopper's fp8 tensor cores.
 
 One program computes a BLOCK_M x BLOCK_N tile of C = (A * sa) @ (B * sb)^T. Per 128-deep K step
-(one scale block) it loads an A tile and a B tile as e4m3 through Triton's pipeline (num_stages
-deep), multiplies them with one fp8 ``tl.dot`` (wgmma on sm_90, fp32 result), and adds that
+(one scale block) it loads an A tile and a B tile as e4m3 by TMA (tensor descriptors, pipelined
+num_stages deep), multiplies them with one fp8 ``tl.dot`` (wgmma on sm_90, fp32 result), and adds that
 partial product, scaled by A's per-row scales and the tile's B scale, into an fp32 accumulator:
 ``acc += dot(a, b) * sa[:, None] * sb``. Starting every K block's dot from zero is DeepGEMM's
 "promotion": Hopper's fp8 MMA accumulates with reduced precision (DeepSeek-V3 report, section
@@ -13,9 +13,9 @@ partial product, scaled by A's per-row scales and the tile's B scale, into an fp
 A tile within one 128-row scale block of B takes its B scale as a scalar; a wider one gathers it
 per column. Shape classes (tuned on the H100, scripts/tune_blockwise.py): M <= 128 (the
 decode-like shapes) take 64 x 128 tiles on 4 warps and split K across programs when the tiles
-cannot fill the GPU (fp32 partials, summed by torch in a fixed order); larger M takes 128 x 64
-tiles on 8 warps. Rows past M or N are read clamped (modulo) and never stored, so the inner loop
-has no masks. The result is a new bf16 tensor.
+cannot fill the GPU (fp32 partials, summed by torch in a fixed order); larger M takes 128 x 128
+tiles on 8 warps; 4 stages. Rows past M or N read as zeros (their scales clamped, modulo) and are never
+stored, so the inner loop has no masks. The result is a new bf16 tensor.
 
 Timed on the H100 (docs/baselines.md); checked under TRITON_INTERPRET=1 on the CPU
 (tests/test_triton_baselines.py).
@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 from task import input_t, output_t
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 SCALE_BLOCK = 128
 NUM_SMS_DEFAULT = 132  # H100 SXM; the CPU interpreter has no SM count to ask
@@ -32,9 +33,9 @@ NUM_SMS_DEFAULT = 132  # H100 SXM; the CPU interpreter has no SM count to ask
 
 @triton.jit
 def _blockwise_kernel(
-    a_ptr, b_ptr, sa_ptr, sb_ptr, out_ptr,
+    a_desc, b_desc, sa_ptr, sb_ptr, out_ptr,
     M, N, K, k_blocks_per_split,
-    stride_am, stride_bn, stride_sam, stride_sak, stride_sbn, stride_sbk, stride_os, stride_om,
+    stride_sam, stride_sak, stride_sbn, stride_sbk, stride_os, stride_om,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
@@ -50,11 +51,8 @@ def _blockwise_kernel(
 
     rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    ks = tl.arange(0, BLOCK_K)
     k_first = split * k_blocks_per_split
     k_last = tl.minimum(k_first + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
-    a_ptrs = a_ptr + rows[:, None] * stride_am + (k_first * BLOCK_K + ks)[None, :]
-    b_ptrs = b_ptr + cols[None, :] * stride_bn + (k_first * BLOCK_K + ks)[:, None]  # (BLOCK_K, BLOCK_N)
     sa_ptrs = sa_ptr + rows * stride_sam
     # B's scale: one per 128 columns. A tile inside one scale block loads it as one scalar (measured
     # faster on the H100); a wider tile gathers it per column.
@@ -63,15 +61,13 @@ def _blockwise_kernel(
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(k_first, k_last):
-        a = tl.load(a_ptrs)
-        b = tl.load(b_ptrs)
+        a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
+        b = tl.trans(b_desc.load([pid_n * BLOCK_N, kb * BLOCK_K]))  # (BLOCK_K, BLOCK_N)
         sa = tl.load(sa_ptrs + kb * stride_sak)
         if BLOCK_N <= 128:
             acc += tl.dot(a, b) * (sa[:, None] * tl.load(sb_one + kb * stride_sbk))
         else:
             acc += tl.dot(a, b) * (sa[:, None] * tl.load(sb_ptrs + kb * stride_sbk)[None, :])
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K
 
     out_rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     out_cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -89,11 +85,11 @@ def _num_sms(device: torch.device) -> int:
 def pick_config(m: int, n: int, k: int, device: torch.device) -> dict:
     """Tile shape, warps, stages and split-K for one shape, from a sweep on the H100
     (scripts/tune_blockwise.py, docs/baselines.md): 64 x 128 tiles on 4 warps for M <= 128, K split
-    until about two programs an SM; 128 x 64 tiles on 8 warps above; 3 stages throughout."""
+    until about two programs an SM; 128 x 128 tiles on 8 warps above; 4 stages throughout."""
     if m <= 128:
-        config = {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 3}
+        config = {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 4}
     else:
-        config = {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3}
+        config = {"block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 4}
     tiles = triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"])
     k_blocks = triton.cdiv(k, SCALE_BLOCK)
     wanted = round(2 * _num_sms(device) / tiles) if m <= 128 else 1
@@ -125,9 +121,11 @@ def blockwise_gemm(
     out = torch.empty((split, m, n), dtype=torch.float32 if split > 1 else torch.bfloat16, device=a.device)
     grid = (triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"]), split)
     _blockwise_kernel[grid](
-        a, b, sa, sb, out,
+        TensorDescriptor.from_tensor(a, [config["block_m"], SCALE_BLOCK]),
+        TensorDescriptor.from_tensor(b, [config["block_n"], SCALE_BLOCK]),
+        sa, sb, out,
         m, n, k, per_split,
-        a.stride(0), b.stride(0), sa.stride(0), sa.stride(1), sb.stride(0), sb.stride(1), out.stride(0), out.stride(1),
+        sa.stride(0), sa.stride(1), sb.stride(0), sb.stride(1), out.stride(0), out.stride(1),
         BLOCK_M=config["block_m"], BLOCK_N=config["block_n"], BLOCK_K=SCALE_BLOCK, GROUP_M=8,
         num_warps=config["num_warps"], num_stages=config["num_stages"],
     )  # fmt: skip

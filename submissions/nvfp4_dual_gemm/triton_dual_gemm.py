@@ -20,7 +20,7 @@ finish a tile (atomic counter) adds the fp32 partials in a fixed order before th
 the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
 Triton.
 
-Measured on the H100 through ``harness eval`` (docs/baselines.md): 35.1% of the Hopper speed of
+Measured on the H100 through ``harness eval`` (docs/baselines.md): 35.3% of the Hopper speed of
 light (geomean; 22.2% with cp.async, 17.6% before the pre-pass).
 """
 

@@ -10,12 +10,11 @@ once to two fp16 planes (even-k and odd-k codes, block scale applied). The GEMM 
 program per output tile of every group, flattened into one grid: a program finds its group by
 comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so
 the large B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A
-planes reach wgmma with no decode. On the GPU a program builds TMA descriptors of its group's A
-planes and B bytes (in global scratch Triton asks for through ``triton.set_allocator``) and both
-arrive by TMA, pipelined over ``num_stages``; ``tma=False`` loads them by pointers through Triton's
-cp.async pipeline. Tiles of a group are ordered A-row-fastest so programs running together share
-the B tile in L2. Measured on the H100 through ``harness eval``: 28.1% of the Hopper speed of
-light (geomean; 23.8% with cp.async by the replay clock).
+planes reach wgmma with no decode. A program builds TMA descriptors of its group's A planes and
+B bytes (in global scratch Triton asks for through ``triton.set_allocator``) and both arrive by
+TMA, pipelined over ``num_stages``. Tiles of a group are ordered A-row-fastest so programs running
+together share the B tile in L2. Measured on the H100 through ``harness eval``: 28.1% of the
+Hopper speed of light (geomean; 13.9% before this design, 20.0% with pointer loads).
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate; the benchmark groups (m 40..384) are small

@@ -56,7 +56,6 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"split_k": 0},
         {"split_k": 0, "per_sm": 12},
         {"split_k": 0, "per_sm": 12, "prefetch": True},
-        {"split_k": 2},
         # The unsplit kernel's own knobs around its default (BM 32, NB 64, 4 warps, 1 stage).
         {"block_m": 16},
         {"block_m": 64},

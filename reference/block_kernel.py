@@ -2,9 +2,13 @@
 
 C[m, n] = sum over K blocks b of sa[m, b] * sb[n, b] * P_b[m, n], where P_b is the block's sum of
 code products. Every e2m1 value doubled is an integer (0, 1, 2, 3, 4, 6, 8, 12 and their negatives),
-so 4 * P_b is an integer dot product of 16 int8 pairs (|4 * P_b| <= 16 * 144 = 2304), which the
-tensor cores compute exactly (int8 x int8 -> int32; Triton's int8 dot takes K >= 32, so each block
-is padded with 16 zero codes). Each block's term is then scaled and added in float64.
+which fp16 holds exactly, so 4 * P_b is a dot product of 16 integer pairs: each product at most 144,
+every partial sum an integer of magnitude at most 16 * 144 = 2304 < 2^12. The tensor cores multiply
+fp16 exactly and add in float32; a sum whose every bit lies within 12 bits of its largest term loses
+none to any alignment or order of addition, so the dot returns 4 * P_b exactly. Each block's term
+(4 * P_b) * (sa * sb / 4) is then exact in float32 too (at most 12 + 8 significant bits, 2^-20 to
+2^27 in magnitude), and only the sum over blocks needs float64: one conversion and one float64 add
+per output element and block, where an int8 dot's int32 needed a conversion and two float64 ops.
 
 Why this is the float64 result: every e4m3 value is an integer multiple of 2^-9 (its smallest
 subnormal) and every e2m1 value a multiple of 2^-1, so every term sa * sb * P_b (and every product
@@ -33,16 +37,14 @@ from reference.formats import BLOCK_SIZE, as_bytes
 from reference.triton_cache import writable_triton_cache
 
 BYTES_PER_BLOCK = BLOCK_SIZE // 2
-DOT_K = 32
-"""K slots of the int8 dot: one block's 16 codes, then 16 zeros (Triton's int8 dot needs K >= 32)."""
 EXACT_LIMIT = 2.0**33
 """float64 holds every integer multiple of 2^-20 below this magnitude."""
 MAX_CODE_PRODUCT = 36.0
 """The largest |e2m1 x e2m1| product (6 * 6)."""
-PROGRAMS_PER_SM = 4
+PROGRAMS_PER_SM = 8
 """How many programs the split over K aims at per SM: one program per output tile left the GPU
 half idle on the benchmark shapes (a 128 x 4096 group: 128 tiles on 132 SMs, each adding 448 blocks
-one after another)."""
+one after another); 8 read 2-13% faster than 4 on the H100 (docs/results.md run 21)."""
 MIN_BLOCKS_PER_SPLIT = 16
 """The fewest K blocks one program adds: below it, a program's start costs more than its work."""
 
@@ -95,14 +97,17 @@ def block_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torc
                          f"strides {a.stride()}, scales {tuple(sfa.shape)}")
     block_m, block_n = tile or tiles(rows_b)
     tiles_m, tiles_n = math.ceil(rows_a / block_m), math.ceil(rows_b / block_n)
-    parts = splits(tiles_m * tiles_n * batches, blocks, a.device)
+    if not blocks:  # K = 0: the empty sum
+        return torch.zeros((rows_a, rows_b, batches), dtype=torch.float64, device=a.device)
+    per_split = math.ceil(blocks / splits(tiles_m * tiles_n * batches, blocks, a.device))
+    parts = math.ceil(blocks / per_split)  # so that no K range is empty
     out = torch.empty((parts, batches, rows_a, rows_b), dtype=torch.float64, device=a.device)
     if out.numel():
         with torch.cuda.device(a.device) if a.device.type == "cuda" else contextlib.nullcontext():
             _kernel()[(tiles_m, tiles_n, batches * parts)](
-                a, sfa, b, sfb, out, rows_a, rows_b, blocks, parts, math.ceil(blocks / parts),
+                a, sfa, b, sfb, out, rows_a, rows_b, blocks, parts, per_split,
                 a.stride(0), a.stride(2), sfa.stride(0), sfa.stride(2), b.stride(0), b.stride(2),
                 sfb.stride(0), sfb.stride(2), out.stride(2), out.stride(1), out.stride(0),
-                BLOCK_M=block_m, BLOCK_N=block_n, SLOTS=DOT_K, num_warps=4,
+                BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4,
             )  # fmt: skip
     return (out[0] if parts == 1 else out.sum(0)).permute(1, 2, 0)

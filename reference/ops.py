@@ -10,7 +10,7 @@ e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows
   accumulate in float64: the yardstick. Runs on any device; the CPU's choice.
 - ``blocks``: the same float64 result, bit for bit on every shipped task, from one fused Triton
   kernel that reads the packed bytes and scales where they lie, multiplies 16-element blocks
-  exactly in int8 tensor cores and adds the scaled blocks in float64 (``reference/block_kernel.py``
+  exactly in fp16 tensor cores and adds the scaled blocks in float64 (``reference/block_kernel.py``
   proves the equality and its bound). No decoded copy of an operand: the choice on CUDA.
 - ``scaled_mm``: ``torch._scaled_mm`` on fp4 operands with blocked scales, fp32 accumulation
   in FP4 tensor cores (Blackwell only; not the float64 result, so only when named); operands are
@@ -36,14 +36,14 @@ Backend = Literal["decode", "blocks", "scaled_mm"]
 
 
 def pick_backend(device: torch.device | str, rows_b: int) -> Backend:
-    """The fastest backend that gives the float64 result on ``device`` for a B of ``rows_b`` rows.
+    """The fastest backend that gives the float64 result on ``device`` (``rows_b``: B's rows, kept
+    for callers that pick per product).
 
     Both give the same bits (reference/block_kernel.py). Measured on the H100 (docs/results.md run
-    14): the fused block kernel wins on matrix-vector products (the GEMV's three shapes: 1.6 / 1.1 /
-    0.4 ms against 2.7 / 5.2 / 1.5), the float64 decode and cuBLAS's float64 matmul on every product
-    with more rows of B (the GEMM, dual and grouped shapes: up to 2.4x faster)."""
-    if (rows_b == 1 and torch.device(device).type == "cuda"
-            and importlib.util.find_spec("triton") is not None):
+    21): the fused block kernel is 1.7-15x faster than the float64 decode on every NVFP4 benchmark
+    shape but the dual GEMM's two with M = 512 (2.69 / 2.01 ms against 2.52 / 1.99), so it is CUDA's
+    one choice; the CPU decodes."""
+    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
         return "blocks"
     return "decode"
 

@@ -42,12 +42,11 @@ def test_pick_backend_on_cpu_is_decode():
     assert ops.pick_backend(torch.device("cpu"), 4096) == "decode"
 
 
-@pytest.mark.parametrize(("triton_found", "rows_b", "backend"), [(True, 1, "blocks"), (True, 128, "decode"),
-                                                                 (False, 1, "decode")])
-def test_pick_backend_on_cuda_is_the_block_kernel_for_matrix_vector_products(monkeypatch, triton_found, rows_b,
-                                                                             backend):
+@pytest.mark.parametrize(("triton_found", "rows_b", "backend"), [(True, 1, "blocks"), (True, 128, "blocks"),
+                                                                 (False, 1, "decode"), (False, 128, "decode")])
+def test_pick_backend_on_cuda_is_the_block_kernel_wherever_triton_is(monkeypatch, triton_found, rows_b, backend):
     """The float64 result on every CUDA device (Blackwell's fp32-accumulating scaled_mm only by name);
-    the block kernel where it was measured faster: one row of B (the GEMV)."""
+    the block kernel, measured faster on every shape but two near-ties, wherever Triton is installed."""
     monkeypatch.setattr(ops.importlib.util, "find_spec", lambda name: object() if triton_found else None)
     assert ops.pick_backend("cuda:0", rows_b) == backend
 

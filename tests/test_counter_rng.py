@@ -348,18 +348,3 @@ def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeyp
     monkeypatch.setattr(triton_cache.Path, "exists", refuse)
     triton_cache.writable_triton_cache()
     assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()
-
-
-def test_warm_kernels_runs_the_hash_and_the_codes_kernel_on_cuda_only(monkeypatch):
-    """A blank worker's warm-up (serve_loop.warm_cuda) reaches both Triton kernels; off CUDA it runs nothing."""
-    ran = []
-    monkeypatch.setattr(rng, "_triton_kernels", lambda: ("hash", "codes"))
-    monkeypatch.setattr(rng, "_fused", lambda words: True)
-    monkeypatch.setattr(rng, "_hash_triton", lambda keyed, device, names=(): ran.append("hash") or [
-        torch.zeros(count, dtype=torch.int32) for count, _, _ in keyed])
-    monkeypatch.setattr(rng, "_codes_triton", lambda words, below, inside: ran.append("codes") or [
-        torch.zeros(w.shape, dtype=torch.uint8) for w in words])
-    rng.warm_kernels(torch.device("cpu"))
-    assert ran == []
-    rng.warm_kernels(torch.device("cuda"))
-    assert ran == ["hash", "codes"]

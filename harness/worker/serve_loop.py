@@ -15,7 +15,6 @@ import dataclasses
 import importlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,6 @@ from harness.worker.outputs import (
     shares_memory,
 )
 from harness.worker.stack_dump import arm_stack_dump, stacks_before_the_limit
-from reference.triton_cache import writable_triton_cache
 
 
 class Worker:
@@ -76,7 +74,6 @@ class Worker:
     def start(self, request: Start) -> None:
         steps = timers.StepClock()
         self._own_caches(request.compile_cache)
-        writable_triton_cache()  # what a draw's first Triton use did, before warm_cuda could make it
         self.device = torch.device(request.device)
         if self.device.type == "cuda":
             if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
@@ -346,22 +343,12 @@ class Worker:
                 handler(request)
 
 
-def warm_cuda(workdir: str) -> None:
+def warm_cuda() -> None:
     """Make this process's CUDA context now, while the parent still imports (``python -m harness
-    eval``'s own worker, issue 33), and run the input draws' Triton kernels once, so that Start's
-    draws find them compiled; the parent asks only where no other run can be on the GPU. Triton
-    compiles into a folder of this worker's own meanwhile: the owner's caches are named at Start
-    (``Worker._own_caches``), and its kernels stay compiled in memory. A failure is left for the
-    Start request to meet and report."""
+    eval``'s own worker, issue 33); the parent asks only where no other run can be on the GPU. A
+    failure is left for the Start request to meet and report."""
     with contextlib.suppress(Exception):
         torch.zeros(1, device="cuda")
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-warm-", dir=workdir)
-        try:
-            from problems.shared import counter_rng
-
-            counter_rng.warm_kernels(torch.device("cuda"))
-        finally:
-            os.environ.pop("TRITON_CACHE_DIR", None)
 
 
 def main(argv: list[str], confinement: dict[str, str]) -> int:
@@ -379,7 +366,7 @@ def main(argv: list[str], confinement: dict[str, str]) -> int:
     worker.workdir, worker.steps = worker_args.workdir(), worker_args.steps(argv)
     worker.sandbox = confinement  # travels in the Ready reply
     if len(argv) > 6 and argv[6] == "cuda":
-        warm_cuda(worker.workdir)
+        warm_cuda()
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

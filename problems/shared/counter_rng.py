@@ -250,18 +250,6 @@ def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.de
     return _words_batched(seed, streams, device)
 
 
-def warm_kernels(device: torch.device) -> None:
-    """Compile and run both Triton kernels once, on a tiny draw, so that this process's first real
-    draw finds them compiled (1.6-2.1 s of a fresh process's first draw on the H100, results.md run 21).
-    A worker started before its file comes does it while the parent still imports
-    (harness/worker/serve_loop.warm_cuda). The scale table is the NVFP4 problems' (span 8, so the
-    same kernel specialization); no-op without CUDA or triton."""
-    if device.type != "cuda" or _triton_kernels() is None:
-        return
-    words = random_words(0, [("warm", TRITON_BLOCK_WORDS)], device)
-    ScaleTable.build(-8.0, 0.0).scales(words, [(TRITON_BLOCK_WORDS,)])
-
-
 def words_to_bytes(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     """Uniform bytes (uint8, ``shape``): the little-endian bytes of the int32 ``words`` in order.
 

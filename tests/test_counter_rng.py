@@ -348,3 +348,29 @@ def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeyp
     monkeypatch.setattr(triton_cache.Path, "exists", refuse)
     triton_cache.writable_triton_cache()
     assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()
+
+
+def test_compile_kernels_builds_both_kernels_and_their_launchers_without_a_gpu(monkeypatch, tmp_path):
+    """What a blank worker does before its file comes (harness/worker/compile_ahead.py): both kernels
+    compiled for sm_90 and their launchers built, with no CUDA device (the JIT's questions answered)."""
+    pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    launchers = []
+
+    class Answering:
+        get_current_device = staticmethod(lambda: 0)
+        get_current_stream = staticmethod(lambda device=None: 0)
+        get_current_target = staticmethod(lambda: GPUTarget("cuda", 90, 32))
+        launcher_cls = staticmethod(lambda src, metadata: launchers.append(metadata.name))
+
+    monkeypatch.setattr(type(driver), "active", property(lambda _: Answering))
+    try:
+        compiled = rng.compile_kernels()
+    finally:
+        for kernel in rng._triton_kernels():
+            kernel.device_caches.clear()  # the answered target must not outlive the test
+    assert [kernel.metadata.name for kernel in compiled] == ["hash_kernel", "codes_kernel"] == launchers
+    assert all(kernel.metadata.target.arch == 90 and kernel.metadata.num_warps == 4 for kernel in compiled)

@@ -25,6 +25,7 @@ from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
 from harness.contract.tensor_tree import tensors_in
 from harness.worker import (
+    compile_ahead,
     contest_modules,
     extension_arch,
     outputs,
@@ -73,7 +74,6 @@ class Worker:
 
     def start(self, request: Start) -> None:
         steps = timers.StepClock()
-        self._own_caches(request.compile_cache)
         self.device = torch.device(request.device)
         if self.device.type == "cuda":
             if self.device.index is None:  # torch.cuda.set_device rejects a device without an index
@@ -81,6 +81,8 @@ class Worker:
             torch.cuda.set_device(self.device)
             major, minor = torch.cuda.get_device_capability(self.device)
             extension_arch.install(10 * major + minor)  # sm_100a-only extensions fail before nvcc runs
+            compile_ahead.load()  # the draws' kernels compiled before the file came, from the worker's folder
+        self._own_caches(request.compile_cache)
         # The problem module (problems/<p>/reference.py: generate_input draws every call's inputs);
         # the contest's ``reference`` a submission imports is another module (contest_modules).
         self.reference = importlib.import_module(request.reference_module)
@@ -125,8 +127,9 @@ class Worker:
     def _own_caches(self, variables: dict[str, Any]) -> None:
         """The submission's owner's compile caches (Triton, inductor, load_inline), before the
         submission exists: the variables the compilers read, and writes narrowed from the caches'
-        root (a blank worker's) to these folders. Neither compiler has read its variable yet: importing
-        torch loads neither Triton nor inductor."""
+        root (a blank worker's) to these folders. Inductor has not read its variable yet (importing
+        torch loads neither compiler); Triton has compiled at most the harness's own draw kernels
+        (compile_ahead), into the worker's folder, and reads its variable on every use."""
         os.environ.update({str(name): str(folder) for name, folder in variables.items()})
         if self.cache_root is not None and "landlock" in self.steps:
             owner = [os.path.commonpath([str(f) for f in variables.values()])] if variables else []
@@ -367,6 +370,8 @@ def main(argv: list[str], confinement: dict[str, str]) -> int:
     worker.sandbox = confinement  # travels in the Ready reply
     if len(argv) > 6 and argv[6] == "cuda":
         warm_cuda()
+    elif (capability := worker_args.ahead_capability(argv)) is not None:
+        compile_ahead.draw_kernels(capability)
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

@@ -1,7 +1,8 @@
 """The worker's command line, read by its entry (boot, before torch) and by its request loop.
 
 Layout (``harness.judge.worker_link.worker_spawn``): commands fd, results fd, key fd, sandbox steps,
-stacks fd, supervisor fd, device, compile caches' root, output file, staging file.
+stacks fd, supervisor fd, device, compile caches' root, output file, staging file, the GPU's compute
+capability for kernels compiled ahead.
 """
 
 from __future__ import annotations
@@ -27,3 +28,9 @@ def cache_root(argv: list[str]) -> str | None:
 def optional_fd(argv: list[str], position: int) -> int | None:
     """The descriptor at ``position`` ("-" or absent: none)."""
     return int(argv[position]) if len(argv) > position and argv[position] != "-" else None
+
+
+def ahead_capability(argv: list[str]) -> int | None:
+    """The compute capability (90: sm_90) a blank worker compiles the draws' kernels for before its
+    file comes (harness/worker/compile_ahead.py); None: it does not."""
+    return int(argv[10]) if len(argv) > 10 and argv[10] != "-" else None

@@ -250,6 +250,31 @@ def random_words(seed: int, streams: Sequence[tuple[str, int]], device: torch.de
     return _words_batched(seed, streams, device)
 
 
+def compile_kernels() -> list:
+    """Compile both Triton kernels and build their launchers for the active Triton driver's target,
+    without running them (no CUDA context needed): the calls a draw makes then find them compiled.
+    A worker started before its file comes does it (harness/worker/compile_ahead.py; 1.4-2.0 s of
+    every leaderboard file's worker start on the H100 went to compiling them at Start, results.md run
+    21). The scale codes' kernel is compiled for the NVFP4 problems' table depth. Returns the compiled
+    kernels ([] without triton)."""
+    kernels = _triton_kernels()
+    if kernels is None:
+        return []
+    from triton.runtime import driver
+
+    hash_kernel, codes_kernel = kernels
+    table = ScaleTable.build(-8.0, 0.0)
+    depth = _device_buckets(table.thresholds, table.first_code, torch.device("cpu"))[1].shape[0]
+    compiled = [
+        hash_kernel.warmup(torch.int64, grid=(1,), BLOCK=TRITON_BLOCK_WORDS, num_warps=4),
+        codes_kernel.warmup(torch.int64, torch.uint8, torch.int32, grid=(1,), BLOCK=TRITON_BLOCK_WORDS, DEPTH=depth,
+                            BUCKETS=1 << BUCKET_BITS, LOW_BITS=32 - BUCKET_BITS, num_warps=4),
+    ]
+    for kernel in compiled:  # a launcher is built on first launch; built now, its compiled module is cached
+        driver.active.launcher_cls(kernel.src, kernel.metadata)
+    return compiled
+
+
 def words_to_bytes(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     """Uniform bytes (uint8, ``shape``): the little-endian bytes of the int32 ``words`` in order.
 

@@ -264,6 +264,17 @@ class SpawnedWorker:
         self.workdir.cleanup()
 
 
+def ahead_capability(device: str) -> str:
+    """The GPU's compute capability ("90") for a blank worker to compile the draws' kernels for before
+    its file comes (harness/worker/compile_ahead.py), where this process already runs CUDA (a
+    leaderboard, the service, a cluster worker: files before have); "-" elsewhere. Imports no torch."""
+    torch = sys.modules.get("torch")
+    if torch is None or not device.startswith("cuda") or not torch.cuda.is_initialized():
+        return "-"
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    return str(10 * major + minor)
+
+
 def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) -> SpawnedWorker:
     """Start a worker for ``spec``; ``submission`` None for a blank worker (its uid is decided
     without the file, and checked against it when the file comes). ``warm``: the worker makes its
@@ -300,7 +311,8 @@ def spawn(spec: WorkerSpec, submission: Path | None = None, warm: bool = False) 
     command = [*spec.command_prefix, sys.executable, "-c", _WORKER_ENTRY, str(commands_r), str(results_w),
                str(key_r), ",".join(steps), str(stacks_w), str(guard.worker_end) if guard.expected else "-",
                spec.device if warm else "-", str(root) if root else "-", str(outputs) if outputs is not None else "-",
-               str(stage_r) if stage_r is not None else "-"]
+               str(stage_r) if stage_r is not None else "-",
+               ahead_capability(spec.device) if submission is None and not warm else "-"]
     if REAPED:
         command = [sys.executable, "-c", _REAPER_ENTRY, "-" if drop_to_uid is None else str(drop_to_uid),
                    "pidns" if "pidns" in steps else "-", ",".join(map(str, worker_fds)),

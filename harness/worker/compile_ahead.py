@@ -1,0 +1,61 @@
+"""The input draws' Triton kernels compiled before the worker's file comes, with no CUDA context.
+
+A worker kept ahead for the next file (judge/worker_link/blank_workers.py: the leaderboard, the
+service, a cluster worker) waits while another file's timed calls hold the GPU, so it may not make
+a CUDA context; but compiling needs none. Triton's JIT asks its driver for the current device, stream
+and compute capability; while this runs they are answered from the capability the parent passed
+(device 0: the worker sees only its GPU), the kernels are compiled into Triton's in-memory cache and
+their launchers into the worker's own compile folder (its TRITON_CACHE_DIR until Start names the
+owner's). Start, once it has a CUDA context and before it names the owner's caches, loads them
+(``load``); its first draw then launches at once (issue 33). Runs before any submission exists; a
+failure is left for Start, which compiles as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+QUERIES = ("get_current_device", "get_current_stream", "get_device_capability")
+"""What Triton's CUDA driver asks torch (and so CUDA) for: answered here instead."""
+
+
+@contextlib.contextmanager
+def answered_driver(capability: int) -> Iterator[Any]:
+    """Triton's active driver answering device 0, stream 0 and ``capability`` (90: sm_90) meanwhile."""
+    from triton.runtime import driver
+
+    active = driver.active
+    saved = {name: active.__dict__[name] for name in QUERIES if name in active.__dict__}
+    active.get_current_device = lambda: 0
+    active.get_current_stream = lambda device=None: 0
+    active.get_device_capability = lambda device=None: divmod(capability, 10)
+    try:
+        yield active
+    finally:
+        for name in QUERIES:
+            if name in saved:
+                setattr(active, name, saved[name])
+            else:
+                delattr(active, name)
+
+
+COMPILED: list[Any] = []
+"""The kernels compiled ahead, until Start loads them."""
+
+
+def draw_kernels(capability: int) -> None:
+    """Compile the counter generator's kernels for ``capability``; any failure leaves them to Start."""
+    with contextlib.suppress(Exception), answered_driver(capability):
+        from problems.shared import counter_rng
+
+        COMPILED.extend(counter_rng.compile_kernels())
+
+
+def load() -> None:
+    """Load the kernels compiled ahead into this process's CUDA context (their launchers from the
+    worker's own folder, where they were built): Start calls it before it names the owner's caches."""
+    while COMPILED:
+        with contextlib.suppress(Exception):
+            COMPILED.pop()._init_handles()  # Triton's own first-launch step: launcher, module, function

@@ -1,0 +1,54 @@
+"""A blank worker's draw kernels compiled before its file comes (harness/worker/compile_ahead.py): the
+parent names the GPU's capability, the worker answers Triton's driver with it and restores it after."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from harness.judge.worker_link import worker_spawn
+from harness.worker import compile_ahead, worker_args
+
+
+def test_the_capability_travels_in_the_worker_argv_and_dash_means_none():
+    argv = ["3", "4", "5", "steps", "6", "-", "-", "-", "-", "-"]
+    assert worker_args.ahead_capability(argv) is None
+    assert worker_args.ahead_capability([*argv, "-"]) is None
+    assert worker_args.ahead_capability([*argv, "90"]) == 90
+
+
+def test_the_parent_names_a_capability_only_where_it_already_runs_cuda(monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert worker_spawn.ahead_capability("cuda") == "-"  # harness eval's prestart: no torch yet
+    cuda = types.SimpleNamespace(is_initialized=lambda: True, get_device_capability=lambda device: (9, 0))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda, device=lambda name: name))
+    assert worker_spawn.ahead_capability("cuda:0") == "90"
+    assert worker_spawn.ahead_capability("cpu") == "-"
+    cuda.is_initialized = lambda: False
+    assert worker_spawn.ahead_capability("cuda") == "-"
+
+
+def test_the_driver_answers_the_capability_then_asks_torch_again(monkeypatch):
+    pytest.importorskip("triton")
+    from triton.runtime import driver
+
+    class Driver:
+        def __init__(self) -> None:
+            self.get_current_device = lambda: "torch's"
+
+    real = Driver()
+    monkeypatch.setattr(type(driver), "active", property(lambda _: real))
+    with compile_ahead.answered_driver(100) as active:
+        assert (active.get_current_device(), active.get_current_stream(0), active.get_device_capability(0)) == (
+            0, 0, (10, 0))
+    assert real.get_current_device() == "torch's"
+    assert not hasattr(real, "get_current_stream") and not hasattr(real, "get_device_capability")
+
+
+def test_a_failed_compile_is_left_to_start(monkeypatch):
+    monkeypatch.setattr(compile_ahead, "answered_driver", lambda capability: (_ for _ in ()).throw(OSError("no ptxas")))
+    compile_ahead.draw_kernels(90)  # raises nothing
+    assert compile_ahead.COMPILED == []
+    compile_ahead.load()  # nothing to load

@@ -8,8 +8,9 @@ depends on nothing of the submission. Two places start one early (issue 33):
   run is on the GPU then).
 - ``keep_one_ahead``: where files run one after another in one process (``run_job``: the
   leaderboard, the service, a cluster worker), every worker taken from the shelf is replaced by a
-  blank one for the next file at once. That one only imports (no CUDA context, which would touch
-  the GPU during the current file's timed calls); its CUDA context is made after its Start.
+  blank one for the next file at once. That one imports and compiles the input draws' Triton kernels
+  (harness/worker/compile_ahead.py: no CUDA context, which would touch the GPU during the current
+  file's timed calls); its CUDA context is made after its Start.
 
 Isolation stays: ``take`` removes the worker from the shelf, so a blank worker serves one
 submission and is never reused; a blank worker whose spec or uid does not fit the file is killed,

@@ -54,7 +54,7 @@ def block_term(a_bytes, b_bytes, sfa_bytes, sfb_bytes, BLOCK_M: tl.constexpr, BL
     return (quadruple * (quarter_sa[:, None] * sb[None, :])).to(tl.float64)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["splits", "blocks_per_split"])  # one compile whatever the split
 def product_kernel(
     a_ptr, sfa_ptr, b_ptr, sfb_ptr, out_ptr, rows_a, rows_b, blocks, splits, blocks_per_split,
     a_row, a_batch, sfa_row, sfa_batch, b_row, b_batch, sfb_row, sfb_batch, out_row, out_batch, out_split,

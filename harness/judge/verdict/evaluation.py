@@ -116,6 +116,7 @@ class Evaluation:
         task = self.task.with_timeouts_scaled(timeout_scale)
         session = WorkerSession(task, self.submission, self.device, self.visible_devices, command_prefix,
                                 keep_uid, unsealed, self.cache_owner)
+        session.check_on = self.checker.check_device if self.checker.check_device.type == "cuda" else None
         with self.clock.phase("worker_start"):
             session.spawn()
         # A worker started before this file (blank_workers): the span it had already run, overlapped

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import torch
+
 from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
@@ -114,6 +116,7 @@ class WorkerSession:
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
         self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
         self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
+        self.check_on: torch.device | None = None  # a GPU the check reads outputs on: copied there in call()
 
     def __enter__(self) -> WorkerSession:
         self.spawn()
@@ -342,6 +345,10 @@ class WorkerSession:
         replied = time.perf_counter()
         if answered is not None:
             answered()
+        # Queued behind the parent's own GPU work while the CPU digests the host bytes for the MAC below:
+        # the check then reads copies of exactly the bytes the MAC covers, already on its GPU.
+        checked = [t.to(self.check_on, non_blocking=True) if self.check_on is not None and isinstance(
+            t, torch.Tensor) else t for t in tensors]
         sealing = time.perf_counter()
         if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
             seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
@@ -350,13 +357,13 @@ class WorkerSession:
             self._count_mac(state_opens=2)
         phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
-        bad = [t for t in tensors if isinstance(t, str)]
+        bad = [t for t in checked if isinstance(t, str)]
         if bad:
             output: Any = f"custom_kernel returned a {bad[0]}"
-        elif reply.structure == "tensor" and len(tensors) == 1:
-            output = tensors[0]
+        elif reply.structure == "tensor" and len(checked) == 1:
+            output = checked[0]
         else:
-            output = list(tensors)
+            output = list(checked)
         return CallOutput(
             time_us=reply.time_us,
             host_us=reply.host_us,

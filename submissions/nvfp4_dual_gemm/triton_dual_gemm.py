@@ -223,7 +223,6 @@ def _dual_gemm_kernel(
     K_MASK: tl.constexpr,
     SCALE_WORDS: tl.constexpr,
     USE_ASM: tl.constexpr,
-    STAGES: tl.constexpr,  # TMA copies in flight (the K loop's software pipeline)
 ):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
@@ -240,7 +239,7 @@ def _dual_gemm_kernel(
     last = tl.minimum(steps, first + per_split)
     gate = tl.zeros((BN, BM), dtype=tl.float32)
     up = tl.zeros((BN, BM), dtype=tl.float32)
-    for step in tl.range(first, last, num_stages=STAGES):
+    for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
         # TMA boxes read zeros past N and K; A's rows past M (another batch's or plane's, or
         # zeros) reach only rows of C past M, which are never stored.
@@ -399,7 +398,6 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
-        STAGES=cfg["num_stages"],
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )

@@ -219,7 +219,6 @@ def _gemm_kernel(
     K_MASK: tl.constexpr,  # K % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
-    STAGES: tl.constexpr,  # TMA copies in flight (the K loop's software pipeline)
 ):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
@@ -235,7 +234,7 @@ def _gemm_kernel(
     first = split * per_split
     last = tl.minimum(steps, first + per_split)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile: B is wgmma's register operand
-    for step in tl.range(first, last, num_stages=STAGES):
+    for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
         sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         # TMA boxes read zeros past N and K; A's rows past M (the next batch's, or zeros) reach
@@ -387,7 +386,6 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
-        STAGES=cfg["num_stages"],
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )

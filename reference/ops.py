@@ -35,14 +35,13 @@ from reference.quantize import dequantize
 Backend = Literal["decode", "blocks", "scaled_mm"]
 
 
-def pick_backend(device: torch.device | str, rows_b: int) -> Backend:
-    """The fastest backend that gives the float64 result on ``device`` (``rows_b``: B's rows, kept
-    for callers that pick per product).
+def pick_backend(device: torch.device | str) -> Backend:
+    """The fastest backend that gives the float64 result on ``device``.
 
     Both give the same bits (reference/block_kernel.py). Measured on the H100 (docs/results.md run
-    21): the fused block kernel is 1.7-15x faster than the float64 decode on every NVFP4 benchmark
-    shape but the dual GEMM's two with M = 512 (2.69 / 2.01 ms against 2.52 / 1.99), so it is CUDA's
-    one choice; the CPU decodes."""
+    21 call 3): the fused block kernel is 1.4-10x faster than the float64 decode on every NVFP4
+    benchmark shape but the dual GEMM's two with M = 512, a tie (2.64 / 1.99 ms against 2.50 / 1.99),
+    so it is CUDA's one choice; the CPU decodes."""
     if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
         return "blocks"
     return "decode"
@@ -106,7 +105,7 @@ def block_scaled_mm(
     """
     if a.shape[1] != b.shape[1] or a.shape[2] != b.shape[2]:
         raise ValueError(f"A {tuple(a.shape)} and B {tuple(b.shape)} disagree on K/2 or L")
-    chosen = backend or pick_backend(a.device, b.shape[0])
+    chosen = backend or pick_backend(a.device)
     products = {"decode": _decode_product, "blocks": block_product, "scaled_mm": _scaled_mm_product}
     return products[chosen](a, sfa, b, sfb)
 

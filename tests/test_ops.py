@@ -38,17 +38,16 @@ def exact_product(a, sfa, b, sfb) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_pick_backend_on_cpu_is_decode():
-    assert ops.pick_backend("cpu", 1) == "decode"
-    assert ops.pick_backend(torch.device("cpu"), 4096) == "decode"
+    assert ops.pick_backend("cpu") == "decode"
+    assert ops.pick_backend(torch.device("cpu")) == "decode"
 
 
-@pytest.mark.parametrize(("triton_found", "rows_b", "backend"), [(True, 1, "blocks"), (True, 128, "blocks"),
-                                                                 (False, 1, "decode"), (False, 128, "decode")])
-def test_pick_backend_on_cuda_is_the_block_kernel_wherever_triton_is(monkeypatch, triton_found, rows_b, backend):
+@pytest.mark.parametrize(("triton_found", "backend"), [(True, "blocks"), (False, "decode")])
+def test_pick_backend_on_cuda_is_the_block_kernel_wherever_triton_is(monkeypatch, triton_found, backend):
     """The float64 result on every CUDA device (Blackwell's fp32-accumulating scaled_mm only by name);
     the block kernel, measured faster on every shape but two near-ties, wherever Triton is installed."""
     monkeypatch.setattr(ops.importlib.util, "find_spec", lambda name: object() if triton_found else None)
-    assert ops.pick_backend("cuda:0", rows_b) == backend
+    assert ops.pick_backend("cuda:0") == backend
 
 
 # --- decode backend ---------------------------------------------------------------------------
@@ -247,7 +246,7 @@ def test_problem_references_agree_on_the_scaled_mm_path(monkeypatch, emulator, n
     problem = importlib.import_module(f"problems.{name}.reference")
     data = problem.generate_input(**case)
     decoded = problem.ref_kernel(data)
-    monkeypatch.setattr(ops, "pick_backend", lambda device, rows_b: "scaled_mm")
+    monkeypatch.setattr(ops, "pick_backend", lambda device: "scaled_mm")
     blackwell = problem.ref_kernel(data)
     assert emulator.calls, "the scaled_mm path was not taken"
     ok, message = problem.check_implementation(data, blackwell)

@@ -44,7 +44,8 @@ MAX_CODE_PRODUCT = 36.0
 PROGRAMS_PER_SM = 8
 """How many programs the split over K aims at per SM: one program per output tile left the GPU
 half idle on the benchmark shapes (a 128 x 4096 group: 128 tiles on 132 SMs, each adding 448 blocks
-one after another); 8 read 2-13% faster than 4 on the H100 (docs/results.md run 21)."""
+one after another); with two blocks a step, 8 read up to 11% faster than 4 on the H100 and 0.5% slower
+on two dual GEMM shapes (docs/results.md run 21 call 2)."""
 MIN_BLOCKS_PER_SPLIT = 16
 """The fewest K blocks one program adds: below it, a program's start costs more than its work."""
 

@@ -126,6 +126,8 @@ def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.
 
 TRITON_BLOCK_WORDS = 1024
 """Words per Triton program (8 per thread at 4 warps)."""
+HASH_OPTIONS = {"BLOCK": TRITON_BLOCK_WORDS, "num_warps": 4}
+"""hash_kernel's constants and launch options: every launch and the compile ahead (compile_kernels) take them."""
 
 
 @functools.cache
@@ -160,7 +162,7 @@ def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device,
         kept = [name for name, (count, _, _) in zip(names, keyed) if count]
         table = _table(rows, device, {HASH_ROW_BYTES * i + HASH_KEY_OFFSET: name for i, name in enumerate(kept)})
         with _on_device(device):
-            _triton_kernels()[0][_grid(rows, 1)](table, BLOCK=TRITON_BLOCK_WORDS, num_warps=4)
+            _triton_kernels()[0][_grid(rows, 1)](table, **HASH_OPTIONS)
     return words
 
 
@@ -266,9 +268,8 @@ def compile_kernels() -> list:
     table = ScaleTable.build(-8.0, 0.0)
     depth = _device_buckets(table.thresholds, table.first_code, torch.device("cpu"))[1].shape[0]
     compiled = [
-        hash_kernel.warmup(torch.int64, grid=(1,), BLOCK=TRITON_BLOCK_WORDS, num_warps=4),
-        codes_kernel.warmup(torch.int64, torch.uint8, torch.int32, grid=(1,), BLOCK=TRITON_BLOCK_WORDS, DEPTH=depth,
-                            BUCKETS=1 << BUCKET_BITS, LOW_BITS=32 - BUCKET_BITS, num_warps=4),
+        hash_kernel.warmup(torch.int64, grid=(1,), **HASH_OPTIONS),
+        codes_kernel.warmup(torch.int64, torch.uint8, torch.int32, grid=(1,), **codes_options(depth)),
     ]
     for kernel in compiled:  # a launcher is built on first launch; built now, its compiled module is cached
         driver.active.launcher_cls(kernel.src, kernel.metadata)
@@ -365,6 +366,12 @@ BUCKET_BITS = 12
 """ScaleTable.codes looks words up in 2^12 buckets of 2^20 words each."""
 
 
+def codes_options(depth: int) -> dict[str, int]:
+    """codes_kernel's constants and launch options for a table of ``depth`` rows a bucket (as HASH_OPTIONS)."""
+    return {"BLOCK": TRITON_BLOCK_WORDS, "DEPTH": depth, "BUCKETS": 1 << BUCKET_BITS, "LOW_BITS": 32 - BUCKET_BITS,
+            "num_warps": 4}
+
+
 @functools.lru_cache(maxsize=64)
 def _device_buckets(
     thresholds: tuple[int, ...], first_code: int, device: torch.device
@@ -395,11 +402,7 @@ def _codes_triton(words: list[torch.Tensor], below: torch.Tensor, inside: torch.
     if rows:
         device = words[0].device
         with _on_device(device):
-            _triton_kernels()[1][_grid(rows, 2)](
-                _table(rows, device), below, inside,
-                BLOCK=TRITON_BLOCK_WORDS, DEPTH=inside.shape[0], BUCKETS=1 << BUCKET_BITS,
-                LOW_BITS=32 - BUCKET_BITS, num_warps=4,
-            )  # fmt: skip
+            _triton_kernels()[1][_grid(rows, 2)](_table(rows, device), below, inside, **codes_options(inside.shape[0]))
     return codes
 
 

@@ -42,6 +42,8 @@
 #   first_call  where the first test's seconds go: scripts/first_call_probe.py twice with one Triton cache
 #   transfer    a large output's way back: the result pipe against the parent's output file, and
 #               SHA-256 speeds on both sides (scripts/output_transfer.py; run after build)
+#   leaf_hash   the outputs' digest leaves by the GPU's kernel against hashlib, every padding length, and
+#               their ms at the contest's output sizes beside the host's (scripts/leaf_hash_check.py)
 #   references  every NVFP4 test and benchmark shape: old (float64 decode) and new (block kernel)
 #               reference timed, bit-identical or the step fails (scripts/parent_costs.py --references)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call,
@@ -245,6 +247,7 @@ for step in $steps; do
     first_call) run_step first_call bash -c 'cache=$(mktemp -d); for run in empty kept; do
                   echo "$run cache: $(TRITON_CACHE_DIR=$cache python3 scripts/first_call_probe.py)"; done' ;;
     transfer) run_step transfer python3 scripts/output_transfer.py --out "$WORK/output_transfer.json" ;;
+    leaf_hash) run_step leaf_hash python3 scripts/leaf_hash_check.py "$WORK/leaf_hash.json" ;;
     references) run_step references python3 scripts/parent_costs.py "$WORK/references.json" --references ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     coldstart) run_step coldstart python3 scripts/coldstart.py "$WORK/coldstart" ;;

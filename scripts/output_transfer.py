@@ -8,7 +8,7 @@ output file) with the file's places only. The parent asks for each call, receive
 MAC as WorkerSession does. Per call, medians in ms: `core` (the child's time_call: copies, digest,
 the file copy), `exchange` (request sent to reply read, the parent's read of the file included, less
 the core), `seal` (the parent's MAC check). Then the digest speeds: hashlib and the core's SHA-256
-on one thread, the parent's leaf pool on one large output and on eight small ones, and the parent's
+on one thread, the parent's host leaves (4 KiB) of one large output and of eight small ones, and the parent's
 read of the file into fresh memory against a buffer already touched.
 
     python3 scripts/output_transfer.py [--device cuda] [--sizes 65536,1048576,...] [--out FILE.json]
@@ -33,7 +33,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.contract import messages, protocol  # noqa: E402 (this checkout's harness, not an installed one)
+from harness.contract import leaf_hash, messages, protocol  # noqa: E402 (this checkout's harness, not an installed one)
 from harness.judge.worker_link import channel_sockets, output_reader, seal, worker_spawn  # noqa: E402
 
 SIZES = (64 << 10, 1 << 20, 8 << 20, 15 << 20, 4096 * 24576 * 2)
@@ -111,7 +111,7 @@ def best_s(action, repeats: int = 5) -> float:
 
 
 def digest_speeds() -> dict[str, object]:
-    """GB/s of one thread of hashlib and of the core's SHA-256; ms of the parent's leaf pool."""
+    """GB/s of one thread of hashlib and of the core's SHA-256; ms of the parent's host leaves."""
     from harness.worker import _sealed
 
     data = os.urandom(64 << 20)
@@ -124,9 +124,9 @@ def digest_speeds() -> dict[str, object]:
         "hashlib_gb_s": round(len(data) / best_s(lambda: hashlib.sha256(data).digest()) / 1e9, 2),
         "core_backend": _sealed.sha256_backend(),
         "core_gb_s": round(len(data) / best_s(lambda: _sealed.hmac_sha256(bytes(32), data)) / 1e9, 2),
-        "pool_64mib_ms": round(1e3 * best_s(lambda: seal._leaves(large)), 2),
+        "leaves_64mib_ms": round(1e3 * best_s(lambda: [leaf_hash.cpu_leaves(o) for o in large]), 2),
         "serial_64mib_ms": round(1e3 * best_s(lambda: serial(large)), 2),
-        "pool_eight_1mib_ms": round(1e3 * best_s(lambda: seal._leaves(small)), 2),
+        "leaves_eight_1mib_ms": round(1e3 * best_s(lambda: [leaf_hash.cpu_leaves(o) for o in small]), 2),
         "serial_eight_1mib_ms": round(1e3 * best_s(lambda: serial(small)), 2),
     }
 

@@ -14,7 +14,7 @@ import torch
 from harness.commands.main import main
 from harness.contract.results import ExitCode
 from harness.execution.local_cluster import worker_slots
-from harness.judge.worker_link import host_share, seal
+from harness.judge.worker_link import host_share
 from harness.judge.worker_link.worker_spawn import worker_environment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,23 +62,14 @@ def test_the_worker_starts_with_the_share_unless_the_organizer_set_its_threads(m
     assert worker_environment("cuda", "1")["OMP_NUM_THREADS"] == "4"
 
 
-def test_the_parents_torch_threads_and_hashers_take_the_share(monkeypatch):
+def test_the_parents_torch_threads_take_the_share(monkeypatch):
     monkeypatch.setattr(host_share, "host_cpus", lambda: 4)
     monkeypatch.setenv(host_share.SHARE_ENV, "4")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
-    seal._hash_threads.cache_clear()
-    seal._leaf_hashers.cache_clear()
     try:
         assert host_share.size_torch_threads() == 1 and torch.get_num_threads() == 1
-        assert seal._leaf_hashers()._max_workers == 1
-        monkeypatch.setenv(host_share.SHARE_ENV, "1")
-        seal._hash_threads.cache_clear()
-        seal._leaf_hashers.cache_clear()
-        assert seal._leaf_hashers()._max_workers == 4
     finally:
-        seal._hash_threads.cache_clear()
-        seal._leaf_hashers.cache_clear()
         torch.set_num_threads(before)
 
 

@@ -18,21 +18,37 @@ from tests.ptx_interpreter import launch
 LENGTHS = [0, 1, 55, 56, 63, 64, 65, 119, 120, 127, 128, 4095, 4096, 4097, 2 * 4096 + 300]
 
 
-def _kernel_leaves(data: bytes) -> list[bytes]:
-    count = leaf_hash.leaf_count(len(data))
-    out_at = 16 * (len(data) // 16 + 1)
-    memory = bytearray(data) + bytearray(out_at - len(data) + 32 * count)
-    launch(leaf_hash.ptx(), memory, {"data": 0, "nbytes": len(data), "out": out_at}, count + 1)
-    return [bytes(memory[out_at + 32 * i:out_at + 32 * (i + 1)]) for i in range(count)]
+def _kernel_leaves(blobs: list[bytes]) -> list[bytes]:
+    """Every blob's leaves by one launch of the kernel (its table, then the blobs at 16-byte places)."""
+    places, at = [], 64 * 8 * leaf_hash.TABLE_ENTRY_WORDS
+    for blob in blobs:
+        places.append(at)
+        at += 16 * (len(blob) // 16 + 1)
+    words, count = leaf_hash.table([(place, len(blob)) for place, blob in zip(places, blobs)])
+    memory = bytearray(at + 32 * count)
+    memory[:8 * len(words)] = b"".join(word.to_bytes(8, "little") for word in words)
+    for place, blob in zip(places, blobs):
+        memory[place:place + len(blob)] = blob
+    launch(leaf_hash.ptx(), memory, {"table": 0, "count": len(blobs), "out": at}, count + 1)
+    return [bytes(memory[at + 32 * i:at + 32 * (i + 1)]) for i in range(count)]
+
+
+def _expected(blob: bytes) -> list[bytes]:
+    pieces = range(0, len(blob), leaf_hash.LEAF_BYTES)
+    return [hashlib.sha256(blob[at:at + leaf_hash.LEAF_BYTES]).digest() for at in pieces]
 
 
 @pytest.mark.parametrize("length", LENGTHS)
 def test_kernel_leaves_are_sha256_of_each_piece(length: int) -> None:
     data = os.urandom(length)
-    expected = [hashlib.sha256(data[at:at + leaf_hash.LEAF_BYTES]).digest()
-                for at in range(0, length, leaf_hash.LEAF_BYTES)]
-    assert _kernel_leaves(data) == expected
-    assert leaf_hash.cpu_leaves(memoryview(data)) == expected
+    assert _kernel_leaves([data]) == _expected(data)
+    assert leaf_hash.cpu_leaves(memoryview(data)) == _expected(data)
+
+
+def test_one_launch_hashes_every_output_in_order() -> None:
+    """Outputs of several sizes (an empty one among them) in one table: each leaf from its own output."""
+    blobs = [os.urandom(n) for n in (5000, 0, 64, 4096, 1)]
+    assert _kernel_leaves(blobs) == [leaf for blob in blobs for leaf in _expected(blob)]
 
 
 def test_constants_are_fips_180_4() -> None:

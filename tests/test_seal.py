@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.contract import messages, protocol
-from harness.judge.worker_link import seal, worker_spawn
+from harness.contract import leaf_hash, messages, protocol
+from harness.judge.worker_link import output_leaves, seal, worker_spawn
 from harness.worker import _sealed, sealed_core, timers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,7 +84,7 @@ def test_c_hmac_matches_python_with_either_sha256(portable):
 
 SEALING_CHECK = """
 import ctypes, sys, torch
-from harness.judge.worker_link import seal, worker_spawn
+from harness.judge.worker_link import output_leaves, seal, worker_spawn
 from harness.worker import sealed_core
 _, read_fd = worker_spawn.new_key_pipe()
 timer = sealed_core.SealedTimer(read_fd, torch.device("cpu"))
@@ -130,23 +130,24 @@ def test_outputs_of_many_chunks_verify_and_a_byte_changed_in_any_chunk_breaks_th
     last one partial: the parent's digest matches the core's, and one byte changed in a late
     chunk of the second output is caught."""
     key, timer = core
-    data = torch.arange(3 * seal.DIGEST_CHUNK_BYTES // 4 + 5, dtype=torch.float32).reshape(-1, 1)  # three chunks + 20 B
+    data = torch.arange(3 * leaf_hash.LEAF_BYTES // 4 + 5, dtype=torch.float32).reshape(-1, 1)  # three chunks + 20 B
     output, entries, tensors = _received(timer.time_call(data, 10, 99, 0.0))
     seal.verify_call(key, 10, 99, timer.overhead_us, output, entries, tensors)
     assert torch.equal(tensors[0], data.t() * 2)
-    tensors[0].untyped_storage()[3 * seal.DIGEST_CHUNK_BYTES + 7] ^= 1
+    tensors[0].untyped_storage()[3 * leaf_hash.LEAF_BYTES + 7] ^= 1
     with pytest.raises(seal.SealBroken):
         seal.verify_call(key, 10, 99, timer.overhead_us, output, entries, tensors)
 
 
-def test_the_chunks_of_many_outputs_hash_together_and_come_back_in_order():
-    """All outputs' chunks go to the threads at once (a list of eight 1 MiB outputs was once hashed on one
-    thread, docs/results.md run 11); each output gets its own leaves back, in order."""
-    sizes = [0, 5, seal.DIGEST_CHUNK_BYTES, seal.DIGEST_CHUNK_BYTES + 1, 3 * seal.DIGEST_CHUNK_BYTES - 7] * 2
-    outputs = [memoryview(os.urandom(size)) for size in sizes]
-    expected = [[hashlib.sha256(data[at:at + seal.DIGEST_CHUNK_BYTES]).digest()
-                 for at in range(0, len(data), seal.DIGEST_CHUNK_BYTES)] for data in outputs]
-    assert seal._leaves(outputs) == expected and [len(leaves) for leaves in expected] == [0, 1, 1, 2, 3] * 2
+def test_each_outputs_leaves_come_back_in_order_one_after_another():
+    """Every output's leaves, in order, as one run of bytes each (none for an empty output)."""
+    blobs = [os.urandom(size) for size in (0, 5, leaf_hash.LEAF_BYTES, leaf_hash.LEAF_BYTES + 1,
+                                           3 * leaf_hash.LEAF_BYTES - 7)]
+    outputs = [torch.tensor(list(blob), dtype=torch.uint8) for blob in blobs]
+    expected = [b"".join(hashlib.sha256(data[at:at + leaf_hash.LEAF_BYTES]).digest()
+                         for at in range(0, len(data), leaf_hash.LEAF_BYTES)) for data in blobs]
+    assert output_leaves.leaves(outputs) == expected
+    assert [len(leaves) // 32 for leaves in expected] == [0, 1, 1, 2, 3]
 
 
 TAMPERS = ["time", "output", "index", "seed", "mac", "no_mac", "unfinished", "exposed", "event_us", "clock_us",

@@ -6,14 +6,15 @@ Beside it, an empty one-thread kernel: the floor both the replay clock and Nsigh
 (scripts/ncu_target.py --floors), so that the two clocks' costs of one empty launch can be compared;
 and the hold: one thread spinning on %globaltimer for a given number of ns, which keeps the GPU busy
 while the host queues the stream replay's groups behind it (harness.sol.replay_clock, ``stream=True``).
-Loaded from PTX by the driver (ctypes to libcuda, which torch has already initialised): nothing to
-compile on the host, and nothing of the harness's compiled core is used.
+Loaded from PTX by the driver (harness.contract.ptx_module): nothing to compile on the host, and
+nothing of the harness's compiled core is used.
 """
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
+
+from harness.contract.ptx_module import PtxModule
 
 KERNEL_NAME = "stamp"
 """The kernel's name as profilers print it (a PTX entry: not mangled); scripts/ncu_target.py's marker."""
@@ -39,49 +40,17 @@ class Stamper:
     def __init__(self, slots: int) -> None:
         import torch
 
-        torch.cuda.init()
-        torch.cuda.synchronize()  # the runtime has made torch's (primary) context current on this thread
-        self._cuda = ctypes.CDLL("libcuda.so.1")
-        self._cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-            ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
-        self._module = ctypes.c_void_p()
-        self._check(self._cuda.cuModuleLoadData(ctypes.byref(self._module), ctypes.c_char_p(PTX.encode())),
-                    "cuModuleLoadData of the stamp kernel")
-        self._function, self._empty = self._entry(KERNEL_NAME), self._entry(EMPTY_NAME)
-        self._hold = self._entry(HOLD_NAME)
+        self._module = PtxModule(PTX)
         self.slots: Any = torch.zeros(slots, dtype=torch.int64, device="cuda")
 
-    @staticmethod
-    def _check(result: int, what: str) -> None:
-        if result != 0:
-            raise RuntimeError(f"{what} failed (CUresult {result})")
-
-    def _entry(self, name: str) -> ctypes.c_void_p:
-        function = ctypes.c_void_p()
-        self._check(self._cuda.cuModuleGetFunction(ctypes.byref(function), self._module, name.encode()),
-                    f"cuModuleGetFunction of {name}")
-        return function
-
-    def _launch(self, function: ctypes.c_void_p, params: Any) -> None:
-        import torch
-
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        self._check(self._cuda.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, None),
-                    "cuLaunchKernel of the stamp module")
-
-    def _launch_u64(self, function: ctypes.c_void_p, value: int) -> None:
-        """Launches a kernel of one u64 parameter (the driver copies it at the launch)."""
-        param = ctypes.c_uint64(value)
-        self._launch(function, (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(param), ctypes.c_void_p)))
-
     def mark(self, index: int) -> None:
-        self._launch_u64(self._function, self.slots.data_ptr() + 8 * index)
+        self._module.launch(KERNEL_NAME, [self.slots.data_ptr() + 8 * index])
 
     def hold(self, ns: int) -> None:
-        self._launch_u64(self._hold, ns)
+        self._module.launch(HOLD_NAME, [ns])
 
     def empty(self) -> None:
-        self._launch(self._empty, None)
+        self._module.launch(EMPTY_NAME)
 
     def read(self) -> list[int]:
         return [int(v) for v in self.slots.cpu().tolist()]

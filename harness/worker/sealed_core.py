@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from harness.contract import output_file
+from harness.contract import leaf_hash, output_file
 
 try:
     from harness.worker import _sealed
@@ -65,7 +65,7 @@ class SealedTimer:
             stream = torch.cuda.current_stream(device).cuda_stream
             l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
             self.overhead_us, self.spread_us, from_graph, self.protection, window = _sealed.init(
-                key_fd, stream, l2_bytes, _sealed_hooks())
+                key_fd, stream, l2_bytes, _sealed_hooks(), leaf_hash.ptx())
             reference = "graph replay" if from_graph else "kernel pairs, no graphs here"
             self.method = (f"cuda-event per call in compiled code, every stream idle, {window}, minus "
                            f"{self.overhead_us:.2f} us event overhead ({reference}; 5 rounds, spread "

@@ -3,7 +3,7 @@
 The worker's compiled core (harness/worker/csrc/sealed.c) signs each timed call with HMAC-SHA256 under a
 key it read from a pipe before the submission was imported. The message is the call index and
 seed the parent asked for, the time, the event overhead, the unfinished-work and exposed-launch
-flags, a digest of the outputs (their descriptions and the SHA-256 of each 1 MiB chunk) and the
+flags, a digest of the outputs (their descriptions and the SHA-256 of each 4 KiB piece) and the
 second clock's reading (judged over a case by harness/judge/verdict/second_clock.py); the parent
 rebuilds it from what it received, so a changed time, a changed output or clock reading, a result
 replayed from another call or a missing MAC all fail here (docs/security.md).
@@ -11,19 +11,17 @@ replayed from another call or a missing MAC all fail here (docs/security.md).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import importlib.util
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from harness.contract.messages import Output, Rechecked
-from harness.judge.worker_link import host_share
+from harness.judge.worker_link import output_leaves
 
 NONCE_BYTES = 16
 
@@ -45,75 +43,19 @@ def sealed_core_built() -> bool:
     return importlib.util.find_spec(SEALED_MODULE) is not None
 
 
-def _storage_bytes(tensor: torch.Tensor) -> memoryview:
-    """The tensor's whole storage as bytes, without a copy (hashlib reads the buffer in place)."""
-    storage = torch.empty(0, dtype=torch.uint8).set_(tensor.untyped_storage())
-    return memoryview(storage.numpy())
-
-
-DIGEST_CHUNK_BYTES = 1 << 18
-"""The leaf size of the output digest; the same constant as harness/worker/csrc/digest_tree.h. 256 KiB
-(1 MiB until 2026-11-26): SHA-256 runs at 1.2-1.3 GB/s a thread on the H100's host (results.md run 14),
-so a 1.75 MiB output in 1 MiB leaves took two threads 0.8 ms; in 256 KiB leaves seven take 0.2."""
-DIGEST_MAX_THREADS = 8
-"""The most threads hashing outputs; the same constant as harness/worker/csrc/digest_tree.h."""
-
-
-@functools.cache
-def _hash_threads() -> int:
-    """This evaluation's share of the host's cores, at most DIGEST_MAX_THREADS (host_share: two
-    evaluations on one host each took 8); read once, not per call (it lists the host's GPUs)."""
-    return max(1, min(DIGEST_MAX_THREADS, host_share.cpu_share()))
-
-
-@functools.cache
-def _leaf_hashers() -> ThreadPoolExecutor:
-    """hashlib releases the GIL on buffers over 2 KiB: chunks are hashed side by side."""
-    return ThreadPoolExecutor(max_workers=_hash_threads(), thread_name_prefix="leaf-sha256")
-
-
-def _hash_side_by_side(pieces: list[memoryview]) -> list[bytes]:
-    """SHA-256 of each piece, in order: one task per thread, each hashing every n-th piece, so that
-    the pool's own cost (tens of us a task) is paid per thread, not per 256 KiB leaf."""
-    threads = min(len(pieces), _hash_threads())
-
-    def hash_every(start: int) -> list[bytes]:
-        return [hashlib.sha256(piece).digest() for piece in pieces[start::threads]]
-
-    if threads <= 1:
-        return hash_every(0) if pieces else []
-    strided = list(_leaf_hashers().map(hash_every, range(threads)))
-    return [strided[index % threads][index // threads] for index in range(len(pieces))]
-
-
-def _leaves(outputs: list[memoryview]) -> list[list[bytes]]:
-    """SHA-256 of each DIGEST_CHUNK_BYTES chunk of each output (none for an empty one), the chunks of
-    every output in one pool: a list of many small outputs (the grouped GEMM's eight) is as parallel
-    as one large output. Hashed one output at a time, eight outputs of 1 MiB took one thread
-    (docs/results.md run 11: 7.4 ms with the threads and without)."""
-    chunks = [(number, data[at:at + DIGEST_CHUNK_BYTES]) for number, data in enumerate(outputs)
-              for at in range(0, len(data), DIGEST_CHUNK_BYTES)]  # memoryview slices: no copies
-    pieces = [chunk for _, chunk in chunks]
-    hashes = _hash_side_by_side(pieces)
-    leaves: list[list[bytes]] = [[] for _ in outputs]
-    for (number, _), leaf in zip(chunks, hashes):
-        leaves[number].append(leaf)
-    return leaves
-
-
 def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
-    """SHA-256 over each output's dtype, shape, stride, offset, size and its chunks' SHA-256
-    (as harness/worker/csrc/sealed_outputs.c)."""
+    """SHA-256 over each output's dtype, shape, stride, offset, size and its leaves, the SHA-256 of each
+    4 KiB piece of its storage (as harness/worker/csrc/sealed_outputs.c; harness/contract/leaf_hash.py).
+    ``tensors``: the copies the parent will check, on its GPU or on the host."""
     if any("stride" not in entry or not isinstance(tensor, torch.Tensor) for entry, tensor in zip(entries, tensors)):
         raise SealBroken("an output was not sent as the sealed copy")
     digest = hashlib.sha256()
-    for entry, leaves in zip(entries, _leaves([_storage_bytes(tensor) for tensor in tensors])):
+    for entry, leaves in zip(entries, output_leaves.leaves(tensors)):
         digest.update(f"torch.{entry['dtype']}".encode() + b"\0")
         for dims in (entry["shape"], entry["stride"]):
             digest.update(struct.pack(f"<q{len(dims)}q", len(dims), *dims))
         digest.update(struct.pack("<qq", int(entry["offset"]), int(entry["nbytes"])))
-        for leaf in leaves:
-            digest.update(leaf)
+        digest.update(leaves)
     return digest.digest()
 
 

@@ -23,7 +23,7 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
-from harness.judge.worker_link import compile_cache, input_stage, seal
+from harness.judge.worker_link import compile_cache, input_stage, output_leaves, seal
 from harness.judge.worker_link.supervision import STATE_OPENS_AT_BIND
 from harness.judge.worker_link.worker_process import WorkerProcess
 
@@ -59,6 +59,14 @@ class CallOutput:
 
 
 _FRAME = re.compile(r'File "([^"\n]+)", line (\d+) in (\S+)')
+
+
+def _copy_to(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` on ``device`` with its whole storage copied (the digest covers the storage), and the same
+    dtype, shape, strides and offset into it."""
+    storage = output_leaves.storage_bytes(tensor).to(device, non_blocking=True)
+    return torch.empty(0, dtype=tensor.dtype, device=device).set_(
+        storage.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride())
 
 
 def hung_at(stacks: str, submission: Path) -> str:
@@ -117,6 +125,7 @@ class WorkerSession:
         self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
         self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
         self.check_on: torch.device | None = None  # a GPU the check reads outputs on: copied there in call()
+        self._outputs_stream: torch.cuda.Stream | None = None
 
     def __enter__(self) -> WorkerSession:
         self.spawn()
@@ -326,13 +335,13 @@ class WorkerSession:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
-        (the parent's GPU work for the check) proceeds while the CPU digests the outputs; its time
-        is not booked to ``seal``. ``staged``: the call's inputs, drawn by the parent (``case`` then
-        carries the public seed the worker draws the layout from): written encrypted for this index,
-        and the MAC's seed is 0 (the worker never learns the call's seed). ``drawn_seed``: the seed of a
-        call whose inputs the worker's core draws (``draws``); it travels masked for the core, which signs
-        it unmasked. A call already sent (``send_ahead``) is collected; its time limit counts from its
-        sending."""
+        (the parent's GPU work for the check) proceeds while the outputs are copied and digested
+        beside it (``_to_check``); its time is not booked to ``seal``. ``staged``: the call's inputs,
+        drawn by the parent (``case`` then carries the public seed the worker draws the layout from):
+        written encrypted for this index, and the MAC's seed is 0 (the worker never learns the call's
+        seed). ``drawn_seed``: the seed of a call whose inputs the worker's core draws (``draws``); it
+        travels masked for the core, which signs it unmasked. A call already sent (``send_ahead``) is
+        collected; its time limit counts from its sending."""
         sent_call, self._ahead = self._ahead, None
         if sent_call is not None and (sent_call.case, sent_call.sleep_us, sent_call.plain, sent_call.buffers,
                                       sent_call.drawn_seed, staged is None) != (
@@ -345,16 +354,16 @@ class WorkerSession:
         replied = time.perf_counter()
         if answered is not None:
             answered()
-        # Queued behind the parent's own GPU work while the CPU digests the host bytes for the MAC below:
-        # the check then reads copies of exactly the bytes the MAC covers, already on its GPU.
-        checked = [t.to(self.check_on, non_blocking=True) if self.check_on is not None and isinstance(
-            t, torch.Tensor) else t for t in tensors]
         sealing = time.perf_counter()
-        if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
-            seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
-            self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
-                                                  received.entries, tensors))
-            self._count_mac(state_opens=2)
+
+        def verify(copies: list[Any]) -> None:
+            if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
+                seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
+                self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
+                                                      received.entries, copies))
+                self._count_mac(state_opens=2)
+
+        checked = self._to_check(tensors, verify)
         phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in checked if isinstance(t, str)]
@@ -375,6 +384,28 @@ class WorkerSession:
             phases_s=phases,
             worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms)},
         )
+
+    def _to_check(self, tensors: list[Any], verify: Callable[[list[Any]], None]) -> list[Any]:
+        """The outputs where the check reads them, passed to ``verify`` there. On the check's GPU they are
+        copied on a stream of their own, beside the parent's draw and reference (which ``answered``
+        queued), and the MAC's digest is computed on those copies there (output_leaves): the check reads
+        exactly the bytes the MAC covers. The check's stream waits for them. Elsewhere (the host, or a
+        device of no streams) the MAC is checked on the bytes received, and the check gets copies."""
+        if self.check_on is None or self.check_on.type != "cuda":
+            verify(tensors)
+            device = self.check_on
+            return [_copy_to(t, device) if device is not None and isinstance(t, torch.Tensor) else t for t in tensors]
+        if self._outputs_stream is None:
+            self._outputs_stream = torch.cuda.Stream(self.check_on)
+        check_stream = torch.cuda.current_stream(self.check_on)
+        with torch.cuda.stream(self._outputs_stream):
+            checked = [_copy_to(t, self.check_on) if isinstance(t, torch.Tensor) else t for t in tensors]
+            verify(checked)
+        check_stream.wait_stream(self._outputs_stream)
+        for copy in checked:
+            if isinstance(copy, torch.Tensor):
+                copy.record_stream(check_stream)  # freed, its memory waits for the check before reuse
+        return checked
 
     def _verify(self, check: Any) -> Any:
         try:

@@ -33,8 +33,15 @@ typedef struct {
     uint64_t start_mask, end_mask;
     double stamp_wait_us[2];               /* most of the end stamp's wait a reading subtracts (calibrated):
                                             [0] queued call, [1] exposed call */
-    uint8_t *host_copy[2];
+    uint8_t *host_copy;                    /* the outputs' bytes (pinned on a GPU) */
     size_t host_capacity;
+    CUdeviceptr device_copy[2];            /* the outputs behind the end event, and once every stream is idle */
+    size_t device_capacity;
+    CUdeviceptr device_leaves;             /* both copies' digest leaves */
+    uint8_t *host_leaves;                  /* pinned */
+    size_t leaves_capacity;
+    CUdeviceptr device_table;              /* the leaf kernel's tables, one a pass (output_copies.c) */
+    unsigned long long *host_table;        /* pinned */
     sigset_t saved_signals;                /* the caller's mask while the page is open */
     uint8_t stage_key[KEY_BYTES];          /* staged inputs' ChaCha20 key, drawn calls' seed mask (drawn_inputs.c) */
     int draw_count;                        /* captured draws (drawn_inputs.c), slots 0.. */
@@ -52,6 +59,7 @@ typedef union {
         CUstream stream, capture_stream;
         size_t flush_bytes;
         CUfunction hold_kernel, empty_kernel, stamp_kernel;
+        CUfunction leaf_kernel;            /* the outputs' digest leaves (harness/contract/leaf_hash.py) */
         torch_hooks hooks;
         interpreter_probes probes;
     };

@@ -51,6 +51,8 @@ int load_driver(void) {
         {(void **)&cu.OccupancyMaxActiveBlocksPerMultiprocessor, {"cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL}},
         {(void **)&cu.MemcpyHtoD, {"cuMemcpyHtoD_v2", NULL}},
         {(void **)&cu.MemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2", NULL}},
+        {(void **)&cu.MemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2", NULL}},
+        {(void **)&cu.MemFree, {"cuMemFree_v2", NULL}},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         for (int j = 0; j < 2 && table[i].names[j] && !*table[i].slot; j++)

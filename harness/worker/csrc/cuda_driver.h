@@ -55,6 +55,8 @@ typedef union {
         CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
         CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
         CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+        CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+        CUresult (*MemFree)(CUdeviceptr);
     };
     unsigned char page[CORE_PAGE_BYTES];
 } cuda_driver;

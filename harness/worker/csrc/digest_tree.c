@@ -42,11 +42,10 @@ static void *hash_chunks(void *argument) {
         sha256_init(&ctx);
         sha256_update(&ctx, chunk->bytes, chunk->size);
         sha256_final(&ctx, chunk->leaf);
-        chunk->differs = chunk->again && memcmp(chunk->bytes, chunk->again, chunk->size) != 0;
     }
 }
 
-int digest_chunks(digest_chunk *chunks, size_t count) {
+void digest_chunks(digest_chunk *chunks, size_t count) {
     chunk_queue queue = {chunks, count, 0};
     pthread_t threads[DIGEST_MAX_THREADS - 1];
     size_t helpers = count < thread_limit ? (count ? count - 1 : 0) : thread_limit - 1, started = 0;
@@ -54,19 +53,16 @@ int digest_chunks(digest_chunk *chunks, size_t count) {
         if (pthread_create(&threads[started], NULL, hash_chunks, &queue) != 0) break;
     hash_chunks(&queue);
     for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
-    int differs = 0;
-    for (size_t i = 0; i < count; i++) differs |= chunks[i].differs;
-    return differs;
 }
 
 int copy_chunked(uint8_t *to, const uint8_t *from, size_t size) {
-    size_t count = digest_chunk_count(size);
+    size_t count = (size + COPY_CHUNK_BYTES - 1) / COPY_CHUNK_BYTES;
     digest_chunk *chunks = calloc(count ? count : 1, sizeof *chunks);
     if (!chunks) return -1;
-    for (size_t i = 0, at = 0; i < count; i++, at += DIGEST_CHUNK_BYTES) {
+    for (size_t i = 0, at = 0; i < count; i++, at += COPY_CHUNK_BYTES) {
         chunks[i].bytes = from + at;
         chunks[i].to = to + at;
-        chunks[i].size = size - at < DIGEST_CHUNK_BYTES ? size - at : DIGEST_CHUNK_BYTES;
+        chunks[i].size = size - at < COPY_CHUNK_BYTES ? size - at : COPY_CHUNK_BYTES;
     }
     digest_chunks(chunks, count);
     free(chunks);

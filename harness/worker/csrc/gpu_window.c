@@ -315,8 +315,9 @@ static int allocate_buffers(unsigned long long l2_bytes) {
     return 0;
 }
 
-int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
-    CUmodule module;
+int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, const char *leaf_ptx) {
+    CUmodule module, leaf_module;
+    if (!leaf_ptx) { PyErr_SetString(PyExc_RuntimeError, "init on a GPU needs the outputs' leaf kernel (leaf_ptx)"); return -1; }
     if (load_driver()) return -1;
     core.stream = (CUstream)(uintptr_t)stream_handle;
     CUI(cu.CtxGetCurrent(&core.context), "cuCtxGetCurrent");
@@ -328,6 +329,8 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes) {
     CUI(cu.ModuleGetFunction(&core.hold_kernel, module, "hold_flush"), "cuModuleGetFunction");
     CUI(cu.ModuleGetFunction(&core.stamp_kernel, module, "stamp"), "cuModuleGetFunction");
     CUI(cu.ModuleGetFunction(&core.empty_kernel, module, "empty"), "cuModuleGetFunction");
+    CUI(cu.ModuleLoadData(&leaf_module, leaf_ptx), "loading the outputs' leaf kernel (PTX JIT)");
+    CUI(cu.ModuleGetFunction(&core.leaf_kernel, leaf_module, "leaf_sha256"), "cuModuleGetFunction");
     if (allocate_buffers(l2_bytes) || size_hold_grid()) return -1;
     double queued = clock_gap_us(0, &ST->stamp_wait_us[0]), idle = clock_gap_us(1, &ST->stamp_wait_us[1]);
     if (queued < -1e8 || idle < -1e8) return cuda_failed(1, "second clock calibration") ? -1 : -1;

@@ -11,9 +11,9 @@
  * core measures can only lengthen the measurement, which would shorten every time it then subtracts. */
 #define OVERHEAD_RAISE_MAX_US 0.1
 
-/* Once, before the import: driver, context, buffers, kernels, overhead and clock calibration. The
- * hidden page is open. 0, or -1 with an exception. */
-int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes);
+/* Once, before the import: driver, context, buffers, kernels (the outputs' leaf kernel from ``leaf_ptx``),
+ * overhead and clock calibration. The hidden page is open. 0, or -1 with an exception. */
+int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, const char *leaf_ptx);
 /* Every stream idle, persisting L2 reset. The hidden page is open. */
 int quiet_gpu(void);
 /* Behind it (and a drawn call's replay, queued on the core's stream in between, drawn_inputs.c): the

@@ -1,48 +1,128 @@
-/* The copies of a timed call's outputs into memory the core owns (harness._sealed): the first queued
- * right behind the end event and the second once every stream is idle, so that work of the
- * submission still running after the end event shows as the two copies differing (`unfinished`,
- * digest_tree.c compares them). On the CPU one memcpy. Pinned on a GPU, so the copies need no staging. */
+/* The copies of a timed call's outputs into memory the core owns (harness._sealed). On a GPU the first
+ * is queued right behind the end event into the core's device memory and hashed there (the leaf kernel
+ * of harness/contract/leaf_hash.py, loaded at init); the second is made once every stream is idle and
+ * hashed the same way, so that work of the submission still running after the end event shows as the
+ * two copies' leaves differing (`unfinished`). Only the leaves and the first copy's bytes come back to
+ * the host: the digest the MAC covers is made of those leaves, and the parent hashes what it received on
+ * its own GPU (harness/judge/worker_link/seal.py). On the CPU one memcpy, hashed by digest_tree.c. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core_state.h"
+#include "digest_tree.h"
 #include "output_copies.h"
+
+#define DEVICE_ALIGN 256ull
+#define LEAF_THREADS 128u
+#define LEAF_BYTES 32ull
+#define TABLE_WORDS 3  /* a launch's table entry: data, bytes, first leaf (harness/contract/leaf_hash.py) */
+
+static unsigned long long aligned(unsigned long long bytes) { return (bytes + DEVICE_ALIGN - 1) & ~(DEVICE_ALIGN - 1); }
 
 static int reserve_host(size_t bytes) {
     if (bytes <= ST->host_capacity) return 0;
-    for (int i = 0; i < 2; i++) {
-        if (core.on_gpu) {
-            if (ST->host_copy[i]) cu.MemFreeHost(ST->host_copy[i]);
-            ST->host_copy[i] = NULL;
-            CUI(cu.MemAllocHost((void **)&ST->host_copy[i], bytes), "pinned host allocation");
-        } else {
-            free(ST->host_copy[i]);
-            if (!(ST->host_copy[i] = malloc(bytes))) { PyErr_NoMemory(); return -1; }
-        }
+    if (core.on_gpu) {
+        if (ST->host_copy) cu.MemFreeHost(ST->host_copy);
+        ST->host_copy = NULL;
+        CUI(cu.MemAllocHost((void **)&ST->host_copy, bytes), "pinned host allocation");
+    } else {
+        free(ST->host_copy);
+        if (!(ST->host_copy = malloc(bytes))) { PyErr_NoMemory(); return -1; }
     }
     ST->host_capacity = bytes;
     return 0;
 }
 
-int copy_outputs(const output_view *views, int count, size_t total, const uint8_t **first, const uint8_t **second) {
-    if (reserve_host(total ? total : 1)) return -1;
-    for (int pass = 0; pass < (core.on_gpu ? 2 : 1); pass++) {
-        size_t at = 0;
-        for (int i = 0; i < count; i++) {
-            if (core.on_gpu && views[i].nbytes)
-                CUI(cu.MemcpyDtoHAsync(ST->host_copy[pass] + at, views[i].pointer, views[i].nbytes, core.stream), "output copy");
-            else if (views[i].nbytes)
-                memcpy(ST->host_copy[pass] + at, (const void *)(uintptr_t)views[i].pointer, views[i].nbytes);
-            at += views[i].nbytes;
-        }
-        if (core.on_gpu) {
-            CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
-            CUI(cu.CtxSynchronize(), "synchronize every stream");
-        }
+/* The two passes' leaf tables; two device copies of ``bytes`` (each output at a DEVICE_ALIGN offset), and
+ * both copies' leaves on the device and in pinned host memory. */
+static int reserve_device(size_t bytes, size_t leaves) {
+    if (!ST->device_table) {
+        CUI(cu.MemAlloc(&ST->device_table, 2 * MAX_OUTPUTS * TABLE_WORDS * 8), "device leaf tables");
+        CUI(cu.MemAllocHost((void **)&ST->host_table, 2 * MAX_OUTPUTS * TABLE_WORDS * 8), "pinned leaf tables");
     }
-    *first = ST->host_copy[0];
-    *second = core.on_gpu ? ST->host_copy[1] : NULL;
+    if (bytes > ST->device_capacity) {
+        for (int i = 0; i < 2; i++) {
+            if (ST->device_copy[i]) cu.MemFree(ST->device_copy[i]);
+            ST->device_copy[i] = 0;
+            CUI(cu.MemAlloc(&ST->device_copy[i], bytes), "device copy of the outputs");
+        }
+        ST->device_capacity = bytes;
+    }
+    if (2 * leaves * LEAF_BYTES > ST->leaves_capacity) {
+        size_t size = 2 * leaves * LEAF_BYTES;
+        if (ST->device_leaves) cu.MemFree(ST->device_leaves);
+        if (ST->host_leaves) cu.MemFreeHost(ST->host_leaves);
+        ST->device_leaves = 0;
+        ST->host_leaves = NULL;
+        CUI(cu.MemAlloc(&ST->device_leaves, size), "device leaves");
+        CUI(cu.MemAllocHost((void **)&ST->host_leaves, size), "pinned leaves");
+        ST->leaves_capacity = size;
+    }
+    return 0;
+}
+
+/* Copy every output into ``copy`` (device memory) and queue their leaves into ``leaves``, on the core's
+ * stream: the copies, the launch's table (pass ``pass``'s own slot, so that the second pass does not
+ * overwrite a table the first's copy may still be reading), and one launch for every output. */
+static int copy_and_hash(const output_view *views, int count, int pass, CUdeviceptr copy, CUdeviceptr leaves) {
+    unsigned long long at = 0, first = 0, *table = ST->host_table + pass * MAX_OUTPUTS * TABLE_WORDS;
+    for (int i = 0; i < count; i++) {
+        if (views[i].nbytes)
+            CUI(cu.MemcpyDtoDAsync(copy + at, views[i].pointer, views[i].nbytes, core.stream), "output copy");
+        table[TABLE_WORDS * i] = copy + at;
+        table[TABLE_WORDS * i + 1] = views[i].nbytes;
+        table[TABLE_WORDS * i + 2] = first;
+        at += aligned(views[i].nbytes);
+        first += digest_chunk_count(views[i].nbytes);
+    }
+    if (!first) return 0;
+    CUdeviceptr device_table = ST->device_table + pass * MAX_OUTPUTS * TABLE_WORDS * 8;
+    CUI(cu.MemcpyHtoDAsync(device_table, table, (size_t)count * TABLE_WORDS * 8, core.stream), "leaf table");
+    unsigned long long entries = (unsigned long long)count;
+    void *params[] = {&device_table, &entries, &leaves};
+    unsigned blocks = (unsigned)((first + LEAF_THREADS - 1) / LEAF_THREADS);
+    CUI(cu.LaunchKernel(core.leaf_kernel, blocks, 1, 1, LEAF_THREADS, 1, 1, 0, core.stream, params, NULL), "output leaves");
+    return 0;
+}
+
+static int copy_on_gpu(const output_view *views, int count, output_copy *copy) {
+    size_t device_bytes = 0, leaves = 0;
+    for (int i = 0; i < count; i++) {
+        device_bytes += aligned(views[i].nbytes);
+        leaves += digest_chunk_count(views[i].nbytes);
+    }
+    if (reserve_device(device_bytes ? device_bytes : DEVICE_ALIGN, leaves ? leaves : 1)) return -1;
+    if (copy_and_hash(views, count, 0, ST->device_copy[0], ST->device_leaves)) return -1;
+    CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
+    CUI(cu.CtxSynchronize(), "synchronize every stream");
+    if (copy_and_hash(views, count, 1, ST->device_copy[1], ST->device_leaves + leaves * LEAF_BYTES)) return -1;
+    CUI(cu.MemcpyDtoHAsync(ST->host_leaves, ST->device_leaves, 2 * leaves * LEAF_BYTES, core.stream), "leaves copy");
+    unsigned long long at = 0;
+    size_t packed = 0;
+    for (int i = 0; i < count; i++) {
+        if (views[i].nbytes)
+            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, ST->device_copy[0] + at, views[i].nbytes, core.stream),
+                "output copy to the host");
+        at += aligned(views[i].nbytes);
+        packed += views[i].nbytes;
+    }
+    CUI(cu.StreamSynchronize(core.stream), "synchronize after the second copy");
+    copy->leaves = ST->host_leaves;
+    copy->differs = memcmp(ST->host_leaves, ST->host_leaves + leaves * LEAF_BYTES, leaves * LEAF_BYTES) != 0;
+    return 0;
+}
+
+int copy_outputs(const output_view *views, int count, size_t total, output_copy *copy) {
+    memset(copy, 0, sizeof *copy);
+    if (reserve_host(total ? total : 1)) return -1;
+    copy->bytes = ST->host_copy;
+    if (core.on_gpu) return copy_on_gpu(views, count, copy);
+    size_t at = 0;
+    for (int i = 0; i < count; i++) {
+        if (views[i].nbytes) memcpy(ST->host_copy + at, (const void *)(uintptr_t)views[i].pointer, views[i].nbytes);
+        at += views[i].nbytes;
+    }
     return 0;
 }

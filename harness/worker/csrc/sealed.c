@@ -31,7 +31,6 @@
 #include "staged_inputs.h"
 
 #define MAX_OUTPUT_BYTES (1ULL << 31)
-#define MAX_OUTPUTS 64
 
 /* The hidden page open only to reset `busy` (a call that ends without a MAC). */
 static void release_call(void) {
@@ -40,13 +39,16 @@ static void release_call(void) {
     hidden_close();
 }
 
-/* init(key_fd, stream_handle or None, l2_bytes, hooks): once per process, before the import. Returns
- * (overhead_us, spread_us, overhead from graphs, protection report, window description). */
+/* init(key_fd, stream_handle or None, l2_bytes, hooks[, leaf_ptx]): once per process, before the import;
+ * leaf_ptx (a GPU's): the outputs' leaf kernel (harness/contract/leaf_hash.py). Returns (overhead_us,
+ * spread_us, overhead from graphs, protection report, window description). */
 static PyObject *sealed_init(PyObject *self, PyObject *args) {
     int fd;
     PyObject *stream_handle, *hook_dict;
     unsigned long long l2_bytes;
-    if (!PyArg_ParseTuple(args, "iOKO!", &fd, &stream_handle, &l2_bytes, &PyDict_Type, &hook_dict)) return NULL;
+    const char *leaf_ptx = NULL;
+    if (!PyArg_ParseTuple(args, "iOKO!|z", &fd, &stream_handle, &l2_bytes, &PyDict_Type, &hook_dict, &leaf_ptx))
+        return NULL;
     if (core.keyed) { PyErr_SetString(PyExc_RuntimeError, "the sealed timer is already initialized"); return NULL; }
     if (hidden_create()) { close(fd); return NULL; }
     int failed = load_key(fd);
@@ -54,7 +56,7 @@ static PyObject *sealed_init(PyObject *self, PyObject *args) {
     failed = failed || capture_hooks(hook_dict, &core.hooks) || capture_probes(hook_dict, &core.probes);
     if (!failed && stream_handle != Py_None) {
         unsigned long long handle = PyLong_AsUnsignedLongLong(stream_handle);
-        failed = PyErr_Occurred() || init_gpu(handle, l2_bytes);
+        failed = PyErr_Occurred() || init_gpu(handle, l2_bytes, leaf_ptx);
         core.on_gpu = !failed;
     }
     double overhead = ST->overhead_us, spread = ST->overhead_spread_us;
@@ -163,7 +165,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     double time_us = 0.0, host_us = 0.0, overhead = 0.0;
     clock_reading clock = {0.0, 0.0, 0.0, 0.0}; /* none off the GPU */
     uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 1 + 32 + sizeof clock];
-    const uint8_t *first = NULL, *second = NULL;
+    output_copy copied = {NULL, NULL, 0};
     PyObject *structure = read_outputs(result, views, &count, &total, &why);
     if (!structure) {
         release_call();
@@ -177,7 +179,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     int failed = core.on_gpu && close_window(&exposed);
     host_us = host_clock_us() - host_start;
     phase_mark(PHASE_CLOSED);
-    failed = failed || copy_outputs(views, count, total, &first, &second);
+    failed = failed || copy_outputs(views, count, total, &copied);
     phase_mark(PHASE_COPIED);
     failed = failed || (core.on_gpu && read_window(exposed, &clock));
     const char *hook = failed ? NULL : watching_hook(&core.probes, 0);
@@ -189,7 +191,8 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     overhead = ST->overhead_us;
     if (core.on_gpu) time_us = clock.event_us - overhead;
     if (!failed && !why) {
-        failed = digest_outputs(views, count, first, second, digest, &unfinished) != 0;
+        failed = digest_outputs(views, count, copied.bytes, copied.leaves, digest) != 0;
+        unfinished = copied.differs;
         memcpy(message, "call:", 5);
         memcpy(message + 5, &index, 8); memcpy(message + 13, &seed, 8); memcpy(message + 21, &time_us, 8);
         memcpy(message + 29, &overhead, 8); message[37] = (uint8_t)unfinished; message[38] = (uint8_t)exposed;
@@ -202,7 +205,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     clear_thread_hooks(); /* a hook custom_kernel set watches nothing: the next inputs do not exist yet */
     PyObject *answer = NULL, *outputs = NULL;
     if (!failed && why) answer = Py_BuildValue("(sOs)", why, result, detail);
-    else if (!failed && (outputs = output_entries(views, count, first, total)))
+    else if (!failed && (outputs = output_entries(views, count, copied.bytes, total)))
         answer = Py_BuildValue("(sddOOOOy#O(dddd))", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
                                exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result,
                                clock.event_us, clock.clock_us, clock.gap_us, clock.allowance_us);

@@ -110,21 +110,19 @@ int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, outp
     return 0;
 }
 
-int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *again, uint8_t out[32],
-                   int *differs) {
+int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *leaves, uint8_t out[32]) {
     size_t chunk_count = 0, at = 0, next = 0;
     for (int i = 0; i < count; i++) chunk_count += digest_chunk_count(views[i].nbytes);
-    digest_chunk *chunks = calloc(chunk_count ? chunk_count : 1, sizeof *chunks);
-    if (!chunks) { PyErr_NoMemory(); return -1; }
-    for (int i = 0; i < count; i++) {
+    digest_chunk *chunks = leaves ? NULL : calloc(chunk_count ? chunk_count : 1, sizeof *chunks);
+    if (!leaves && !chunks) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; chunks && i < count; i++) {
         for (size_t offset = 0; offset < views[i].nbytes; offset += DIGEST_CHUNK_BYTES, next++) {
             chunks[next].bytes = bytes + at + offset;
-            chunks[next].again = again ? again + at + offset : NULL;
             chunks[next].size = views[i].nbytes - offset < DIGEST_CHUNK_BYTES ? views[i].nbytes - offset : DIGEST_CHUNK_BYTES;
         }
         at += views[i].nbytes;
     }
-    *differs = digest_chunks(chunks, chunk_count);
+    if (chunks) digest_chunks(chunks, chunk_count);
     sha256_ctx ctx;
     sha256_init(&ctx);
     next = 0;
@@ -136,8 +134,8 @@ int digest_outputs(const output_view *views, int count, const uint8_t *bytes, co
             sha256_update(&ctx, axis ? views[i].stride : views[i].shape, 8 * (size_t)ndim);
         }
         sha256_update(&ctx, header, sizeof header);
-        for (size_t leaves = digest_chunk_count(views[i].nbytes); leaves; leaves--, next++)
-            sha256_update(&ctx, chunks[next].leaf, 32);
+        for (size_t pieces = digest_chunk_count(views[i].nbytes); pieces; pieces--, next++)
+            sha256_update(&ctx, leaves ? leaves + 32 * next : chunks[next].leaf, 32);
     }
     sha256_final(&ctx, out);
     free(chunks);

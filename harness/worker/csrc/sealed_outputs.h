@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #define MAX_DIMS 32
+#define MAX_OUTPUTS 64  /* tensors a result may hold */
 
 /* One output as C data, read before the end event (so that whatever reading it triggers is timed)
  * and never through Python again until the MAC. */
@@ -31,10 +32,9 @@ int capture_hooks(PyObject *dict, torch_hooks *hooks);
 /* Fill *view for an exact torch.Tensor on the expected device; -1 with an exception otherwise. */
 int describe_output(const torch_hooks *hooks, int on_gpu, PyObject *tensor, output_view *view);
 /* SHA-256 over each output's dtype, shape, stride, offset, size and its chunks' SHA-256 (digest_tree.h;
- * harness.judge.worker_link.seal mirrors it), with *differs set when ``again`` (a second copy, or NULL) differs
- * from ``bytes``; -1 with an exception when memory runs out. */
-int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *again, uint8_t out[32],
-                   int *differs);
+ * harness.judge.worker_link.seal mirrors it): the chunks' leaves as given (``leaves``, every output's in
+ * order: the GPU hashed them), or hashed here from ``bytes`` (NULL); -1 with an exception when memory runs out. */
+int digest_outputs(const output_view *views, int count, const uint8_t *bytes, const uint8_t *leaves, uint8_t out[32]);
 /* map_outputs(fd, min_bytes), once, before the syscall filter: the parent's output file. From then on
  * a call whose outputs hold min_bytes or more in all is copied into it after the MAC (place_outputs). */
 PyObject *map_outputs(PyObject *self, PyObject *args);

@@ -8,7 +8,7 @@ init (before the submission exists) and loads it through the driver; the parent 
 On the CPU, hashlib computes the same leaves (``cpu_leaves``), and is the oracle the GPU's are tested
 against (tests/test_leaf_hash.py, and on the device scripts/leaf_hash_check.py).
 
-4 KiB leaves (256 KiB until 2026-11-27, when the CPUs hashed them): a 200 MB output is 51,200 leaves,
+4 KiB leaves (256 KiB until 2026-11-26, when the CPUs hashed them): a 200 MB output is 51,200 leaves,
 enough threads to fill an H100, and its leaf digests (1.6 MB) are a small copy back to the host.
 SHA-256 is kept, not a faster non-cryptographic hash, because the parent compares digests of bytes
 that crossed memory the submission can write: only a second preimage would pass a changed output.

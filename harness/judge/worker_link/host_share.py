@@ -2,7 +2,8 @@
 
 Why: with one evaluation per GPU, several run side by side on one host, and each process sized its
 thread pools as if it owned the host (torch's intra-op threads in the parent and in the worker,
-8 threads each hashing outputs in the parent and in the worker's compiled core). Two evaluations
+8 threads reading outputs in the parent and 8 hashing them in a CPU worker's compiled core; on a GPU
+both sides hash on the GPU since 2026-11-26). Two evaluations
 on a two-GPU host read about 11% slower each than one alone (docs/results.md run 13); a process
 that shares the host takes its share, not all of it.
 

@@ -23,7 +23,13 @@ class Thread:
         self.registers: dict[str, int] = {}
         self.local = bytearray(1 << 12)
         self.local_names: dict[str, int] = {}
-        body = ptx[ptx.index("{") + 1:ptx.rindex("}")]
+        self.constant = bytearray()
+        self.constant_names: dict[str, int] = {}
+        for name, values in re.findall(r"\.const \.align \d+ \.b32 (\w+)\[\d+\] = \{([^}]*)\};", ptx):
+            self.constant_names[name] = len(self.constant)
+            self.constant += b"".join(int(v, 0).to_bytes(4, "little") for v in values.split(","))
+        entry = ptx.index(".entry")
+        body = ptx[ptx.index("{", entry) + 1:ptx.rindex("}")]
         self.lines = [line.strip().rstrip(";") for line in body.splitlines() if line.strip()]
         self.labels = {line[:-1]: at for at, line in enumerate(self.lines) if line.endswith(":")}
 
@@ -33,6 +39,8 @@ class Thread:
             return self.special[operand]
         if operand in self.local_names:
             return self.local_names[operand]
+        if operand in self.constant_names:
+            return self.constant_names[operand]
         if operand.startswith("%"):
             return self.registers[operand]
         return int(operand, 0)
@@ -43,7 +51,7 @@ class Thread:
         return self._value(base) + (int(offset) if offset else 0)
 
     def _load(self, space: str, address: int, size: int) -> int:
-        source = self.memory if space == "global" else self.local
+        source = {"global": self.memory, "local": self.local, "const": self.constant}[space]
         return int.from_bytes(source[address:address + size], "little")
 
     def _store(self, space: str, address: int, size: int, value: int) -> None:
@@ -103,7 +111,8 @@ class Thread:
             return
         values = [self._value(operand) for operand in operands[1:]]
         if name == "setp":
-            compare = {"ge": values[0] >= values[1], "lt": values[0] < values[1]}[parts[1]]
+            left, right = values
+            compare = {"ge": left >= right, "lt": left < right, "ne": left != right}[parts[1]]
             self.registers[out] = int(compare)
             return
         result = {

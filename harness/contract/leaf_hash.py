@@ -98,20 +98,20 @@ def _sigma(out: str, value: str, rotations: tuple[int, int, int], shift: bool) -
 
 
 def _round(t: int, names: list[str]) -> list[str]:
-    """Round t on the working registers ``names`` (a..h as they stand): the new a goes into h's register and
-    the new e into d's, so the caller only rotates the names. Rounds from 16 first extend the schedule
-    in place (W[t] into w[t % 16])."""
+    """Round t (0..15) of a group of sixteen on the working registers ``names`` (a..h as they stand): the new
+    a goes into h's register and the new e into d's, so the caller only rotates the names. After the first
+    group (%q set) a round first extends the schedule in place (W[t] into w[t % 16]); its constant is
+    read from the group's slice of the table (%kb)."""
     a, b, c, d, e, f, g, h = names
-    w = f"%w{t % 16}"
-    lines: list[str] = []
-    if t >= 16:
-        lines += _sigma("%s0", f"%w{(t - 15) % 16}", (7, 18, 3), shift=True)
-        lines += _sigma("%s1", f"%w{(t - 2) % 16}", (17, 19, 10), shift=True)
-        lines += [f"add.u32 {w}, {w}, %s0;", f"add.u32 {w}, {w}, %s1;", f"add.u32 {w}, {w}, %w{(t - 7) % 16};"]
+    w = f"%w{t}"
+    lines = ["@!%q bra $Lw" + str(t) + ";"]
+    lines += _sigma("%s0", f"%w{(t + 1) % 16}", (7, 18, 3), shift=True)  # W[t - 15]
+    lines += _sigma("%s1", f"%w{(t + 14) % 16}", (17, 19, 10), shift=True)  # W[t - 2]
+    lines += [f"add.u32 {w}, {w}, %s0;", f"add.u32 {w}, {w}, %s1;", f"add.u32 {w}, {w}, %w{(t + 9) % 16};",  # W[t - 7]
+              f"$Lw{t}:", f"ld.const.u32 %k, [%kb+{4 * t}];"]
     lines += _sigma("%s1", e, (6, 11, 25), shift=False)
     lines += [f"and.b32 %x, {e}, {f};", f"not.b32 %y, {e};", f"and.b32 %y, %y, {g};", "xor.b32 %x, %x, %y;",
-              f"add.u32 %t1, {h}, %s1;", "add.u32 %t1, %t1, %x;", f"add.u32 %t1, %t1, {ROUND_CONSTANTS[t]};",
-              f"add.u32 %t1, %t1, {w};"]
+              f"add.u32 %t1, {h}, %s1;", "add.u32 %t1, %t1, %x;", "add.u32 %t1, %t1, %k;", f"add.u32 %t1, %t1, {w};"]
     lines += _sigma("%s0", a, (2, 13, 22), shift=False)
     lines += [f"and.b32 %x, {a}, {b};", f"and.b32 %y, {a}, {c};", "xor.b32 %x, %x, %y;", f"and.b32 %y, {b}, {c};",
               "xor.b32 %x, %x, %y;", "add.u32 %t2, %s0, %x;", f"add.u32 {d}, {d}, %t1;", f"add.u32 {h}, %t1, %t2;"]
@@ -119,13 +119,17 @@ def _round(t: int, names: list[str]) -> list[str]:
 
 
 def _compression() -> list[str]:
-    """One block's 64 rounds on %w0..%w15 and the state %h0..%h7, unrolled."""
+    """One block's 64 rounds on %w0..%w15 and the state %h0..%h7: four passes of a loop over sixteen
+    unrolled rounds (sixteen rotations of the names bring them back where they began). Rolled so that the
+    driver's JIT, which every worker pays at its start, compiles a quarter of the text."""
     state = [f"%h{i}" for i in range(8)]
     names = [f"%v{i}" for i in range(8)]
     lines = [f"mov.b32 {n}, {s};" for n, s in zip(names, state)]
-    for t in range(64):
+    lines += ["mov.u64 %kb, ROUND_K;", "mov.u32 %j, 0;", "$Lgroup:", "setp.ne.u32 %q, %j, 0;"]
+    for t in range(16):
         lines += _round(t, names)
         names = [names[7], *names[:7]]  # the new a was written into h's register, the new e into d's
+    lines += ["add.u64 %kb, %kb, 64;", "add.u32 %j, %j, 1;", "setp.lt.u32 %p, %j, 4;", "@%p bra $Lgroup;"]
     lines += [f"add.u32 {s}, {s}, {n};" for s, n in zip(state, names)]
     return lines
 
@@ -182,12 +186,14 @@ def ptx() -> str:
     body += ["st.global.v4.u32 [%addr], {%h0, %h1, %h2, %h3};", "st.global.v4.u32 [%addr+16], {%h4, %h5, %h6, %h7};",
              "$Ldone:", "ret;"]
     declarations = [
-        ".reg .pred %p;", ".reg .b32 %w<16>, %h<8>, %v<8>, %s0, %s1, %t1, %t2, %x, %y;",
+        ".reg .pred %p, %q;", ".reg .b32 %w<16>, %h<8>, %v<8>, %s0, %s1, %t1, %t2, %x, %y, %k, %j;",
         ".reg .b64 %tab, %count, %base, %n, %out, %leaf, %start, %len, %full, %rest, %blocks, %b, %i, %addr, %src,"
-        " %tl, %bits;",
+        " %tl, %bits, %kb;",
         ".local .align 16 .b8 tail[128];",
     ]
+    constants = ", ".join(str(value) for value in ROUND_CONSTANTS)
     lines = [".version 7.0", ".target sm_70", ".address_size 64", "",
+             f".const .align 4 .b32 ROUND_K[64] = {{{constants}}};", "",
              f".visible .entry {KERNEL_NAME}(.param .u64 table, .param .u64 count, .param .u64 out)", "{"]
     lines += declarations + body + ["}", ""]
     return "\n".join(lines)

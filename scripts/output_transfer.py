@@ -138,7 +138,7 @@ def read_costs(size: int) -> dict[str, float]:
     os.pwrite(fd, os.urandom(1 << 20) * (size >> 20) + os.urandom(size % (1 << 20)), 0)
     reused = torch.empty(size, dtype=torch.uint8)
     view = memoryview(reused.numpy())
-    reused_ms = 1e3 * best_s(lambda: list(output_reader._READERS.map(
+    reused_ms = 1e3 * best_s(lambda: list(output_reader._readers().map(
         lambda at: output_reader._read_piece(fd, view[at:at + output_reader.PIECE_BYTES], at),
         range(0, size, output_reader.PIECE_BYTES))))
     fresh_ms = 1e3 * best_s(lambda: output_reader.read(fd, 0, size))

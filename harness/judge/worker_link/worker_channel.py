@@ -23,7 +23,8 @@ from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
-from harness.judge.worker_link import compile_cache, input_stage, output_leaves, seal
+from harness.judge.worker_link import compile_cache, input_stage, seal
+from harness.judge.worker_link.check_copies import CheckCopies
 from harness.judge.worker_link.supervision import STATE_OPENS_AT_BIND
 from harness.judge.worker_link.worker_process import WorkerProcess
 
@@ -59,14 +60,6 @@ class CallOutput:
 
 
 _FRAME = re.compile(r'File "([^"\n]+)", line (\d+) in (\S+)')
-
-
-def _copy_to(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``tensor`` on ``device`` with its whole storage copied (the digest covers the storage), and the same
-    dtype, shape, strides and offset into it."""
-    storage = output_leaves.storage_bytes(tensor).to(device, non_blocking=True)
-    return torch.empty(0, dtype=tensor.dtype, device=device).set_(
-        storage.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride())
 
 
 def hung_at(stacks: str, submission: Path) -> str:
@@ -125,7 +118,7 @@ class WorkerSession:
         self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
         self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
         self.check_on: torch.device | None = None  # a GPU the check reads outputs on: copied there in call()
-        self._outputs_stream: torch.cuda.Stream | None = None
+        self._check_copies = CheckCopies()
 
     def __enter__(self) -> WorkerSession:
         self.spawn()
@@ -336,7 +329,7 @@ class WorkerSession:
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
         (the parent's GPU work for the check) proceeds while the outputs are copied and digested
-        beside it (``_to_check``); its time is not booked to ``seal``. ``staged``: the call's inputs,
+        beside it (``check_copies``); its time is not booked to ``seal``. ``staged``: the call's inputs,
         drawn by the parent (``case`` then carries the public seed the worker draws the layout from):
         written encrypted for this index, and the MAC's seed is 0 (the worker never learns the call's
         seed). ``drawn_seed``: the seed of a call whose inputs the worker's core draws (``draws``); it
@@ -363,7 +356,7 @@ class WorkerSession:
                                                       received.entries, copies))
                 self._count_mac(state_opens=2)
 
-        checked = self._to_check(tensors, verify)
+        checked = self._check_copies.deliver(tensors, self.check_on, verify)
         phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in checked if isinstance(t, str)]
@@ -384,28 +377,6 @@ class WorkerSession:
             phases_s=phases,
             worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms)},
         )
-
-    def _to_check(self, tensors: list[Any], verify: Callable[[list[Any]], None]) -> list[Any]:
-        """The outputs where the check reads them, passed to ``verify`` there. On the check's GPU they are
-        copied on a stream of their own, beside the parent's draw and reference (which ``answered``
-        queued), and the MAC's digest is computed on those copies there (output_leaves): the check reads
-        exactly the bytes the MAC covers. The check's stream waits for them. Elsewhere (the host, or a
-        device of no streams) the MAC is checked on the bytes received, and the check gets copies."""
-        if self.check_on is None or self.check_on.type != "cuda":
-            verify(tensors)
-            device = self.check_on
-            return [_copy_to(t, device) if device is not None and isinstance(t, torch.Tensor) else t for t in tensors]
-        if self._outputs_stream is None:
-            self._outputs_stream = torch.cuda.Stream(self.check_on)
-        check_stream = torch.cuda.current_stream(self.check_on)
-        with torch.cuda.stream(self._outputs_stream):
-            checked = [_copy_to(t, self.check_on) if isinstance(t, torch.Tensor) else t for t in tensors]
-            verify(checked)
-        check_stream.wait_stream(self._outputs_stream)
-        for copy in checked:
-            if isinstance(copy, torch.Tensor):
-                copy.record_stream(check_stream)  # freed, its memory waits for the check before reuse
-        return checked
 
     def _verify(self, check: Any) -> Any:
         try:

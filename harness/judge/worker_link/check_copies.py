@@ -14,13 +14,13 @@ from typing import Any
 
 import torch
 
-from harness.judge.worker_link import output_leaves
+from harness.contract.tensor_tree import storage_bytes
 
 
 def copy_storage_to(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     """``tensor`` on ``device`` with its whole storage copied, and the same dtype, shape, strides and
     offset into it."""
-    storage = output_leaves.storage_bytes(tensor).to(device, non_blocking=True)
+    storage = storage_bytes(tensor).to(device, non_blocking=True)
     return torch.empty(0, dtype=tensor.dtype, device=device).set_(
         storage.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride())
 

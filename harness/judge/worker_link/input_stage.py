@@ -19,14 +19,11 @@ import fcntl
 import hashlib
 import hmac
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.contract.output_file import FILE_BYTES
-from harness.contract.tensor_tree import tensors_in
+from harness.contract.tensor_tree import storage_bytes, tensors_in
 from harness.judge.worker_link.chacha20 import chacha20
-
-if TYPE_CHECKING:  # torch only where a call is staged: the parent spawns its worker before importing it
-    import torch
 
 STAGE_ALIGN = 64
 """Each tensor's bytes start at a multiple of one ChaCha20 block (staged_inputs.h: STAGE_ALIGN)."""
@@ -62,13 +59,6 @@ def new_stage_file() -> tuple[int, int] | None:
     return fd, os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
 
 
-def _storage_bytes(tensor: torch.Tensor) -> memoryview:
-    import torch
-
-    host = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage()).cpu()
-    return memoryview(host.numpy())
-
-
 def stage(fd: int, key: bytes, index: int, inputs: Any) -> None:
     """Write call ``index``'s inputs, encrypted, into the staging file: every tensor's whole storage,
     each from the next multiple of STAGE_ALIGN, under block counter offset / STAGE_ALIGN. The core's own
@@ -76,7 +66,7 @@ def stage(fd: int, key: bytes, index: int, inputs: Any) -> None:
     ``sealed_seed``)."""
     at = 0
     for tensor in tensors_in(inputs):
-        plain = _storage_bytes(tensor)
+        plain = memoryview(storage_bytes(tensor).cpu().numpy())
         encrypted = chacha20(key, nonce(index), at // STAGE_ALIGN, plain)
         written = 0
         while written < len(encrypted):

@@ -17,6 +17,7 @@ import torch
 
 from harness.contract import leaf_hash
 from harness.contract.ptx_module import PtxModule
+from harness.contract.tensor_tree import storage_bytes
 
 
 @functools.cache
@@ -41,11 +42,6 @@ def _device_leaves(storages: list[torch.Tensor]) -> list[bytes]:
     flat = out.cpu().numpy().tobytes()
     bounds = [*words[2::leaf_hash.TABLE_ENTRY_WORDS], total]
     return [flat[32 * first:32 * last] for first, last in itertools.pairwise(bounds)]
-
-
-def storage_bytes(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor's whole storage as a flat uint8 tensor on its device, without a copy."""
-    return torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage())
 
 
 def leaves(tensors: list[torch.Tensor]) -> list[bytes]:

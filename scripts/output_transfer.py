@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.contract import leaf_hash, messages, protocol  # noqa: E402 (this checkout's harness, not an installed one)
+from harness.contract.output_file import FILE_KEY  # noqa: E402
 from harness.judge.worker_link import channel_sockets, output_reader, seal, worker_spawn  # noqa: E402
 
 SIZES = (64 << 10, 1 << 20, 8 << 20, 15 << 20, 4096 * 24576 * 2)
@@ -79,7 +80,7 @@ def exchange(size: int, through_file: bool, device: str, repeats: int) -> dict[s
     worker = subprocess.Popen(command, pass_fds=passed, env=env)
     for fd in (key_r, commands_r, results_w):
         os.close(fd)
-    fetch = None if file_fd is None else functools.partial(output_reader.read, file_fd)
+    fetch = None if file_fd is None else {FILE_KEY: functools.partial(output_reader.read, file_fd)}
     ready = protocol.receive_message(results_r, messages.REPLIES).message
     spent: dict[str, list[float]] = {"core": [], "exchange": [], "seal": []}
     for index in range(repeats):

@@ -62,7 +62,8 @@ def received(reply, tamper_parts=None, fetch_fd=fd):
     sender = threading.Thread(target=protocol.send_message, args=(write_end, output), kwargs={"parts": parts})
     sender.start()
     try:
-        return protocol.receive_message(read_end, messages.REPLIES, lambda at, n: output_reader.read(fetch_fd, at, n))
+        return protocol.receive_message(read_end, messages.REPLIES,
+                                        {output_file.FILE_KEY: lambda at, n: output_reader.read(fetch_fd, at, n)})
     finally:
         sender.join()
         os.close(write_end)
@@ -215,9 +216,39 @@ def _send_entry(entry: dict) -> messages.ProtocolError | list:
 
 @pytest.mark.parametrize("at", [0, -1, "0"])
 def test_an_entry_in_an_output_file_the_reader_was_not_given_is_a_protocol_error(at):
-    entry, _ = protocol.storage_part("float32", (4,), (1,), 0, (0, 16))
+    entry, _ = protocol.storage_part("float32", (4,), (1,), 0, ("file", 0, 16))
     entry[output_file.FILE_KEY] = at
     assert isinstance(_send_entry(entry), messages.ProtocolError)
+
+
+@pytest.mark.parametrize("place", ["file", "snapshot"])
+def test_an_entry_in_a_place_the_reader_was_not_given_or_in_two_is_a_protocol_error(place):
+    """The device snapshot is a place like the file: an entry there with no reader for it, or one that
+    names both places, is refused before any byte is read."""
+    entry, _ = protocol.storage_part("float32", (4,), (1,), 0, (place, 0, 16))
+    assert isinstance(_send_entry(entry), messages.ProtocolError)
+    entry[output_file.FILE_KEY] = entry[output_file.SNAPSHOT_KEY] = 0
+    assert isinstance(_send_entry(entry), messages.ProtocolError)
+
+
+def test_an_entry_in_the_device_snapshot_is_read_by_the_snapshots_reader():
+    """The parent's snapshot reader gets the entry's place and size; what it returns is the tensor's storage."""
+    entry, _ = protocol.storage_part("float32", (2, 2), (2, 1), 0, ("snapshot", 512, 16))
+    read_end, write_end = os.pipe()
+    output = messages.Output(time_us=1.0, host_us=1.0, structure="tensor", unfinished=False)
+    protocol.send_message(write_end, output, parts=[(entry, b"")])
+    os.close(write_end)
+    asked = []
+
+    def reader(at: int, nbytes: int) -> torch.Tensor:
+        asked.append((at, nbytes))
+        return torch.arange(4, dtype=torch.float32).view(torch.uint8)
+
+    try:
+        tensors = protocol.receive_message(read_end, messages.REPLIES, {output_file.SNAPSHOT_KEY: reader}).tensors
+    finally:
+        os.close(read_end)
+    assert asked == [(512, 16)] and torch.equal(tensors[0], torch.arange(4, dtype=torch.float32).view(2, 2))
 
 
 def test_a_read_fills_the_parents_own_memory_from_any_offset():

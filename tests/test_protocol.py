@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.contract import protocol
+from harness.contract import messages, protocol
 
 
 @pytest.fixture
@@ -160,3 +161,26 @@ def test_the_channels_are_one_way_and_cannot_be_reopened():
     finally:
         for fd in (commands_parent, commands_worker, results_parent, results_worker):
             os.close(fd)
+
+
+def test_a_descriptor_follows_its_message_and_a_missing_one_is_a_protocol_error():
+    """The device snapshot's descriptor crosses the command channel (SCM_RIGHTS) after the Start that names it;
+    the message is read to its end first, and the descriptor received is a working copy."""
+    parent, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    read_end, write_end = os.pipe()
+    try:
+        protocol.send_message(parent.fileno(), messages.Prepare(case={"m": 1, "seed": 2}))
+        protocol.send_descriptor(parent.fileno(), write_end)
+        assert isinstance(protocol.receive_message(worker.fileno(), messages.REQUESTS).message, messages.Prepare)
+        received = protocol.receive_descriptor(worker.fileno())
+        os.write(received, b"through")
+        os.close(received)
+        assert os.read(read_end, 16) == b"through"
+        parent.send(b"x")  # a byte with no descriptor
+        with pytest.raises(messages.ProtocolError):
+            protocol.receive_descriptor(worker.fileno())
+    finally:
+        for end in (read_end, write_end):
+            os.close(end)
+        parent.close()
+        worker.close()

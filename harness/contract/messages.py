@@ -40,6 +40,9 @@ class Start:
     # GPU, ranked: the cases (public seeds) whose calls' inputs the core will draw; their draws are
     # captured as CUDA graphs before the import (harness.worker.drawn_inputs).
     draws: list[dict[str, Any]] = field(default_factory=list)
+    # GPU, sealed: the parent's device snapshot (output_file.SNAPSHOT_BYTES), whose descriptor follows this
+    # message on the command channel (SCM_RIGHTS); 0: none.
+    snapshot_bytes: int = 0
 
 
 @dataclass(frozen=True)

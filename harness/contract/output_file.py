@@ -1,4 +1,5 @@
-"""Outputs that never cross the pipe: which outputs go through the parent's output file, and its size.
+"""Outputs that never cross the pipe: which outputs go through the parent's output file, and its size;
+on a GPU, the parent's device snapshot, which keeps them on the device.
 
 The parent creates one file per worker (a sealed memfd, ``harness.judge.worker_link.output_reader``)
 and hands its descriptor over at spawn; the worker's compiled core copies a call's outputs into it
@@ -20,6 +21,13 @@ FILE_BYTES = 1 << 31
 output the wire accepts (``protocol.MAX_TENSOR_BYTES``)."""
 FILE_KEY = "at"
 """A tensor entry with this key: its ``nbytes`` lie in the output file from this offset."""
+SNAPSHOT_KEY = "in_snapshot"
+"""A tensor entry with this key: its ``nbytes`` lie in the parent's device snapshot from this offset."""
+SNAPSHOT_BYTES = 256 << 20
+"""The device snapshot's size (GPU memory, taken for the worker's life): a GPU worker's core copies a
+call's outputs there, on the device, when they fit (each at a 256-byte offset), and the parent copies
+them out into its own memory on the same GPU; outputs that do not fit take the output file. The fp8
+blockwise GEMM's largest output is 201 MB."""
 
 
 def through_file(total_bytes: int) -> bool:

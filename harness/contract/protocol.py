@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -19,9 +20,11 @@ from typing import Any, NamedTuple
 import torch
 
 from harness.contract.messages import KIND_KEY, Message, ProtocolError, decode, encode
-from harness.contract.output_file import FILE_KEY
+from harness.contract.output_file import FILE_KEY, SNAPSHOT_KEY
 
 Fetch = Callable[[int, int], torch.Tensor]
+PLACES = {"file": FILE_KEY, "snapshot": SNAPSHOT_KEY}
+"""Where the core may put a call's outputs instead of the pipe, and each one's key in a tensor entry."""
 """The parent's reader of its output file: (offset, nbytes) -> a uint8 tensor of its own memory."""
 
 MAX_HEADER_BYTES = 1 << 20
@@ -104,12 +107,12 @@ def storage_entry(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], o
 
 
 def storage_part(dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
-                 payload: bytes | tuple[int, int]) -> tuple[dict[str, Any], bytes]:
-    """Header entry and pipe bytes of an output the core copied: its ``payload`` bytes, or (where,
-    size) in the parent's output file, which then sends nothing down the pipe."""
+                 payload: bytes | tuple[str, int, int]) -> tuple[dict[str, Any], bytes]:
+    """Header entry and pipe bytes of an output the core copied: its ``payload`` bytes, or (place, where,
+    size) in the parent's output file or device snapshot, which then sends nothing down the pipe."""
     if isinstance(payload, tuple):
-        at, nbytes = payload
-        return {**storage_entry(dtype, shape, stride, offset, b""), "nbytes": nbytes, FILE_KEY: at}, b""
+        place, at, nbytes = payload
+        return {**storage_entry(dtype, shape, stride, offset, b""), "nbytes": nbytes, PLACES[place]: at}, b""
     return storage_entry(dtype, shape, stride, offset, payload), payload
 
 
@@ -175,21 +178,27 @@ def send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = N
         _write_all(fd, payload)
 
 
-def _payload(fd: int, entry: dict[str, Any], nbytes: int, fetch: Fetch | None) -> torch.Tensor:
-    """An entry's bytes: from the pipe, or (an entry with FILE_KEY) from the parent's output file."""
-    if FILE_KEY not in entry:
+def _payload(fd: int, entry: dict[str, Any], nbytes: int, fetch: Mapping[str, Fetch] | None) -> torch.Tensor:
+    """An entry's bytes: from the pipe, or (an entry with one of PLACES' keys) from where the parent's
+    reader for that place reads them."""
+    keys = [key for key in PLACES.values() if key in entry]
+    if not keys:
         return _read_payload(fd, nbytes)
-    at = entry[FILE_KEY]
-    if fetch is None:
-        raise ProtocolError("a tensor entry in an output file this side does not have")
+    if len(keys) > 1:
+        raise ProtocolError("a tensor entry in two places")
+    at = entry[keys[0]]
+    reader = (fetch or {}).get(keys[0])
+    if reader is None:
+        raise ProtocolError("a tensor entry in a place this side does not have")
     if type(at) is not int or not 0 <= at <= MAX_TENSOR_BYTES - nbytes:
-        raise ProtocolError("a tensor entry at a bad place in the output file")
-    return fetch(at, nbytes)
+        raise ProtocolError("a tensor entry at a bad place")
+    return reader(at, nbytes)
 
 
-def receive(fd: int, fetch: Fetch | None = None) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
+def receive(fd: int, fetch: Mapping[str, Fetch] | None = None) -> tuple[dict[str, Any], list[torch.Tensor | str]]:
     """Read one message; raise ProtocolError on anything malformed, EOFError on a closed channel.
-    ``fetch``: the parent's reader of its output file, for entries that lie there."""
+    ``fetch``: the parent's readers by place key (its output file, its device snapshot), for entries
+    that lie there."""
     (length,) = struct.unpack("<I", _read_exact(fd, 4))
     if length > MAX_HEADER_BYTES:
         raise ProtocolError(f"a {length}-byte header is not one the harness writes")
@@ -229,9 +238,33 @@ def send_message(fd: int, message: Message, tensors: list[torch.Tensor] | None =
     send(fd, encode(message), tensors, parts)
 
 
-def receive_message(fd: int, expected: Mapping[str, type], fetch: Fetch | None = None) -> Received:
+def receive_message(fd: int, expected: Mapping[str, type], fetch: Mapping[str, Fetch] | None = None) -> Received:
     """Read one message that must be one of the ``expected`` kinds (messages.REQUESTS or REPLIES);
     ``fetch`` as ``receive``."""
     header, tensors = receive(fd, fetch)
     entries = header.pop("tensors", [])
     return Received(decode(header, expected), entries, tensors)
+
+
+def send_descriptor(fd: int, descriptor: int) -> None:
+    """Pass ``descriptor`` over the channel socket ``fd`` (SCM_RIGHTS, with one byte): it follows the
+    message that announced it, which the other side has read to its end."""
+    channel = socket.socket(fileno=os.dup(fd))
+    try:
+        socket.send_fds(channel, [b"d"], [descriptor])
+    finally:
+        channel.close()
+
+
+def receive_descriptor(fd: int) -> int:
+    """The descriptor ``send_descriptor`` passed on the channel socket ``fd``."""
+    channel = socket.socket(fileno=os.dup(fd))
+    try:
+        data, descriptors, _, _ = socket.recv_fds(channel, 1, 1)
+    finally:
+        channel.close()
+    if data != b"d" or len(descriptors) != 1:
+        for descriptor in descriptors:
+            os.close(descriptor)
+        raise ProtocolError("a descriptor was announced and did not come")
+    return descriptors[0]

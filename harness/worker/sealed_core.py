@@ -87,6 +87,12 @@ class SealedTimer:
         _sealed.map_outputs(fd, output_file.FILE_MIN_BYTES)
 
     @staticmethod
+    def map_snapshot(fd: int, nbytes: int) -> None:
+        """Hand the core the parent's device snapshot (a CUDA allocation's POSIX descriptor, closed by the
+        core): a call's outputs that fit are copied there on the device and never cross to the host."""
+        _sealed.map_snapshot(fd, nbytes)
+
+    @staticmethod
     def map_inputs(fd: int) -> None:
         """Hand the core the parent's staging file (read-only): staged CPU calls' inputs, encrypted."""
         _sealed.map_inputs(fd)

@@ -94,6 +94,16 @@ class Worker:
             self.timer.map_outputs(self.outputs_fd)  # mapped before the syscall filter exists
         if isinstance(self.timer, sealed_core.SealedTimer) and self.stage_fd is not None:
             self.timer.map_inputs(self.stage_fd)
+        if request.snapshot_bytes:  # its descriptor follows the request; mapped before the import
+            snapshot = protocol.receive_descriptor(self.commands_fd)
+            if not isinstance(self.timer, sealed_core.SealedTimer) or self.device.type != "cuda":
+                os.close(snapshot)
+                raise SubmissionError(Status.HARNESS_FAULT, "a device snapshot sent to a worker without a GPU's core")
+            try:
+                self.timer.map_snapshot(snapshot, request.snapshot_bytes)
+                self.sandbox["snapshot"] = f"{request.snapshot_bytes >> 20} MiB on the device"
+            except RuntimeError as error:  # another GPU's memory, or no VMM here: outputs take the file
+                self.sandbox["snapshot"] = f"not mapped ({error})"
         if request.draws:  # before the syscall filter and the import: the core keeps what no submission saw
             if not isinstance(self.timer, sealed_core.SealedTimer) or self.device.type != "cuda":
                 raise SubmissionError(Status.HARNESS_FAULT, "drawn inputs asked of a worker without a GPU's core")

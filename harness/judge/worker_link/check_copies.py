@@ -43,7 +43,9 @@ class CheckCopies:
             self._stream = torch.cuda.Stream(device)
         check_stream = torch.cuda.current_stream(device)
         with torch.cuda.stream(self._stream):
-            checked = [copy_storage_to(t, device) if isinstance(t, torch.Tensor) else t for t in tensors]
+            # A tensor already on the check's GPU was copied out of the device snapshot into the parent's memory.
+            checked = [copy_storage_to(t, device) if isinstance(t, torch.Tensor) and t.device != device else t
+                       for t in tensors]
             verify(checked)
         check_stream.wait_stream(self._stream)
         for copy in checked:

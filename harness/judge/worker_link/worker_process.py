@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from harness.contract import messages, protocol
+from harness.contract.output_file import FILE_KEY
 from harness.judge.worker_link import blank_workers, output_reader, worker_spawn
 from harness.judge.worker_link.supervision import Supervision
 from harness.judge.worker_link.worker_spawn import SpawnedWorker, WorkerSpec
@@ -105,6 +106,9 @@ class WorkerProcess:
         # keep_uid: no uid drop (Nsight Compute reads counters the driver keeps for admins)
         self.spec = WorkerSpec(device, visible_devices, tuple(command_prefix), keep_uid)
         self.messages: queue.Queue[protocol.Received | BaseException] = queue.Queue()
+        # Where the core may put outputs instead of the pipe, and the parent's reader of each: the output
+        # file from the spawn, the device snapshot once WorkerSession.start has made one.
+        self.places: dict[str, protocol.Fetch] = {}
         self.spawned: SpawnedWorker | None = None
         self.supervision = Supervision(False)  # the syscall supervisor's record, once spawned with one
         self.head_start_s = 0.0  # how long the worker had been starting before this file took it
@@ -134,10 +138,11 @@ class WorkerProcess:
                          daemon=True).start()
 
     def _read_results(self, results_r: int, outputs: int | None) -> None:
-        fetch = None if outputs is None else functools.partial(output_reader.read, outputs)
+        if outputs is not None:
+            self.places[FILE_KEY] = functools.partial(output_reader.read, outputs)
         while True:
             try:
-                self.messages.put(protocol.receive_message(results_r, messages.REPLIES, fetch))
+                self.messages.put(protocol.receive_message(results_r, messages.REPLIES, self.places))
             except BaseException as error:  # EOF, a malformed message: either ends the channel
                 self.messages.put(error)
                 return

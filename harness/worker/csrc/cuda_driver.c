@@ -53,6 +53,11 @@ int load_driver(void) {
         {(void **)&cu.MemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2", NULL}},
         {(void **)&cu.MemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2", NULL}},
         {(void **)&cu.MemFree, {"cuMemFree_v2", NULL}},
+        {(void **)&cu.MemImportFromShareableHandle, {"cuMemImportFromShareableHandle", NULL}},
+        {(void **)&cu.MemAddressReserve, {"cuMemAddressReserve", NULL}},
+        {(void **)&cu.MemMap, {"cuMemMap", NULL}},
+        {(void **)&cu.MemSetAccess, {"cuMemSetAccess", NULL}},
+        {(void **)&cu.MemRelease, {"cuMemRelease", NULL}},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         for (int j = 0; j < 2 && table[i].names[j] && !*table[i].slot; j++)

@@ -6,7 +6,7 @@
 
 typedef int CUresult;
 typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction, *CUgraph, *CUgraphExec;
-typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUdeviceptr, CUmemGenericAllocationHandle;
 typedef int CUdevice;
 #define CU_EVENT_DEFAULT 0
 #define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
@@ -15,6 +15,11 @@ typedef int CUdevice;
 #define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR 39
+#define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 0x1
+#define CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+typedef struct { int type, id; } CUmemLocation;
+typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;  /* flags: CUmemAccess_flags, an enum */
 
 /* A page of its own (page-aligned, page-sized): made read-only and sealed once the core is set up
  * (core_pages.c seal_core), so that native code cannot swap an entry for its own function. Where the
@@ -57,6 +62,11 @@ typedef union {
         CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
         CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
         CUresult (*MemFree)(CUdeviceptr);
+        CUresult (*MemImportFromShareableHandle)(CUmemGenericAllocationHandle *, void *, int);
+        CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+        CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+        CUresult (*MemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+        CUresult (*MemRelease)(CUmemGenericAllocationHandle);
     };
     unsigned char page[CORE_PAGE_BYTES];
 } cuda_driver;

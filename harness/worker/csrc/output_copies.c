@@ -9,6 +9,7 @@
 #include <Python.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core_state.h"
 #include "digest_tree.h"
@@ -87,23 +88,31 @@ static int copy_and_hash(const output_view *views, int count, int pass, CUdevice
     return 0;
 }
 
+unsigned long long snapshot_offset(const output_view *views, int i) {
+    unsigned long long at = 0;
+    for (int j = 0; j < i; j++) at += aligned(views[j].nbytes);
+    return at;
+}
+
 static int copy_on_gpu(const output_view *views, int count, output_copy *copy) {
     size_t device_bytes = 0, leaves = 0;
     for (int i = 0; i < count; i++) {
         device_bytes += aligned(views[i].nbytes);
         leaves += digest_chunk_count(views[i].nbytes);
     }
+    copy->in_snapshot = ST->snapshot && device_bytes <= ST->snapshot_bytes;
     if (reserve_device(device_bytes ? device_bytes : DEVICE_ALIGN, leaves ? leaves : 1)) return -1;
-    if (copy_and_hash(views, count, 0, ST->device_copy[0], ST->device_leaves)) return -1;
+    CUdeviceptr first = copy->in_snapshot ? ST->snapshot : ST->device_copy[0];
+    if (copy_and_hash(views, count, 0, first, ST->device_leaves)) return -1;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
     CUI(cu.CtxSynchronize(), "synchronize every stream");
     if (copy_and_hash(views, count, 1, ST->device_copy[1], ST->device_leaves + leaves * LEAF_BYTES)) return -1;
     CUI(cu.MemcpyDtoHAsync(ST->host_leaves, ST->device_leaves, 2 * leaves * LEAF_BYTES, core.stream), "leaves copy");
     unsigned long long at = 0;
     size_t packed = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; !copy->in_snapshot && i < count; i++) {
         if (views[i].nbytes)
-            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, ST->device_copy[0] + at, views[i].nbytes, core.stream),
+            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, first + at, views[i].nbytes, core.stream),
                 "output copy to the host");
         at += aligned(views[i].nbytes);
         packed += views[i].nbytes;
@@ -112,6 +121,40 @@ static int copy_on_gpu(const output_view *views, int count, output_copy *copy) {
     copy->leaves = ST->host_leaves;
     copy->differs = memcmp(ST->host_leaves, ST->host_leaves + leaves * LEAF_BYTES, leaves * LEAF_BYTES) != 0;
     return 0;
+}
+
+PyObject *map_snapshot(PyObject *self, PyObject *args) {
+    int fd;
+    unsigned long long bytes;
+    CUmemGenericAllocationHandle handle;
+    CUdeviceptr base = 0;
+    CUdevice device;
+    if (!PyArg_ParseTuple(args, "iK", &fd, &bytes)) return NULL;
+    if (!core.on_gpu || hidden_open()) {
+        close(fd);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "map_snapshot: the core has no GPU");
+        return NULL;
+    }
+    int failed = ST->snapshot != 0;
+    if (failed) PyErr_SetString(PyExc_RuntimeError, "map_snapshot: the snapshot is already mapped");
+    failed = failed || cuda_failed(cu.CtxGetDevice(&device), "cuCtxGetDevice") ||
+             cuda_failed(cu.MemImportFromShareableHandle(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                         "importing the parent's device snapshot");
+    close(fd);
+    if (!failed) {
+        CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, device}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+        failed = cuda_failed(cu.MemAddressReserve(&base, bytes, 0, 0, 0), "reserving the snapshot's addresses") ||
+                 cuda_failed(cu.MemMap(base, bytes, 0, handle, 0), "mapping the snapshot") ||
+                 cuda_failed(cu.MemSetAccess(base, bytes, &access, 1), "the snapshot's access");
+        cu.MemRelease(handle);  /* the mapping keeps the memory; the parent holds its own handle */
+    }
+    if (!failed) {
+        ST->snapshot = base;
+        ST->snapshot_bytes = bytes;
+    }
+    hidden_close();
+    if (failed) return NULL;
+    Py_RETURN_NONE;
 }
 
 int copy_outputs(const output_view *views, int count, size_t total, output_copy *copy) {

@@ -128,10 +128,10 @@ static PyObject *read_outputs(PyObject *result, output_view *views, int *count, 
 }
 
 /* The outputs as the worker sends them: (dtype, shape, stride, offset, bytes or, when they went into
- * the parent's file, (where, size)) each. */
-static PyObject *output_entries(const output_view *views, int count, const uint8_t *bytes, size_t total) {
+ * the parent's file or lie in its device snapshot, ("file" or "snapshot", where, size)) each. */
+static PyObject *output_entries(const output_view *views, int count, const output_copy *copied, size_t total) {
     long long at[MAX_OUTPUTS];
-    int mapped = place_outputs(views, count, bytes, total, at);
+    int mapped = copied->in_snapshot ? 2 : place_outputs(views, count, copied->bytes, total, at);
     PyObject *outputs = mapped < 0 ? NULL : PyList_New(count);
     size_t offset = 0;
     for (int i = 0; outputs && i < count; i++) {
@@ -140,10 +140,12 @@ static PyObject *output_entries(const output_view *views, int count, const uint8
             PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(views[i].shape[d]));
             PyTuple_SET_ITEM(stride, d, PyLong_FromLongLong(views[i].stride[d]));
         }
+        if (mapped == 2) at[i] = (long long)snapshot_offset(views, i);
         if (shape && stride && !PyErr_Occurred())
-            entry = mapped ? Py_BuildValue("(sOOL(LK))", views[i].dtype, shape, stride, views[i].offset, at[i], views[i].nbytes)
+            entry = mapped ? Py_BuildValue("(sOOL(sLK))", views[i].dtype, shape, stride, views[i].offset,
+                                           mapped == 2 ? "snapshot" : "file", at[i], views[i].nbytes)
                            : Py_BuildValue("(sOOLy#)", views[i].dtype, shape, stride, views[i].offset,
-                                           (const char *)bytes + offset, (Py_ssize_t)views[i].nbytes);
+                                           (const char *)copied->bytes + offset, (Py_ssize_t)views[i].nbytes);
         Py_XDECREF(shape);
         Py_XDECREF(stride);
         if (!entry) { Py_CLEAR(outputs); break; }
@@ -165,7 +167,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     double time_us = 0.0, host_us = 0.0, overhead = 0.0;
     clock_reading clock = {0.0, 0.0, 0.0, 0.0}; /* none off the GPU */
     uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 1 + 32 + sizeof clock];
-    output_copy copied = {NULL, NULL, 0};
+    output_copy copied = {NULL, NULL, 0, 0};
     PyObject *structure = read_outputs(result, views, &count, &total, &why);
     if (!structure) {
         release_call();
@@ -205,7 +207,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     clear_thread_hooks(); /* a hook custom_kernel set watches nothing: the next inputs do not exist yet */
     PyObject *answer = NULL, *outputs = NULL;
     if (!failed && why) answer = Py_BuildValue("(sOs)", why, result, detail);
-    else if (!failed && (outputs = output_entries(views, count, copied.bytes, total)))
+    else if (!failed && (outputs = output_entries(views, count, &copied, total)))
         answer = Py_BuildValue("(sddOOOOy#O(dddd))", "ok", time_us, host_us, unfinished ? Py_True : Py_False,
                                exposed ? Py_True : Py_False, structure, outputs, (const char *)mac, (Py_ssize_t)32, result,
                                clock.event_us, clock.clock_us, clock.gap_us, clock.allowance_us);
@@ -349,6 +351,7 @@ static PyMethodDef methods[] = {
     {"time_call", sealed_time_call, METH_VARARGS, "Time one call of the bound kernel; returns a sealed result."},
     {"recheck", sealed_recheck, METH_VARARGS, "Measure the event overhead again; MAC over (nonce, both)."},
     {"map_outputs", map_outputs, METH_VARARGS, "Take the parent's output file: large outputs go there, not the pipe."},
+    {"map_snapshot", map_snapshot, METH_VARARGS, "Take the parent's device snapshot: outputs that fit are copied there."},
     {"map_inputs", map_inputs, METH_VARARGS, "Take the parent's staging file: ranked CPU calls' inputs, encrypted."},
     {"add_draw", add_draw, METH_VARARGS, "Take a captured draw (graph and kernel tables) for drawn calls."},
     {"chacha20", chacha20_bytes, METH_VARARGS, "ChaCha20 (RFC 8439) over bytes (self-test)."},

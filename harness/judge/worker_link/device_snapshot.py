@@ -1,0 +1,119 @@
+"""The parent's device snapshot for one GPU worker: device memory the parent allocates and exports, into
+which the worker's core copies a call's outputs on the device, so that they never cross to the host.
+
+A CUDA virtual-memory allocation (``cuMemCreate``) exported as a POSIX descriptor, passed to the worker
+after its Start request and mapped by its core before the submission is imported
+(harness/worker/csrc/output_copies.c: map_snapshot). The worker can write this memory at any time, so the
+parent never checks it in place: ``read`` copies the bytes, on the device, into a tensor of its own,
+and the MAC check digests that copy on the GPU (output_leaves) before the check reads it. A byte changed
+after the core's digest fails the MAC, as for the output file (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import torch
+
+from harness.contract.messages import ProtocolError
+
+_POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_PINNED = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
+_DEVICE = 1  # CU_MEM_LOCATION_TYPE_DEVICE
+_READ_WRITE = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+
+
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AllocationFlags(ctypes.Structure):
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _AllocationProp(ctypes.Structure):
+    """CUmemAllocationProp."""
+
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Location),
+                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _AllocationFlags)]
+
+
+class _AccessDesc(ctypes.Structure):
+    """CUmemAccessDesc."""
+
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        raise RuntimeError(f"{what} failed (CUresult {result})")
+
+
+class DeviceSnapshot:
+    """``nbytes`` (rounded up to the allocation granularity) of device memory on ``device``, mapped here,
+    with the descriptor to hand the worker (``take_descriptor``, once)."""
+
+    def __init__(self, device: torch.device, nbytes: int) -> None:
+        self.device = torch.device("cuda", device.index if device.index is not None else torch.cuda.current_device())
+        with torch.cuda.device(self.device):
+            torch.zeros(1, device=self.device)  # torch's primary context current on this thread
+            self._cuda = ctypes.CDLL("libcuda.so.1")
+            prop = _AllocationProp(type=_PINNED, requestedHandleTypes=_POSIX_FD,
+                                   location=_Location(_DEVICE, self.device.index))
+            granularity = ctypes.c_size_t()
+            _check(self._cuda.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), 0),
+                   "cuMemGetAllocationGranularity")
+            self.nbytes = -(-nbytes // granularity.value) * granularity.value
+            self._handle = ctypes.c_ulonglong()
+            _check(self._cuda.cuMemCreate(ctypes.byref(self._handle), ctypes.c_size_t(self.nbytes), ctypes.byref(prop),
+                                          ctypes.c_ulonglong(0)), "cuMemCreate of the device snapshot")
+            descriptor = ctypes.c_int(-1)
+            _check(self._cuda.cuMemExportToShareableHandle(ctypes.byref(descriptor), self._handle, _POSIX_FD,
+                                                           ctypes.c_ulonglong(0)), "exporting the device snapshot")
+            self._descriptor: int | None = descriptor.value
+            self.base = ctypes.c_ulonglong()
+            _check(self._cuda.cuMemAddressReserve(ctypes.byref(self.base), ctypes.c_size_t(self.nbytes),
+                                                  ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)),
+                   "cuMemAddressReserve")
+            _check(self._cuda.cuMemMap(self.base, ctypes.c_size_t(self.nbytes), ctypes.c_size_t(0), self._handle,
+                                       ctypes.c_ulonglong(0)), "cuMemMap")
+            access = _AccessDesc(_Location(_DEVICE, self.device.index), _READ_WRITE)
+            _check(self._cuda.cuMemSetAccess(self.base, ctypes.c_size_t(self.nbytes), ctypes.byref(access),
+                                             ctypes.c_size_t(1)), "cuMemSetAccess")
+            self._stream = torch.cuda.Stream(self.device)
+
+    def take_descriptor(self) -> int:
+        """The exported descriptor, for the worker; the caller closes it once sent."""
+        descriptor, self._descriptor = self._descriptor, None
+        if descriptor is None:
+            raise RuntimeError("the device snapshot's descriptor was already taken")
+        return descriptor
+
+    def read(self, at: int, nbytes: int) -> torch.Tensor:
+        """``nbytes`` from ``at`` as a uint8 tensor of the parent's own memory on the snapshot's GPU, the copy
+        finished (it runs on the reader's thread, before the reply is handed on)."""
+        if at < 0 or at + nbytes > self.nbytes:
+            raise ProtocolError(f"{nbytes} bytes at {at} lie outside the {self.nbytes}-byte device snapshot")
+        with torch.cuda.device(self.device), torch.cuda.stream(self._stream):
+            copy = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+            if nbytes:
+                _check(self._cuda.cuMemcpyDtoDAsync_v2(ctypes.c_ulonglong(copy.data_ptr()),
+                                                       ctypes.c_ulonglong(self.base.value + at),
+                                                       ctypes.c_size_t(nbytes),
+                                                       ctypes.c_void_p(self._stream.cuda_stream)),
+                       "copy out of the device snapshot")
+            self._stream.synchronize()
+        return copy
+
+    def close(self) -> None:
+        """Unmap and release the parent's handle (the worker's mapping, if any, keeps the memory until it ends)."""
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+        if self.base.value:
+            self._cuda.cuMemUnmap(self.base, ctypes.c_size_t(self.nbytes))
+            self._cuda.cuMemAddressFree(self.base, ctypes.c_size_t(self.nbytes))
+            self._cuda.cuMemRelease(self._handle)
+            self.base = ctypes.c_ulonglong()

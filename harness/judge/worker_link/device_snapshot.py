@@ -16,7 +16,10 @@ import os
 
 import torch
 
+from harness.contract import protocol
 from harness.contract.messages import ProtocolError
+from harness.contract.output_file import SNAPSHOT_BYTES, SNAPSHOT_KEY
+from harness.judge.worker_link import seal
 
 _POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 _PINNED = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
@@ -84,12 +87,17 @@ class DeviceSnapshot:
                                              ctypes.c_size_t(1)), "cuMemSetAccess")
             self._stream = torch.cuda.Stream(self.device)
 
-    def take_descriptor(self) -> int:
-        """The exported descriptor, for the worker; the caller closes it once sent."""
+    def hand_over(self, commands_fd: int, places: dict[str, protocol.Fetch]) -> None:
+        """Pass the descriptor to the worker (after the Start that names the snapshot), once, and read the
+        entries that lie here with ``read`` from then on."""
         descriptor, self._descriptor = self._descriptor, None
         if descriptor is None:
-            raise RuntimeError("the device snapshot's descriptor was already taken")
-        return descriptor
+            raise RuntimeError("the device snapshot was already handed over")
+        try:
+            protocol.send_descriptor(commands_fd, descriptor)
+        finally:
+            os.close(descriptor)
+        places[SNAPSHOT_KEY] = self.read
 
     def read(self, at: int, nbytes: int) -> torch.Tensor:
         """``nbytes`` from ``at`` as a uint8 tensor of the parent's own memory on the snapshot's GPU, the copy
@@ -117,3 +125,13 @@ class DeviceSnapshot:
             self._cuda.cuMemAddressFree(self.base, ctypes.c_size_t(self.nbytes))
             self._cuda.cuMemRelease(self._handle)
             self.base = ctypes.c_ulonglong()
+
+
+def for_worker(device: str, check_on: torch.device | None, unsealed: bool) -> DeviceSnapshot | None:
+    """A device snapshot on the check's GPU for a sealed GPU worker (the check runs on the worker's GPU),
+    else None: outputs take the output file or the pipe. A worker that cannot map it (another GPU, no
+    VMM) uses the file, and says so in its Ready."""
+    if (unsealed or not seal.sealed_core_built() or check_on is None or check_on.type != "cuda"
+            or torch.device(device).type != "cuda"):
+        return None
+    return DeviceSnapshot(check_on, SNAPSHOT_BYTES)

@@ -21,10 +21,9 @@ import torch
 
 from harness.contract import messages, protocol
 from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
-from harness.contract.output_file import SNAPSHOT_BYTES, SNAPSHOT_KEY
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
-from harness.judge.worker_link import compile_cache, input_stage, seal
+from harness.judge.worker_link import compile_cache, device_snapshot, input_stage, seal
 from harness.judge.worker_link.check_copies import CheckCopies
 from harness.judge.worker_link.device_snapshot import DeviceSnapshot
 from harness.judge.worker_link.supervision import STATE_OPENS_AT_BIND
@@ -236,18 +235,14 @@ class WorkerSession:
         spawned = self.worker.spawned
         caches = compile_cache.owner_variables(spawned.cache_root, self.cache_owner, spawned.drop_to_uid) if (
             spawned is not None and spawned.cache_root is not None and self.cache_owner) else {}
-        snapshot = self._device_snapshot()
+        self._snapshot = device_snapshot.for_worker(self.device, self.check_on, self.unsealed)
         self.worker.send(messages.Start(device=self.device, reference_module=self.task.reference_module,
                                         task_py=str(self.task.task_py), submission=str(self.submission),
                                         unsealed=self.unsealed, limit_s=limit_s, compile_cache=caches,
-                                        draws=list(draws or []), snapshot_bytes=snapshot.nbytes if snapshot else 0))
-        if snapshot is not None:
-            descriptor = snapshot.take_descriptor()
-            try:
-                protocol.send_descriptor(self.worker.spawned.commands_w, descriptor)
-            finally:
-                os.close(descriptor)
-            self.worker.places[SNAPSHOT_KEY] = snapshot.read
+                                        draws=list(draws or []),
+                                        snapshot_bytes=self._snapshot.nbytes if self._snapshot else 0))
+        if self._snapshot is not None:
+            self._snapshot.hand_over(self.worker.spawned.commands_w, self.worker.places)
             self._state_opens += 1  # the core opens its call-state page to keep the mapping
         ready, _ = self._expect(Ready, "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
@@ -266,16 +261,6 @@ class WorkerSession:
         if self.sealed:
             self._count_state()
         return ready
-
-    def _device_snapshot(self) -> DeviceSnapshot | None:
-        """A device snapshot on the check's GPU for a sealed GPU worker, which checks on the worker's GPU (else
-        None: outputs take the output file or the pipe). A worker that cannot map it (another GPU) uses
-        the file, and says so in its Ready."""
-        if (self.unsealed or not seal.sealed_core_built() or self.check_on is None or self.check_on.type != "cuda"
-                or torch.device(self.device).type != "cuda"):
-            return None
-        self._snapshot = DeviceSnapshot(self.check_on, SNAPSHOT_BYTES)
-        return self._snapshot
 
     def _request(self, request: messages.Request) -> None:
         """Send one request (its ``limit_s``, the parent's limit for the reply, arms the worker's watchdog)."""

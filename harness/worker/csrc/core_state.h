@@ -36,7 +36,7 @@ typedef struct {
     uint8_t *host_copy;                    /* the outputs' bytes (pinned on a GPU) */
     size_t host_capacity;
     CUdeviceptr device_copy[2];            /* the outputs behind the end event, and once every stream is idle */
-    size_t device_capacity;
+    size_t device_capacity[2];
     CUdeviceptr device_leaves;             /* both copies' digest leaves */
     uint8_t *host_leaves;                  /* pinned */
     size_t leaves_capacity;

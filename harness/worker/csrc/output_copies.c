@@ -36,20 +36,21 @@ static int reserve_host(size_t bytes) {
     return 0;
 }
 
-/* The two passes' leaf tables; two device copies of ``bytes`` (each output at a DEVICE_ALIGN offset), and
- * both copies' leaves on the device and in pinned host memory. */
-static int reserve_device(size_t bytes, size_t leaves) {
+/* The two passes' leaf tables; device copy ``first`` to 1 of ``bytes`` (each output at a DEVICE_ALIGN
+ * offset; copy 0 is not needed when the first copy goes into the parent's device snapshot), and both
+ * copies' leaves on the device and in pinned host memory. */
+static int reserve_device(int first, size_t bytes, size_t leaves) {
     if (!ST->device_table) {
         CUI(cu.MemAlloc(&ST->device_table, 2 * MAX_OUTPUTS * TABLE_WORDS * 8), "device leaf tables");
         CUI(cu.MemAllocHost((void **)&ST->host_table, 2 * MAX_OUTPUTS * TABLE_WORDS * 8), "pinned leaf tables");
     }
-    if (bytes > ST->device_capacity) {
-        for (int i = 0; i < 2; i++) {
-            if (ST->device_copy[i]) cu.MemFree(ST->device_copy[i]);
-            ST->device_copy[i] = 0;
-            CUI(cu.MemAlloc(&ST->device_copy[i], bytes), "device copy of the outputs");
-        }
-        ST->device_capacity = bytes;
+    for (int i = first; i < 2; i++) {
+        if (bytes <= ST->device_capacity[i]) continue;
+        if (ST->device_copy[i]) cu.MemFree(ST->device_copy[i]);
+        ST->device_copy[i] = 0;
+        ST->device_capacity[i] = 0;
+        CUI(cu.MemAlloc(&ST->device_copy[i], bytes), "device copy of the outputs");
+        ST->device_capacity[i] = bytes;
     }
     if (2 * leaves * LEAF_BYTES > ST->leaves_capacity) {
         size_t size = 2 * leaves * LEAF_BYTES;
@@ -94,14 +95,18 @@ unsigned long long snapshot_offset(const output_view *views, int i) {
     return at;
 }
 
-static int copy_on_gpu(const output_view *views, int count, output_copy *copy) {
+static int copy_on_gpu(const output_view *views, int count, size_t total, output_copy *copy) {
     size_t device_bytes = 0, leaves = 0;
     for (int i = 0; i < count; i++) {
         device_bytes += aligned(views[i].nbytes);
         leaves += digest_chunk_count(views[i].nbytes);
     }
     copy->in_snapshot = ST->snapshot && device_bytes <= ST->snapshot_bytes;
-    if (reserve_device(device_bytes ? device_bytes : DEVICE_ALIGN, leaves ? leaves : 1)) return -1;
+    if (!copy->in_snapshot) {  /* the first copy's bytes come back to the host */
+        if (reserve_host(total ? total : 1)) return -1;
+        copy->bytes = ST->host_copy;
+    }
+    if (reserve_device(copy->in_snapshot, device_bytes ? device_bytes : DEVICE_ALIGN, leaves ? leaves : 1)) return -1;
     CUdeviceptr first = copy->in_snapshot ? ST->snapshot : ST->device_copy[0];
     if (copy_and_hash(views, count, 0, first, ST->device_leaves)) return -1;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
@@ -159,9 +164,9 @@ PyObject *map_snapshot(PyObject *self, PyObject *args) {
 
 int copy_outputs(const output_view *views, int count, size_t total, output_copy *copy) {
     memset(copy, 0, sizeof *copy);
+    if (core.on_gpu) return copy_on_gpu(views, count, total, copy);
     if (reserve_host(total ? total : 1)) return -1;
     copy->bytes = ST->host_copy;
-    if (core.on_gpu) return copy_on_gpu(views, count, copy);
     size_t at = 0;
     for (int i = 0; i < count; i++) {
         if (views[i].nbytes) memcpy(ST->host_copy + at, (const void *)(uintptr_t)views[i].pointer, views[i].nbytes);

@@ -1,7 +1,7 @@
 """Rewrite an output in the parent's device snapshot after the core signed it (issue 33, branch
 device-snapshot): the core copies a GPU call's outputs into device memory the parent exported, which
 the worker's process has mapped. The snapshot's address lies only on the core's hidden page, so this
-finds it as native code would: by asking the driver, at 2 MiB steps around its own tensors, for the
+finds it as native code would: by asking the driver, at 2 MiB steps outward from its own tensors, for the
 allocation that holds each address, until one has the snapshot's size. A gc callback (the first
 collection after the core returned, before the reply goes) then writes the output with one bit changed
 at the snapshot's start, where the first output lies. The parent copies the snapshot out and digests
@@ -20,12 +20,17 @@ cuda = ctypes.CDLL("libcuda.so.1")
 late = {"bytes": None, "snapshot": None}
 
 
-def find_snapshot(near: int, span: int = 64 << 30, step: int = 2 << 20) -> int | None:
+def find_snapshot(near: int, span: int = 1 << 40, step: int = 2 << 20) -> int | None:
+    """The first allocation of the snapshot's size at 2 MiB steps outward from ``near``, up to ``span``
+    either side (about a million driver queries at most)."""
     base, size = ctypes.c_ulonglong(), ctypes.c_size_t()
-    for address in range(max(step, near - span), near + span, step):
-        found = cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_ulonglong(address)) == 0
-        if found and size.value == SNAPSHOT_BYTES:  # the parent's size (a multiple of the granularity)
-            return base.value
+    start = near - near % step
+    for distance in range(0, span, step):
+        for address in (start + distance, start - distance - step):
+            found = address > 0 and cuda.cuMemGetAddressRange_v2(
+                ctypes.byref(base), ctypes.byref(size), ctypes.c_ulonglong(address)) == 0
+            if found and size.value == SNAPSHOT_BYTES:  # the parent's size (a multiple of the granularity)
+                return base.value
     return None
 
 

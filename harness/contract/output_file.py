@@ -24,10 +24,11 @@ FILE_KEY = "at"
 SNAPSHOT_KEY = "in_snapshot"
 """A tensor entry with this key: its ``nbytes`` lie in the parent's device snapshot from this offset."""
 SNAPSHOT_BYTES = 256 << 20
-"""The device snapshot's size (GPU memory, taken for the worker's life): a GPU worker's core copies a
-call's outputs there, on the device, when they fit (each at a 256-byte offset), and the parent copies
-them out into its own memory on the same GPU; outputs that do not fit take the output file. The fp8
-blockwise GEMM's largest output is 201 MB."""
+"""The device snapshot's size (GPU memory, taken for the worker's life): a GPU worker's core copies the
+outputs of a call that leaves the pipe (``through_file``) there instead of into the output file, on the
+device, when they fit (each at a 256-byte offset), and the parent copies them out into its own memory on
+the same GPU; outputs that do not fit take the output file. The fp8 blockwise GEMM's largest output is
+201 MB."""
 
 
 def through_file(total_bytes: int) -> bool:

@@ -89,8 +89,9 @@ class SealedTimer:
     @staticmethod
     def map_snapshot(fd: int, nbytes: int) -> None:
         """Hand the core the parent's device snapshot (a CUDA allocation's POSIX descriptor, closed by the
-        core): a call's outputs that fit are copied there on the device and never cross to the host."""
-        _sealed.map_snapshot(fd, nbytes)
+        core): a call's outputs that leave the pipe (output_file.through_file) and fit are copied there on
+        the device instead of into the output file, and never cross to the host."""
+        _sealed.map_snapshot(fd, nbytes, output_file.FILE_MIN_BYTES)
 
     @staticmethod
     def map_inputs(fd: int) -> None:

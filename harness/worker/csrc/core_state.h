@@ -43,6 +43,7 @@ typedef struct {
     CUdeviceptr device_table;              /* the leaf kernel's tables, one a pass (output_copies.c) */
     CUdeviceptr snapshot;                  /* the parent's device snapshot, mapped here (0: none) */
     size_t snapshot_bytes;
+    size_t snapshot_min_bytes;             /* calls of fewer output bytes keep the pipe (output_file.py) */
     unsigned long long *host_table;        /* pinned */
     sigset_t saved_signals;                /* the caller's mask while the page is open */
     uint8_t stage_key[KEY_BYTES];          /* staged inputs' ChaCha20 key, drawn calls' seed mask (drawn_inputs.c) */

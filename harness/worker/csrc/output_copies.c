@@ -101,7 +101,7 @@ static int copy_on_gpu(const output_view *views, int count, size_t total, output
         device_bytes += aligned(views[i].nbytes);
         leaves += digest_chunk_count(views[i].nbytes);
     }
-    copy->in_snapshot = ST->snapshot && device_bytes <= ST->snapshot_bytes;
+    copy->in_snapshot = ST->snapshot && total >= ST->snapshot_min_bytes && device_bytes <= ST->snapshot_bytes;
     if (!copy->in_snapshot) {  /* the first copy's bytes come back to the host */
         if (reserve_host(total ? total : 1)) return -1;
         copy->bytes = ST->host_copy;
@@ -130,11 +130,11 @@ static int copy_on_gpu(const output_view *views, int count, size_t total, output
 
 PyObject *map_snapshot(PyObject *self, PyObject *args) {
     int fd;
-    unsigned long long bytes;
+    unsigned long long bytes, min_bytes;
     CUmemGenericAllocationHandle handle;
     CUdeviceptr base = 0;
     CUdevice device;
-    if (!PyArg_ParseTuple(args, "iK", &fd, &bytes)) return NULL;
+    if (!PyArg_ParseTuple(args, "iKK", &fd, &bytes, &min_bytes)) return NULL;
     if (!core.on_gpu || hidden_open()) {
         close(fd);
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "map_snapshot: the core has no GPU");
@@ -156,6 +156,7 @@ PyObject *map_snapshot(PyObject *self, PyObject *args) {
     if (!failed) {
         ST->snapshot = base;
         ST->snapshot_bytes = bytes;
+        ST->snapshot_min_bytes = min_bytes;
     }
     hidden_close();
     if (failed) return NULL;

@@ -13,13 +13,15 @@ typedef struct {
 } output_copy;
 
 /* On a GPU: every output copied right behind the end event and hashed there, into the parent's device
- * snapshot where it has one and the outputs fit, else into the core's device memory; once every stream is
- * idle, copied and hashed again; the leaves of both, and the first copy's bytes unless they lie in the
- * snapshot, brought to the host. On the CPU, one memcpy. 0, or -1 with an exception. */
+ * snapshot where it has one and the outputs leave the pipe and fit, else into the core's device memory;
+ * once every stream is idle, copied and hashed again; the leaves of both, and the first copy's bytes
+ * unless they lie in the snapshot, brought to the host. On the CPU, one memcpy. 0, or -1 with an
+ * exception. */
 int copy_outputs(const output_view *views, int count, size_t total, output_copy *copy);
 /* Output i's place in the device snapshot (each at a 256-byte offset, in order). */
 unsigned long long snapshot_offset(const output_view *views, int i);
-/* map_snapshot(fd, bytes), once, before the import: the parent's device snapshot (a CUDA allocation it
- * exported as a POSIX descriptor), mapped read-write into this context; the descriptor is closed. */
+/* map_snapshot(fd, bytes, min_bytes), once, before the import: the parent's device snapshot (a CUDA
+ * allocation it exported as a POSIX descriptor), mapped read-write into this context; the descriptor is
+ * closed. Calls of at least ``min_bytes`` of outputs that fit are copied there. */
 PyObject *map_snapshot(PyObject *self, PyObject *args);
 #endif

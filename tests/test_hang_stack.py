@@ -70,7 +70,7 @@ def test_without_any_dump_the_report_says_how_the_workers_threads_stood():
 def test_a_hang_in_the_harness_wait_says_the_kernel_never_finished(tmp_path):
     """A kernel that spins after custom_kernel returned hangs the core's own wait (no frame of the
     submission's file): the reason says so instead of naming only the harness's line."""
-    from harness.judge.worker_link.worker_channel import hung_at
+    from harness.judge.worker_link.hang_report import hung_at
 
     submission = tmp_path / "submission.py"
     submission.write_text("")

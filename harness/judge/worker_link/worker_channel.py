@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, device_snapshot, input_stage, seal
 from harness.judge.worker_link.check_copies import CheckCopies
 from harness.judge.worker_link.device_snapshot import DeviceSnapshot
+from harness.judge.worker_link.hang_report import hung_at
 from harness.judge.worker_link.supervision import STATE_OPENS_AT_BIND
 from harness.judge.worker_link.worker_process import WorkerProcess
 
@@ -56,25 +56,6 @@ class CallOutput:
     clock: seal.ClockReading = field(default_factory=seal.ClockReading)  # signed second-clock reading (0 off GPU)
     phases_s: dict[str, float] = field(default_factory=dict)  # the parent's clock: inputs_wait, exchange, seal
     worker_ms: dict[str, float] = field(default_factory=dict)  # as the worker reports it (shown, never trusted)
-
-
-
-
-_FRAME = re.compile(r'File "([^"\n]+)", line (\d+) in (\S+)')
-
-
-def hung_at(stacks: str, submission: Path) -> str:
-    """"; it was at submission.py:7 in custom_kernel": the innermost line of the submission's file in
-    a faulthandler dump of a worker past its limit (else its first frame); empty without a dump."""
-    frames = _FRAME.findall(stacks)
-    own = [f for f in frames if os.path.realpath(f[0]) == os.path.realpath(submission)]
-    if not frames:
-        return ""
-    file, line, name = (own or frames)[0]
-    where = f"; it was at {Path(file).name}:{line} in {name}"
-    if not own and name == "time_call":  # custom_kernel returned: the core waits for the GPU work it left
-        return where + " (the harness waiting for the GPU: a kernel custom_kernel launched never finished)"
-    return where
 
 
 def _reported_ms(spent: dict[str, Any]) -> dict[str, float]:

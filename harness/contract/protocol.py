@@ -23,9 +23,10 @@ from harness.contract.messages import KIND_KEY, Message, ProtocolError, decode, 
 from harness.contract.output_file import FILE_KEY, SNAPSHOT_KEY
 
 Fetch = Callable[[int, int], torch.Tensor]
+"""The parent's reader of one place (its output file, its device snapshot): (offset, nbytes) -> a uint8
+tensor of its own memory."""
 PLACES = {"file": FILE_KEY, "snapshot": SNAPSHOT_KEY}
 """Where the core may put a call's outputs instead of the pipe, and each one's key in a tensor entry."""
-"""The parent's reader of its output file: (offset, nbytes) -> a uint8 tensor of its own memory."""
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSOR_BYTES = 1 << 31

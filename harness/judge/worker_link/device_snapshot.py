@@ -56,30 +56,42 @@ def _check(result: int, what: str) -> None:
 
 class DeviceSnapshot:
     """``nbytes`` (rounded up to the allocation granularity) of device memory on ``device``, mapped here,
-    with the descriptor to hand the worker (``take_descriptor``, once)."""
+    with the descriptor to hand the worker (``hand_over``, once). Raises RuntimeError where the driver
+    refuses a step, having released what it had made."""
 
     def __init__(self, device: torch.device, nbytes: int) -> None:
         self.device = torch.device("cuda", device.index if device.index is not None else torch.cuda.current_device())
+        self._cuda = ctypes.CDLL("libcuda.so.1")
+        self._handle = ctypes.c_ulonglong()
+        self._descriptor: int | None = None
+        self.base = ctypes.c_ulonglong()
+        self.nbytes = 0
+        try:
+            self._make(nbytes)
+        except RuntimeError:
+            self.close()
+            raise
+
+    def _make(self, nbytes: int) -> None:
         with torch.cuda.device(self.device):
             torch.zeros(1, device=self.device)  # torch's primary context current on this thread
-            self._cuda = ctypes.CDLL("libcuda.so.1")
             prop = _AllocationProp(type=_PINNED, requestedHandleTypes=_POSIX_FD,
                                    location=_Location(_DEVICE, self.device.index))
             granularity = ctypes.c_size_t()
             _check(self._cuda.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), 0),
                    "cuMemGetAllocationGranularity")
-            self.nbytes = -(-nbytes // granularity.value) * granularity.value
-            self._handle = ctypes.c_ulonglong()
-            _check(self._cuda.cuMemCreate(ctypes.byref(self._handle), ctypes.c_size_t(self.nbytes), ctypes.byref(prop),
+            size = -(-nbytes // granularity.value) * granularity.value
+            _check(self._cuda.cuMemCreate(ctypes.byref(self._handle), ctypes.c_size_t(size), ctypes.byref(prop),
                                           ctypes.c_ulonglong(0)), "cuMemCreate of the device snapshot")
             descriptor = ctypes.c_int(-1)
             _check(self._cuda.cuMemExportToShareableHandle(ctypes.byref(descriptor), self._handle, _POSIX_FD,
                                                            ctypes.c_ulonglong(0)), "exporting the device snapshot")
-            self._descriptor: int | None = descriptor.value
-            self.base = ctypes.c_ulonglong()
-            _check(self._cuda.cuMemAddressReserve(ctypes.byref(self.base), ctypes.c_size_t(self.nbytes),
+            self._descriptor = descriptor.value
+            base = ctypes.c_ulonglong()
+            _check(self._cuda.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(size),
                                                   ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)),
                    "cuMemAddressReserve")
+            self.base, self.nbytes = base, size
             _check(self._cuda.cuMemMap(self.base, ctypes.c_size_t(self.nbytes), ctypes.c_size_t(0), self._handle,
                                        ctypes.c_ulonglong(0)), "cuMemMap")
             access = _AccessDesc(_Location(_DEVICE, self.device.index), _READ_WRITE)
@@ -121,17 +133,22 @@ class DeviceSnapshot:
             os.close(self._descriptor)
             self._descriptor = None
         if self.base.value:
-            self._cuda.cuMemUnmap(self.base, ctypes.c_size_t(self.nbytes))
+            self._cuda.cuMemUnmap(self.base, ctypes.c_size_t(self.nbytes))  # refused where it was never mapped
             self._cuda.cuMemAddressFree(self.base, ctypes.c_size_t(self.nbytes))
-            self._cuda.cuMemRelease(self._handle)
             self.base = ctypes.c_ulonglong()
+        if self._handle.value:
+            self._cuda.cuMemRelease(self._handle)
+            self._handle = ctypes.c_ulonglong()
 
 
 def for_worker(device: str, check_on: torch.device | None, unsealed: bool) -> DeviceSnapshot | None:
     """A device snapshot on the check's GPU for a sealed GPU worker (the check runs on the worker's GPU),
-    else None: outputs take the output file or the pipe. A worker that cannot map it (another GPU, no
-    VMM) uses the file, and says so in its Ready."""
+    else None: outputs take the output file or the pipe. So does a parent whose driver refuses one (no
+    VMM); a worker that cannot map it (another GPU) uses the file, and says so in its Ready's sandbox."""
     if (unsealed or not seal.sealed_core_built() or check_on is None or check_on.type != "cuda"
             or torch.device(device).type != "cuda"):
         return None
-    return DeviceSnapshot(check_on, SNAPSHOT_BYTES)
+    try:
+        return DeviceSnapshot(check_on, SNAPSHOT_BYTES)
+    except RuntimeError:
+        return None

@@ -1,0 +1,85 @@
+"""The parent's device snapshot on the CPU: when it is made at all, and what a refusal by the driver
+leaves behind (nothing). Its copies on a GPU run in scripts/gpu_check.sh (rows f01 and f04)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import pytest
+import torch
+
+from harness.judge.worker_link import device_snapshot
+
+GRANULARITY = 2 << 20
+
+
+class RefusingDriver:
+    """libcuda as the snapshot calls it, refusing ``refuse`` (a CUresult of 2) and recording the rest."""
+
+    def __init__(self, refuse: str) -> None:
+        self.refuse = refuse
+        self.calls: list[str] = []
+        self.exported: int | None = None
+
+    def __getattr__(self, name: str):
+        def call(*args):
+            self.calls.append(name)
+            if name == self.refuse:
+                return 2
+            if name == "cuMemGetAllocationGranularity":
+                args[0]._obj.value = GRANULARITY
+            elif name == "cuMemCreate":
+                args[0]._obj.value = 7
+            elif name == "cuMemExportToShareableHandle":
+                self.exported = os.open(os.devnull, os.O_RDONLY)
+                args[0]._obj.value = self.exported
+            elif name == "cuMemAddressReserve":
+                args[0]._obj.value = 1 << 40
+            return 0
+        return call
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(device_snapshot.torch.cuda, "device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(device_snapshot.torch, "zeros", lambda *args, **kwargs: None)
+
+    def use(driver: RefusingDriver) -> None:
+        monkeypatch.setattr(device_snapshot.ctypes, "CDLL", lambda name: driver)
+    return use
+
+
+@pytest.mark.parametrize("refused", ["cuMemCreate", "cuMemExportToShareableHandle", "cuMemAddressReserve",
+                                     "cuMemMap", "cuMemSetAccess"])
+def test_a_refused_step_releases_what_was_made(fake_gpu, refused: str) -> None:
+    driver = RefusingDriver(refused)
+    fake_gpu(driver)
+    with pytest.raises(RuntimeError, match="CUresult 2"):
+        device_snapshot.DeviceSnapshot(torch.device("cuda", 0), 100 << 20)
+    made = driver.calls[:driver.calls.index(refused)]
+    released = driver.calls[driver.calls.index(refused) + 1:]
+    assert ("cuMemRelease" in released) == ("cuMemCreate" in made)
+    assert ("cuMemAddressFree" in released) == ("cuMemAddressReserve" in made)
+    if driver.exported is not None:  # the descriptor meant for the worker is closed too
+        with pytest.raises(OSError):
+            os.fstat(driver.exported)
+
+
+def test_a_parent_whose_driver_refuses_gives_no_snapshot(fake_gpu, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_gpu(RefusingDriver("cuMemCreate"))
+    monkeypatch.setattr(device_snapshot.seal, "sealed_core_built", lambda: True)
+    assert device_snapshot.for_worker("cuda:0", torch.device("cuda", 0), unsealed=False) is None
+
+
+@pytest.mark.parametrize(("device", "check_on", "unsealed"), [
+    ("cpu", torch.device("cpu"), False),  # a CPU run: the output file
+    ("cuda:0", None, False),  # the check off the GPU
+    ("cuda:0", torch.device("cpu"), False),
+    ("cuda:0", torch.device("cuda", 0), True),  # unsealed (Nsight Compute): no core to map it
+])
+def test_no_snapshot_where_nothing_would_read_it(monkeypatch: pytest.MonkeyPatch, device: str,
+                                                 check_on: torch.device | None, unsealed: bool) -> None:
+    monkeypatch.setattr(device_snapshot.seal, "sealed_core_built", lambda: True)
+    monkeypatch.setattr(device_snapshot, "DeviceSnapshot", lambda *args: pytest.fail("a snapshot was made"))
+    assert device_snapshot.for_worker(device, check_on, unsealed) is None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -66,3 +68,40 @@ def test_a_host_output_is_checked_against_an_expected_output_on_the_gpu():
     assert bs.compare_outputs([t.clone() for t in expected], on_gpu, TOLERANCE)[0]
     ok, message = bs.compare_outputs(got, on_gpu, TOLERANCE)
     assert not ok and message.startswith("output[1]: 1 of 12 elements mismatch; worst at (2, 2)")
+
+
+def rule(got: float, expected: float, tolerance: bs.Tolerance) -> bool:
+    """The tolerance rule element by element in Python floats (IEEE double, as the check's float64)."""
+    if math.isnan(got) or math.isnan(expected):
+        return math.isnan(got) and math.isnan(expected)
+    if math.isinf(got) or math.isinf(expected):
+        return got == expected
+    return abs(got - expected) <= tolerance.atol + tolerance.rtol * abs(expected)
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 1e-3, -1e-3, 0.99, 1.0101, 1.01, 2.0, 1e-40, -1e-40, 6e-8, 1.5e-5, 65504.0,
+           3.0e38, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("tolerance", [TOLERANCE, bs.Tolerance(rtol=0.0, atol=0.0), bs.Tolerance(rtol=0.0, atol=1e-2),
+                                       bs.Tolerance(rtol=2.0, atol=0.0), bs.Tolerance(rtol=1e300, atol=1e300)])
+def test_every_pair_of_special_values_is_judged_by_the_rule(dtype: torch.dtype, tolerance: bs.Tolerance) -> None:
+    values = torch.tensor(SPECIAL, dtype=torch.float64).to(dtype)
+    got, expected = values.repeat_interleave(len(SPECIAL)), values.repeat(len(SPECIAL))
+    judged = bs._within(got, expected, tolerance)[0].tolist()
+    wanted = [rule(g, e, tolerance) for g, e in zip(got.double().tolist(), expected.double().tolist())]
+    wrong = [(g, e) for g, e, j, w in zip(got.double().tolist(), expected.double().tolist(), judged, wanted) if j != w]
+    assert not wrong, wrong[:5]
+
+
+def test_elements_at_the_edge_of_the_allowance_are_judged_by_the_rule() -> None:
+    # bf16 pairs around |got - expected| = atol + rtol * |expected|: one ulp either side of the edge.
+    expected = (torch.randn(4096, generator=torch.Generator().manual_seed(3)) * 4).bfloat16()
+    steps = torch.tensor([-2, -1, 0, 1, 2], dtype=torch.float32)
+    edge = (expected.float().abs() * TOLERANCE.rtol + TOLERANCE.atol)[:, None] + steps[None, :] * 2.0 ** -9
+    got = (expected.float()[:, None] + edge).bfloat16()
+    exp = expected[:, None].expand_as(got)
+    judged = bs._within(got, exp, TOLERANCE)[0].flatten().tolist()
+    wanted = [rule(g, e, TOLERANCE) for g, e in zip(got.double().flatten().tolist(), exp.double().flatten().tolist())]
+    assert judged == wanted and 0 < sum(wanted) < len(wanted)

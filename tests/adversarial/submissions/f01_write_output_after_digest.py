@@ -2,12 +2,12 @@
 that leave the pipe lie where the worker's process can write them: on the CPU in the parent's output
 file (the core copies them there after the MAC), on a GPU in the parent's device snapshot (the core
 copies them there on the device; its address lies only on the core's hidden page, so this finds it as
-native code would, by asking the driver, at 2 MiB steps outward from its own output, for the allocation
-of the snapshot's size). A gc callback (threshold 1; the collector is off in the core's window, so it
-first runs in the worker's Python after the core returned, before the reply goes) writes the output
-with one bit changed there, as a submission that finishes its work late would write the rest. The
-parent digests its own copy of what it read against the MAC'd digest: rejected (MAC). On a GPU it
-raises where it finds no snapshot, so that a harness without one shows as this row's mismatch."""
+native code would, by asking the driver: _snapshot.find). A gc callback (threshold 1; the collector
+is off in the core's window, so it first runs in the worker's Python after the core returned, before
+the reply goes) writes the output with one bit changed there, as a submission that finishes its work
+late would write the rest. The parent digests its own copy of what it read against the MAC'd digest:
+rejected (MAC). On a GPU it raises where it finds no snapshot, so that a harness without one shows as
+this row's mismatch."""
 
 import ctypes
 import gc
@@ -15,9 +15,8 @@ import os
 
 import _honest
 import _reach
+import _snapshot
 import torch
-
-from harness.contract.output_file import SNAPSHOT_BYTES
 
 late = {"bytes": None, "write": None}
 
@@ -27,19 +26,10 @@ def file_writer():
     return lambda data: os.pwrite(fd, data, 0)  # the output's storage is the first thing in the file
 
 
-def snapshot_writer(near: int, span: int = 1 << 40, step: int = 2 << 20):
-    cuda = ctypes.CDLL("libcuda.so.1")
-    base, size = ctypes.c_ulonglong(), ctypes.c_size_t()
-    start = near - near % step
-    for distance in range(0, span, step):  # about a million driver queries at most
-        for address in (start + distance, start - distance - step):
-            found = address > 0 and cuda.cuMemGetAddressRange_v2(
-                ctypes.byref(base), ctypes.byref(size), ctypes.c_ulonglong(address)) == 0
-            if found and size.value == SNAPSHOT_BYTES:  # the parent's size (a multiple of the granularity)
-                at = base.value  # the first output lies at the snapshot's start
-                return lambda data: cuda.cuMemcpyHtoD_v2(ctypes.c_ulonglong(at), ctypes.c_char_p(data),
-                                                         ctypes.c_size_t(len(data)))
-    raise RuntimeError("no device snapshot found near the outputs (row f01 expects one on a GPU)")
+def snapshot_writer(near: int):
+    at = _snapshot.find(near)  # the first output lies at the snapshot's start
+    return lambda data: _snapshot.driver().cuMemcpyHtoD_v2(ctypes.c_ulonglong(at), ctypes.c_char_p(data),
+                                                           ctypes.c_size_t(len(data)))
 
 
 def rewrite(phase, info):

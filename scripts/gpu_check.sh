@@ -51,6 +51,8 @@
 #               (empty compile caches: each file's first ranked run, as on a fresh machine)
 #   coldstart   issue 33: `make eval` of the Triton GEMV twice (the second with the first's compile
 #               caches) and a leaderboard over submissions/ on one GPU, each timed whole (scripts/coldstart.py)
+#   start_profile issue 33: where `harness eval`'s start goes: torch's import and first CUDA tensor alone,
+#               the parent's imports (-X importtime), the parent's whole run under cProfile (scripts/start_profile.py)
 #   eval        every file under submissions/ (EVAL_FILES narrows it) through harness eval, mode all
 #   fidelity    every ladder rung and shipped baseline (Triton and cuBLAS files) and the ladder launched twice per
 #               call, by the replay clock (%globaltimer stamps around each call inside one CUDA graph, the reading
@@ -251,6 +253,7 @@ for step in $steps; do
     references) run_step references python3 scripts/parent_costs.py "$WORK/references.json" --references ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     coldstart) run_step coldstart python3 scripts/coldstart.py "$WORK/coldstart" ;;
+    start_profile) run_step start_profile python3 scripts/start_profile.py "$WORK/start_profile" ;;
     eval) run_step eval eval_all ;;
     fidelity)  # against the ranked runs' medians when the throughput step ran, else the eval step's
       medians=$WORK/eval; [ -d "$WORK/throughput" ] && medians=$WORK/throughput

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 
 import pytest
 import torch
 
+from harness.contract import protocol
 from harness.judge.worker_link import device_snapshot
 
 GRANULARITY = 2 << 20
@@ -83,3 +85,28 @@ def test_no_snapshot_where_nothing_would_read_it(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(device_snapshot.seal, "sealed_core_built", lambda: True)
     monkeypatch.setattr(device_snapshot, "DeviceSnapshot", lambda *args: pytest.fail("a snapshot was made"))
     assert device_snapshot.for_worker(device, check_on, unsealed) is None
+
+
+def test_a_snapshot_is_made_handed_over_once_and_released(fake_gpu, monkeypatch: pytest.MonkeyPatch) -> None:
+    driver = RefusingDriver("none")
+    fake_gpu(driver)
+    monkeypatch.setattr(device_snapshot.torch.cuda, "Stream", lambda device: None)
+    snapshot = device_snapshot.DeviceSnapshot(torch.device("cuda", 0), 100 << 20 | 1)
+    assert snapshot.nbytes == 102 << 20 and snapshot.base.value == 1 << 40  # rounded up to the granularity
+    places: dict = {}
+    parent_end, worker_end = socket.socketpair()
+    with parent_end, worker_end:
+        snapshot.hand_over(parent_end.fileno(), places)
+        received = protocol.receive_descriptor(worker_end.fileno())
+    os.close(received)
+    assert places == {device_snapshot.SNAPSHOT_KEY: snapshot.read}
+    with pytest.raises(OSError):  # the parent's own copy of the descriptor is closed once sent
+        os.fstat(driver.exported)
+    with pytest.raises(RuntimeError, match="already handed over"):
+        snapshot.hand_over(parent_end.fileno(), places)
+    with pytest.raises(device_snapshot.ProtocolError, match="outside"):
+        snapshot.read(snapshot.nbytes - 10, 11)
+    snapshot.close()
+    assert driver.calls[-3:] == ["cuMemUnmap", "cuMemAddressFree", "cuMemRelease"]
+    snapshot.close()  # a second close releases nothing twice
+    assert driver.calls.count("cuMemRelease") == 1

@@ -40,11 +40,11 @@ from harness.worker.failures import SubmissionError, check_entry_point, classify
 from harness.worker.integrity_guard import IntegrityGuard
 from harness.worker.outputs import (
     active_modes,
+    any_shares_memory,
     bytes_of,
     changed_any,
     operand_tensors,
     output_tensors,
-    shares_memory,
 )
 from harness.worker.stack_dump import arm_stack_dump, stacks_before_the_limit
 
@@ -240,9 +240,8 @@ class Worker:
             parts = None
         clock.append(timers._perf_counter())
         self._check_integrity("during a call")
-        for out in outputs:
-            if any(shares_memory(out, t) for t in operands):
-                raise SubmissionError(Status.REJECTED, "custom_kernel returned one of its input tensors as output")
+        if any_shares_memory(outputs, operands):
+            raise SubmissionError(Status.REJECTED, "custom_kernel returned one of its input tensors as output")
         if pristine and changed_any(pristine, operands):
             raise SubmissionError(Status.REJECTED, "custom_kernel modified its input tensors")
         clock.append(timers._perf_counter())

@@ -48,7 +48,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(device_snapshot.torch, "zeros", lambda *args, **kwargs: None)
 
     def use(driver: RefusingDriver) -> None:
-        monkeypatch.setattr(device_snapshot.ctypes, "CDLL", lambda name: driver)
+        monkeypatch.setattr(device_snapshot, "driver", lambda: driver)
     return use
 
 

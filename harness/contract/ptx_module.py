@@ -13,10 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        raise RuntimeError(f"{what} failed (CUresult {result})")
+from harness.contract.libcuda import check, driver
 
 
 class PtxModule:
@@ -26,19 +23,19 @@ class PtxModule:
     def __init__(self, ptx: str) -> None:
         torch.cuda.init()
         torch.cuda.synchronize()  # the runtime has made torch's (primary) context current on this thread
-        self._cuda = ctypes.CDLL("libcuda.so.1")
+        self._cuda = driver()
         self._cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
         self._module = ctypes.c_void_p()
-        _check(self._cuda.cuModuleLoadData(ctypes.byref(self._module), ctypes.c_char_p(ptx.encode())),
-               "cuModuleLoadData")
+        check(self._cuda.cuModuleLoadData(ctypes.byref(self._module), ctypes.c_char_p(ptx.encode())),
+              "cuModuleLoadData")
         self._functions: dict[str, ctypes.c_void_p] = {}
 
     def _function(self, name: str) -> ctypes.c_void_p:
         if name not in self._functions:
             function = ctypes.c_void_p()
-            _check(self._cuda.cuModuleGetFunction(ctypes.byref(function), self._module, name.encode()),
-                   f"cuModuleGetFunction of {name}")
+            check(self._cuda.cuModuleGetFunction(ctypes.byref(function), self._module, name.encode()),
+                  f"cuModuleGetFunction of {name}")
             self._functions[name] = function
         return self._functions[name]
 
@@ -48,5 +45,5 @@ class PtxModule:
         params = (ctypes.c_void_p * max(1, len(values)))(
             *[ctypes.cast(ctypes.pointer(value), ctypes.c_void_p) for value in values])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        _check(self._cuda.cuLaunchKernel(self._function(name), blocks, 1, 1, threads, 1, 1, 0, stream,
-                                         params if values else None, None), f"cuLaunchKernel of {name}")
+        check(self._cuda.cuLaunchKernel(self._function(name), blocks, 1, 1, threads, 1, 1, 0, stream,
+                                        params if values else None, None), f"cuLaunchKernel of {name}")

@@ -17,6 +17,7 @@ import os
 import torch
 
 from harness.contract import protocol
+from harness.contract.libcuda import check, driver
 from harness.contract.messages import ProtocolError
 from harness.contract.output_file import SNAPSHOT_BYTES, SNAPSHOT_KEY
 from harness.judge.worker_link import seal
@@ -49,11 +50,6 @@ class _AccessDesc(ctypes.Structure):
     _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
 
 
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        raise RuntimeError(f"{what} failed (CUresult {result})")
-
-
 class DeviceSnapshot:
     """``nbytes`` (rounded up to the allocation granularity) of device memory on ``device``, mapped here,
     with the descriptor to hand the worker (``hand_over``, once). Raises RuntimeError where the driver
@@ -61,7 +57,7 @@ class DeviceSnapshot:
 
     def __init__(self, device: torch.device, nbytes: int) -> None:
         self.device = torch.device("cuda", device.index if device.index is not None else torch.cuda.current_device())
-        self._cuda = ctypes.CDLL("libcuda.so.1")
+        self._cuda = driver()
         self._handle = ctypes.c_ulonglong()
         self._descriptor: int | None = None
         self.base = ctypes.c_ulonglong()
@@ -78,25 +74,25 @@ class DeviceSnapshot:
             prop = _AllocationProp(type=_PINNED, requestedHandleTypes=_POSIX_FD,
                                    location=_Location(_DEVICE, self.device.index))
             granularity = ctypes.c_size_t()
-            _check(self._cuda.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), 0),
-                   "cuMemGetAllocationGranularity")
+            check(self._cuda.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), 0),
+                  "cuMemGetAllocationGranularity")
             size = -(-nbytes // granularity.value) * granularity.value
-            _check(self._cuda.cuMemCreate(ctypes.byref(self._handle), ctypes.c_size_t(size), ctypes.byref(prop),
-                                          ctypes.c_ulonglong(0)), "cuMemCreate of the device snapshot")
+            check(self._cuda.cuMemCreate(ctypes.byref(self._handle), ctypes.c_size_t(size), ctypes.byref(prop),
+                                         ctypes.c_ulonglong(0)), "cuMemCreate of the device snapshot")
             descriptor = ctypes.c_int(-1)
-            _check(self._cuda.cuMemExportToShareableHandle(ctypes.byref(descriptor), self._handle, _POSIX_FD,
-                                                           ctypes.c_ulonglong(0)), "exporting the device snapshot")
+            check(self._cuda.cuMemExportToShareableHandle(ctypes.byref(descriptor), self._handle, _POSIX_FD,
+                                                          ctypes.c_ulonglong(0)), "exporting the device snapshot")
             self._descriptor = descriptor.value
             base = ctypes.c_ulonglong()
-            _check(self._cuda.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(size),
-                                                  ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)),
-                   "cuMemAddressReserve")
+            check(self._cuda.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(size),
+                                                 ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)),
+                  "cuMemAddressReserve")
             self.base, self.nbytes = base, size
-            _check(self._cuda.cuMemMap(self.base, ctypes.c_size_t(self.nbytes), ctypes.c_size_t(0), self._handle,
-                                       ctypes.c_ulonglong(0)), "cuMemMap")
+            check(self._cuda.cuMemMap(self.base, ctypes.c_size_t(self.nbytes), ctypes.c_size_t(0), self._handle,
+                                      ctypes.c_ulonglong(0)), "cuMemMap")
             access = _AccessDesc(_Location(_DEVICE, self.device.index), _READ_WRITE)
-            _check(self._cuda.cuMemSetAccess(self.base, ctypes.c_size_t(self.nbytes), ctypes.byref(access),
-                                             ctypes.c_size_t(1)), "cuMemSetAccess")
+            check(self._cuda.cuMemSetAccess(self.base, ctypes.c_size_t(self.nbytes), ctypes.byref(access),
+                                            ctypes.c_size_t(1)), "cuMemSetAccess")
             self._stream = torch.cuda.Stream(self.device)
 
     def hand_over(self, commands_fd: int, places: dict[str, protocol.Fetch]) -> None:
@@ -119,11 +115,11 @@ class DeviceSnapshot:
         with torch.cuda.device(self.device), torch.cuda.stream(self._stream):
             copy = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
             if nbytes:
-                _check(self._cuda.cuMemcpyDtoDAsync_v2(ctypes.c_ulonglong(copy.data_ptr()),
-                                                       ctypes.c_ulonglong(self.base.value + at),
-                                                       ctypes.c_size_t(nbytes),
-                                                       ctypes.c_void_p(self._stream.cuda_stream)),
-                       "copy out of the device snapshot")
+                check(self._cuda.cuMemcpyDtoDAsync_v2(ctypes.c_ulonglong(copy.data_ptr()),
+                                                      ctypes.c_ulonglong(self.base.value + at),
+                                                      ctypes.c_size_t(nbytes),
+                                                      ctypes.c_void_p(self._stream.cuda_stream)),
+                      "copy out of the device snapshot")
             self._stream.synchronize()
         return copy
 

@@ -1,10 +1,12 @@
-/* The copies of a timed call's outputs into memory the core owns (harness._sealed). On a GPU the first
- * is queued right behind the end event into the core's device memory and hashed there (the leaf kernel
- * of harness/contract/leaf_hash.py, loaded at init); the second is made once every stream is idle and
+/* The copies of a timed call's outputs (harness._sealed). On a GPU the first is queued right behind the
+ * end event, into the parent's device snapshot for outputs that leave the pipe (mapped by map_snapshot)
+ * or else into the core's own device memory, and hashed there (the leaf kernel of
+ * harness/contract/leaf_hash.py, loaded at init); the second is made once every stream is idle and
  * hashed the same way, so that work of the submission still running after the end event shows as the
- * two copies' leaves differing (`unfinished`). Only the leaves and the first copy's bytes come back to
- * the host: the digest the MAC covers is made of those leaves, and the parent hashes what it received on
- * its own GPU (harness/judge/worker_link/seal.py). On the CPU one memcpy, hashed by digest_tree.c. */
+ * two copies' leaves differing (`unfinished`). The leaves come back to the host, and the first copy's
+ * bytes unless they lie in the snapshot: the digest the MAC covers is made of those leaves, and the
+ * parent hashes what it received on its own GPU (harness/judge/worker_link/seal.py). On the CPU one
+ * memcpy, hashed by digest_tree.c. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
@@ -65,18 +67,19 @@ static int reserve_device(int first, size_t bytes, size_t leaves) {
     return 0;
 }
 
-/* Copy every output into ``copy`` (device memory) and queue their leaves into ``leaves``, on the core's
- * stream: the copies, the launch's table (pass ``pass``'s own slot, so that the second pass does not
- * overwrite a table the first's copy may still be reading), and one launch for every output. */
-static int copy_and_hash(const output_view *views, int count, int pass, CUdeviceptr copy, CUdeviceptr leaves) {
-    unsigned long long at = 0, first = 0, *table = ST->host_table + pass * MAX_OUTPUTS * TABLE_WORDS;
+/* Copy every output into ``copy`` (device memory, output i at ``at[i]``) and queue their leaves into
+ * ``leaves``, on the core's stream: the copies, the launch's table (pass ``pass``'s own slot, so that the
+ * second pass does not overwrite a table the first's copy may still be reading), and one launch for
+ * every output. */
+static int copy_and_hash(const output_view *views, int count, const unsigned long long *at, int pass,
+                         CUdeviceptr copy, CUdeviceptr leaves) {
+    unsigned long long first = 0, *table = ST->host_table + pass * MAX_OUTPUTS * TABLE_WORDS;
     for (int i = 0; i < count; i++) {
         if (views[i].nbytes)
-            CUI(cu.MemcpyDtoDAsync(copy + at, views[i].pointer, views[i].nbytes, core.stream), "output copy");
-        table[TABLE_WORDS * i] = copy + at;
+            CUI(cu.MemcpyDtoDAsync(copy + at[i], views[i].pointer, views[i].nbytes, core.stream), "output copy");
+        table[TABLE_WORDS * i] = copy + at[i];
         table[TABLE_WORDS * i + 1] = views[i].nbytes;
         table[TABLE_WORDS * i + 2] = first;
-        at += aligned(views[i].nbytes);
         first += digest_chunk_count(views[i].nbytes);
     }
     if (!first) return 0;
@@ -89,15 +92,10 @@ static int copy_and_hash(const output_view *views, int count, int pass, CUdevice
     return 0;
 }
 
-unsigned long long snapshot_offset(const output_view *views, int i) {
-    unsigned long long at = 0;
-    for (int j = 0; j < i; j++) at += aligned(views[j].nbytes);
-    return at;
-}
-
 static int copy_on_gpu(const output_view *views, int count, size_t total, output_copy *copy) {
     size_t device_bytes = 0, leaves = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count; i++) {  /* each output's place in a device copy: at a DEVICE_ALIGN offset */
+        copy->at[i] = device_bytes;
         device_bytes += aligned(views[i].nbytes);
         leaves += digest_chunk_count(views[i].nbytes);
     }
@@ -108,18 +106,17 @@ static int copy_on_gpu(const output_view *views, int count, size_t total, output
     }
     if (reserve_device(copy->in_snapshot, device_bytes ? device_bytes : DEVICE_ALIGN, leaves ? leaves : 1)) return -1;
     CUdeviceptr first = copy->in_snapshot ? ST->snapshot : ST->device_copy[0];
-    if (copy_and_hash(views, count, 0, first, ST->device_leaves)) return -1;
+    if (copy_and_hash(views, count, copy->at, 0, first, ST->device_leaves)) return -1;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
     CUI(cu.CtxSynchronize(), "synchronize every stream");
-    if (copy_and_hash(views, count, 1, ST->device_copy[1], ST->device_leaves + leaves * LEAF_BYTES)) return -1;
+    if (copy_and_hash(views, count, copy->at, 1, ST->device_copy[1], ST->device_leaves + leaves * LEAF_BYTES))
+        return -1;
     CUI(cu.MemcpyDtoHAsync(ST->host_leaves, ST->device_leaves, 2 * leaves * LEAF_BYTES, core.stream), "leaves copy");
-    unsigned long long at = 0;
     size_t packed = 0;
     for (int i = 0; !copy->in_snapshot && i < count; i++) {
         if (views[i].nbytes)
-            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, first + at, views[i].nbytes, core.stream),
+            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, first + copy->at[i], views[i].nbytes, core.stream),
                 "output copy to the host");
-        at += aligned(views[i].nbytes);
         packed += views[i].nbytes;
     }
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the second copy");

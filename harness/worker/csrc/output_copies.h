@@ -10,6 +10,7 @@ typedef struct {
     const uint8_t *leaves;  /* on a GPU: their digest leaves (digest_tree.h), hashed there; NULL on the CPU */
     int differs;            /* on a GPU: the outputs changed after the end event (work left running) */
     int in_snapshot;        /* the first copy lies in the parent's device snapshot (``bytes`` unset) */
+    unsigned long long at[MAX_OUTPUTS];  /* on a GPU: each output's offset in a device copy (the snapshot's) */
 } output_copy;
 
 /* On a GPU: every output copied right behind the end event and hashed there, into the parent's device
@@ -18,8 +19,6 @@ typedef struct {
  * unless they lie in the snapshot, brought to the host. On the CPU, one memcpy. 0, or -1 with an
  * exception. */
 int copy_outputs(const output_view *views, int count, size_t total, output_copy *copy);
-/* Output i's place in the device snapshot (each at a 256-byte offset, in order). */
-unsigned long long snapshot_offset(const output_view *views, int i);
 /* map_snapshot(fd, bytes, min_bytes), once, before the import: the parent's device snapshot (a CUDA
  * allocation it exported as a POSIX descriptor), mapped read-write into this context; the descriptor is
  * closed. Calls of at least ``min_bytes`` of outputs that fit are copied there. */

@@ -140,7 +140,7 @@ static PyObject *output_entries(const output_view *views, int count, const outpu
             PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(views[i].shape[d]));
             PyTuple_SET_ITEM(stride, d, PyLong_FromLongLong(views[i].stride[d]));
         }
-        if (mapped == 2) at[i] = (long long)snapshot_offset(views, i);
+        if (mapped == 2) at[i] = (long long)copied->at[i];
         if (shape && stride && !PyErr_Occurred())
             entry = mapped ? Py_BuildValue("(sOOL(sLK))", views[i].dtype, shape, stride, views[i].offset,
                                            mapped == 2 ? "snapshot" : "file", at[i], views[i].nbytes)
@@ -167,7 +167,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     double time_us = 0.0, host_us = 0.0, overhead = 0.0;
     clock_reading clock = {0.0, 0.0, 0.0, 0.0}; /* none off the GPU */
     uint8_t digest[32], mac[32], message[5 + 8 + 8 + 8 + 8 + 1 + 1 + 32 + sizeof clock];
-    output_copy copied = {NULL, NULL, 0, 0};
+    output_copy copied = {0};
     PyObject *structure = read_outputs(result, views, &count, &total, &why);
     if (!structure) {
         release_call();

@@ -120,10 +120,6 @@ def any_shares_memory(outputs: list[torch.Tensor], operands: list[torch.Tensor])
     return False
 
 
-def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return any_shares_memory([a], [b])
-
-
 def bytes_of(t: torch.Tensor) -> torch.Tensor:
     """Raw bytes of a tensor: compares NaNs and fp4/fp8 data exactly, on any device."""
     return t.detach().contiguous().view(-1).view(torch.uint8)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +17,7 @@ from harness.contract import protocol
 from harness.judge.worker_link import device_snapshot
 
 GRANULARITY = 2 << 20
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class RefusingDriver:
@@ -110,3 +114,40 @@ def test_a_snapshot_is_made_handed_over_once_and_released(fake_gpu, monkeypatch:
     assert driver.calls[-3:] == ["cuMemUnmap", "cuMemAddressFree", "cuMemRelease"]
     snapshot.close()  # a second close releases nothing twice
     assert driver.calls.count("cuMemRelease") == 1
+
+
+WORKER_WITHOUT_A_GPU = r"""
+import os, socket, sys
+sys.path.insert(0, sys.argv[1])
+from harness.contract import protocol
+from harness.contract.messages import Start
+from harness.worker import serve_loop
+from harness.worker.failures import SubmissionError
+
+def null_fds():
+    return {fd for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}") == os.devnull}
+
+parent_end, worker_end = socket.socketpair()
+key_r, key_w = os.pipe()
+worker = serve_loop.Worker(worker_end.fileno(), -1, key_r)
+before = null_fds()
+sent = os.open(os.devnull, os.O_RDONLY)
+protocol.send_descriptor(parent_end.fileno(), sent)
+start = Start(device="cpu", reference_module="problems.nvfp4_gemv.reference",
+              task_py=os.path.join(sys.argv[1], "problems/nvfp4_gemv/task.py"), submission="unused.py",
+              unsealed=True, snapshot_bytes=256 << 20)
+try:
+    worker.start(start)
+except SubmissionError as error:
+    print(error.kind.value, "|", error)
+print("received descriptor left open:", null_fds() != before | {str(sent)})
+"""
+
+
+def test_a_worker_without_a_gpus_core_refuses_the_snapshot_and_closes_its_descriptor() -> None:
+    run = subprocess.run([sys.executable, "-c", WORKER_WITHOUT_A_GPU, str(ROOT)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.strip().splitlines()
+    assert lines[0] == "harness_fault | a device snapshot sent to a worker without a GPU's core"
+    assert lines[1] == "received descriptor left open: False"

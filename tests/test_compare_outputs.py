@@ -83,25 +83,43 @@ SPECIAL = [0.0, -0.0, 1.0, -1.0, 1e-3, -1e-3, 0.99, 1.0101, 1.01, 2.0, 1e-40, -1
            3.0e38, float("inf"), float("-inf"), float("nan")]
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
-@pytest.mark.parametrize("tolerance", [TOLERANCE, bs.Tolerance(rtol=0.0, atol=0.0), bs.Tolerance(rtol=0.0, atol=1e-2),
-                                       bs.Tolerance(rtol=2.0, atol=0.0), bs.Tolerance(rtol=1e300, atol=1e300)])
-def test_every_pair_of_special_values_is_judged_by_the_rule(dtype: torch.dtype, tolerance: bs.Tolerance) -> None:
+TOLERANCES = [TOLERANCE, bs.Tolerance(rtol=0.0, atol=0.0), bs.Tolerance(rtol=0.0, atol=1e-2),
+              bs.Tolerance(rtol=2.0, atol=0.0), bs.Tolerance(rtol=1e300, atol=1e300)]
+
+
+def special_pairs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(got, expected): every pair of SPECIAL values in ``dtype``."""
     values = torch.tensor(SPECIAL, dtype=torch.float64).to(dtype)
-    got, expected = values.repeat_interleave(len(SPECIAL)), values.repeat(len(SPECIAL))
+    return values.repeat_interleave(len(SPECIAL)), values.repeat(len(SPECIAL))
+
+
+def edge_pairs(count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(got, expected): bf16 pairs around |got - expected| = atol + rtol * |expected| for TOLERANCE,
+    one ulp either side of the edge, ``count`` expected values five times each."""
+    expected = (torch.randn(count, generator=torch.Generator().manual_seed(3)) * 4).bfloat16()
+    steps = torch.tensor([-2, -1, 0, 1, 2], dtype=torch.float32)
+    edge = (expected.float().abs() * TOLERANCE.rtol + TOLERANCE.atol)[:, None] + steps[None, :] * 2.0 ** -9
+    return (expected.float()[:, None] + edge).bfloat16(), expected[:, None].expand(-1, len(steps))
+
+
+def judged_by_the_rule(got: torch.Tensor, expected: torch.Tensor, tolerance: bs.Tolerance) -> list[bool]:
+    """Each pair's verdict by ``rule``, in row-major order."""
+    pairs = zip(got.double().flatten().tolist(), expected.double().flatten().tolist())
+    return [rule(g, e, tolerance) for g, e in pairs]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("tolerance", TOLERANCES)
+def test_every_pair_of_special_values_is_judged_by_the_rule(dtype: torch.dtype, tolerance: bs.Tolerance) -> None:
+    got, expected = special_pairs(dtype)
     judged = bs._within(got, expected, tolerance)[0].tolist()
-    wanted = [rule(g, e, tolerance) for g, e in zip(got.double().tolist(), expected.double().tolist())]
+    wanted = judged_by_the_rule(got, expected, tolerance)
     wrong = [(g, e) for g, e, j, w in zip(got.double().tolist(), expected.double().tolist(), judged, wanted) if j != w]
     assert not wrong, wrong[:5]
 
 
 def test_elements_at_the_edge_of_the_allowance_are_judged_by_the_rule() -> None:
-    # bf16 pairs around |got - expected| = atol + rtol * |expected|: one ulp either side of the edge.
-    expected = (torch.randn(4096, generator=torch.Generator().manual_seed(3)) * 4).bfloat16()
-    steps = torch.tensor([-2, -1, 0, 1, 2], dtype=torch.float32)
-    edge = (expected.float().abs() * TOLERANCE.rtol + TOLERANCE.atol)[:, None] + steps[None, :] * 2.0 ** -9
-    got = (expected.float()[:, None] + edge).bfloat16()
-    exp = expected[:, None].expand_as(got)
-    judged = bs._within(got, exp, TOLERANCE)[0].flatten().tolist()
-    wanted = [rule(g, e, TOLERANCE) for g, e in zip(got.double().flatten().tolist(), exp.double().flatten().tolist())]
+    got, expected = edge_pairs(4096)
+    judged = bs._within(got, expected, TOLERANCE)[0].flatten().tolist()
+    wanted = judged_by_the_rule(got, expected, TOLERANCE)
     assert judged == wanted and 0 < sum(wanted) < len(wanted)

@@ -44,6 +44,9 @@
 #               SHA-256 speeds on both sides (scripts/output_transfer.py; run after build)
 #   leaf_hash   the outputs' digest leaves by the GPU's kernel against hashlib, every padding length, and
 #               their ms at the contest's output sizes beside the host's (scripts/leaf_hash_check.py)
+#   compare     the output check's fused kernel against torch's float64 passes: every verdict equal (special
+#               values, the allowance's edge, planted NaN and infinities at the contest's output sizes), and
+#               both ways' ms per output (scripts/compare_check.py)
 #   references  every NVFP4 test and benchmark shape: old (float64 decode) and new (block kernel)
 #               reference timed, bit-identical or the step fails (scripts/parent_costs.py --references)
 #   throughput  every Triton baseline ranked (leaderboard mode): wall time, timed calls, harness ms/call,
@@ -250,6 +253,7 @@ for step in $steps; do
                   echo "$run cache: $(TRITON_CACHE_DIR=$cache python3 scripts/first_call_probe.py)"; done' ;;
     transfer) run_step transfer python3 scripts/output_transfer.py --out "$WORK/output_transfer.json" ;;
     leaf_hash) run_step leaf_hash python3 scripts/leaf_hash_check.py "$WORK/leaf_hash.json" ;;
+    compare) run_step compare python3 scripts/compare_check.py "$WORK/compare.json" ;;
     references) run_step references python3 scripts/parent_costs.py "$WORK/references.json" --references ;;
     throughput) run_step throughput python3 scripts/throughput.py "$WORK/throughput" ${THROUGHPUT_FILES:-} ;;
     coldstart) run_step coldstart python3 scripts/coldstart.py "$WORK/coldstart" ;;

@@ -25,6 +25,7 @@ import yaml
 from problems.shared.counter_rng import random_words, words_to_bytes
 from problems.shared.operand_formats import NVFP4, OperandFormat
 from reference.layouts import ceil_div, to_permuted
+from reference.triton_cache import writable_triton_cache
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,45 @@ def _mismatch_text(got: torch.Tensor, expected: torch.Tensor, tolerance: Toleran
     )
 
 
+FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+"""Outputs a GPU judges with the fused kernel (problems/shared/compare_triton.py); others by _within."""
+FUSED_BLOCK = 4096
+"""Elements per program of the fused kernel."""
+
+
+@functools.lru_cache(maxsize=16)
+def _limits(tolerance: Tolerance, device: torch.device) -> torch.Tensor:
+    """(atol, rtol) as float64 on ``device``: one small copy per tolerance, not one per check."""
+    return torch.tensor([tolerance.atol, tolerance.rtol], dtype=torch.float64).to(device)
+
+
+def fused_mismatches(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
+    """How many elements of ``got`` break the rule, counted by one Triton kernel where ``expected`` lives
+    (a 0-dim int64 tensor, not read back): the same verdict as _within's float64 passes, each element
+    read once in its own dtype. Both are laid out row-major first where they are not."""
+    writable_triton_cache()
+    from problems.shared.compare_triton import mismatch_kernel
+
+    got = got.detach().to(expected.device).contiguous()
+    expected = expected.detach().contiguous()
+    bf16 = expected.dtype == torch.bfloat16  # handed over as its bits (compare_triton.widened)
+    if bf16:
+        got, expected = got.view(torch.int16), expected.view(torch.int16)
+    programs = max(1, -(-expected.numel() // FUSED_BLOCK))
+    counts = torch.empty(programs, dtype=torch.int32, device=expected.device)
+    mismatch_kernel[(programs,)](got, expected, _limits(tolerance, expected.device), counts, expected.numel(),
+                                 BLOCK=FUSED_BLOCK, BF16_BITS=bf16, enable_fp_fusion=False)
+    return counts.sum(dtype=torch.int64)
+
+
+def _mismatches(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
+    """How many elements break the rule (0-dim, where ``expected`` lives): on a GPU one fused kernel
+    for the float outputs, else torch's float64 passes."""
+    if expected.device.type == "cuda" and expected.dtype in FUSED_DTYPES and got.dtype == expected.dtype:
+        return fused_mismatches(got, expected, tolerance)
+    return (~_within(got, expected, tolerance)[0]).sum()
+
+
 def _judge(gots: list[Any], expecteds: list[torch.Tensor], tolerance: Tolerance,
            names: list[str]) -> tuple[int, str]:
     """(index of the first output that fails, its message), or (-1, "") when all pass.
@@ -212,7 +252,7 @@ def _judge(gots: list[Any], expecteds: list[torch.Tensor], tolerance: Tolerance,
     for got, expected, name in zip(gots, expecteds, names):
         if _shape_error(got, expected, name):
             break  # the outputs before it are judged first, as one by one
-        counts.append((~_within(got, expected, tolerance)[0]).sum())
+        counts.append(_mismatches(got, expected, tolerance))
     for index, count in enumerate(torch.stack(counts).tolist() if counts else []):
         if count:
             return index, _mismatch_text(gots[index], expecteds[index], tolerance, names[index])

@@ -8,22 +8,19 @@ where a fused multiply-add would show."""
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from test_compare_outputs import SPECIAL, rule
 
 from problems.shared import blockscaled as bs
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCES = [bs.Tolerance(rtol=1e-2, atol=1e-2), bs.Tolerance(rtol=0.0, atol=0.0), bs.Tolerance(rtol=0.0, atol=1e-2),
               bs.Tolerance(rtol=2.0, atol=0.0), bs.Tolerance(rtol=1e300, atol=1e300)]
-SPECIAL = [0.0, -0.0, 1.0, -1.0, 1e-3, -1e-3, 0.99, 1.0101, 1.01, 2.0, 1e-40, -1e-40, 6e-8, 1.5e-5, 65504.0,
-           3.0e38, float("inf"), float("-inf"), float("nan")]
-
 WORKER = r"""
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
@@ -34,15 +31,6 @@ cases = torch.load(sys.argv[2])
 print(json.dumps([int(bs.fused_mismatches(got, expected, bs.Tolerance(*tolerance)))
                   for got, expected, tolerance in cases]))
 """
-
-
-def rule(got: float, expected: float, tolerance: bs.Tolerance) -> bool:
-    """The tolerance rule element by element in Python floats (IEEE double, as the check's float64)."""
-    if math.isnan(got) or math.isnan(expected):
-        return math.isnan(got) and math.isnan(expected)
-    if math.isinf(got) or math.isinf(expected):
-        return got == expected
-    return abs(got - expected) <= tolerance.atol + tolerance.rtol * abs(expected)
 
 
 def rule_count(got: torch.Tensor, expected: torch.Tensor, tolerance: bs.Tolerance) -> int:

@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_compare_outputs import SPECIAL, rule
+from test_compare_outputs import TOLERANCE, TOLERANCES, edge_pairs, judged_by_the_rule, special_pairs
 
 from problems.shared import blockscaled as bs
 
 ROOT = Path(__file__).resolve().parents[1]
-TOLERANCES = [bs.Tolerance(rtol=1e-2, atol=1e-2), bs.Tolerance(rtol=0.0, atol=0.0), bs.Tolerance(rtol=0.0, atol=1e-2),
-              bs.Tolerance(rtol=2.0, atol=0.0), bs.Tolerance(rtol=1e300, atol=1e300)]
 WORKER = r"""
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
@@ -34,21 +32,13 @@ print(json.dumps([int(bs.fused_mismatches(got, expected, bs.Tolerance(*tolerance
 
 
 def rule_count(got: torch.Tensor, expected: torch.Tensor, tolerance: bs.Tolerance) -> int:
-    pairs = zip(got.double().flatten().tolist(), expected.double().flatten().tolist())
-    return sum(not rule(g, e, tolerance) for g, e in pairs)
+    return judged_by_the_rule(got, expected, tolerance).count(False)
 
 
 def cases() -> list[tuple[torch.Tensor, torch.Tensor, bs.Tolerance]]:
-    made = []
-    for dtype in bs.FUSED_DTYPES:
-        values = torch.tensor(SPECIAL, dtype=torch.float64).to(dtype)
-        for tolerance in TOLERANCES:
-            made.append((values.repeat_interleave(len(SPECIAL)), values.repeat(len(SPECIAL)), tolerance))
-    tolerance = TOLERANCES[0]
-    expected = (torch.randn(2048, generator=torch.Generator().manual_seed(3)) * 4).bfloat16()
-    steps = torch.tensor([-2, -1, 0, 1, 2], dtype=torch.float32)
-    edge = (expected.float().abs() * tolerance.rtol + tolerance.atol)[:, None] + steps[None, :] * 2.0 ** -9
-    made.append(((expected.float()[:, None] + edge).bfloat16(), expected[:, None].expand(-1, 5), tolerance))
+    made = [(*special_pairs(dtype), tolerance) for dtype in bs.FUSED_DTYPES for tolerance in TOLERANCES]
+    tolerance = TOLERANCE
+    made.append((*edge_pairs(2048), tolerance))
     generator = torch.Generator().manual_seed(5)
     expected = torch.randn(3, 40, 7, generator=generator).half()
     got = (expected.float() * (1 + 0.03 * torch.randn(3, 40, 7, generator=generator))).half()

@@ -1,8 +1,11 @@
 """``python -m harness``: one line, not a traceback, when this Python lacks a module the harness
 imports (a newcomer's `make eval` with a Python that `make install` did not set up, or `serve`
-without the service extra). A submission's own imports fail in its worker, not here."""
+without the service extra). A submission's own imports fail in its worker, not here. Its first step
+keeps Python's bytecode in the harness's cache where the environment keeps none (harness/bytecode_cache.py)."""
 
 import sys
+
+from harness.bytecode_cache import enable as enable_bytecode_cache
 
 EXTRAS = {"fastapi": "service", "starlette": "service", "uvicorn": "service", "multipart": "service",
           "distributed": "cluster", "dask": "cluster"}  # pyproject.toml's optional dependencies
@@ -26,6 +29,7 @@ def _run() -> int:
     return main()
 
 
+enable_bytecode_cache()  # before torch's import: its bytecode, where the environment keeps none (run 24)
 try:
     code = _run()
 except ModuleNotFoundError as error:

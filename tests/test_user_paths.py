@@ -17,6 +17,7 @@ from harness.history.run_history import default_path
 from harness.judge.passes.vendor_cache import cache_path
 from harness.sol.calibration import default_cache_path
 from harness.judge.worker_link.compile_cache import default_root
+from harness.bytecode_cache import folder
 import os
 print(json.dumps({
     "history": str(default_path()),
@@ -30,6 +31,7 @@ print(json.dumps({
     "triton cache": os.environ.get("TRITON_CACHE_DIR", ""),
     "torch extensions": os.environ.get("TORCH_EXTENSIONS_DIR", ""),
     "compile caches": str(default_root()),
+    "bytecode cache": str(folder()),
 }))
 """
 

@@ -17,6 +17,7 @@ PATH_VARIABLES = {
     "TRITON_CACHE_DIR": "cache/triton",
     "TORCH_EXTENSIONS_DIR": "cache/torch_extensions",
     "NVFP4_COMPILE_CACHE": "cache/nvfp4-compile",
+    "NVFP4_BYTECODE_CACHE": "cache/nvfp4-bytecode",
 }
 """Each variable that names a user path, and where it points inside the session's temporary home."""
 

@@ -24,6 +24,7 @@ import os
 import secrets
 from pathlib import Path
 
+from harness.cache_home import cache_home
 from harness.judge.worker_link import worker_confinement
 
 ENV = "NVFP4_COMPILE_CACHE"
@@ -39,17 +40,14 @@ def environment(folder: Path) -> dict[str, str]:
 
 
 def default_root() -> Path | None:
-    """``$NVFP4_COMPILE_CACHE``; else, as root, /var/cache/nvfp4-harness/compile (a folder uid 65534
-    can reach: root's home is 0700), else ~/.cache/nvfp4-harness/compile. None when turned off."""
+    """``$NVFP4_COMPILE_CACHE``; else the harness's cache folder's ``compile`` (harness/cache_home.py:
+    /var/cache/nvfp4-harness/compile as root). None when turned off."""
     chosen = os.environ.get(ENV)
     if chosen == "off":
         return None
     if chosen:
         return Path(chosen)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        return Path("/var/cache/nvfp4-harness/compile")
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "nvfp4-harness" / "compile"
+    return cache_home() / "compile"
 
 
 def root_for(drop_to_uid: int | None) -> Path | None:

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.cache_home import cache_home
+from harness.contract.cache_home import cache_home
 
 ENV = "NVFP4_BYTECODE_CACHE"
 """The evaluator's choice of folder ("off": Python's own choice, no cache of the harness's)."""

@@ -52,3 +52,18 @@ def test_a_failed_compile_is_left_to_start(monkeypatch):
     compile_ahead.draw_kernels(90)  # raises nothing
     assert compile_ahead.COMPILED == []
     compile_ahead.load()  # nothing to load
+
+
+def test_evals_own_worker_compiles_for_the_gpu_it_warmed_and_a_blank_one_for_the_parents(monkeypatch):
+    compiled = []
+    monkeypatch.setattr(compile_ahead, "draw_kernels", compiled.append)
+    monkeypatch.setattr(compile_ahead, "warm_cuda", lambda: 90)
+    argv = ["3", "4", "5", "steps", "6", "-", "cuda", "-", "-", "-", "-"]
+    compile_ahead.ahead_of_start(argv)
+    assert compiled == [90], "eval's worker: its own context's capability"
+    compile_ahead.ahead_of_start([*argv[:6], "-", "-", "-", "-", "100"])
+    assert compiled == [90, 100], "a blank worker kept ahead: the parent's"
+    monkeypatch.setattr(compile_ahead, "warm_cuda", lambda: None)
+    compile_ahead.ahead_of_start(argv)
+    compile_ahead.ahead_of_start([*argv[:6], "-", "-", "-", "-", "-"])
+    assert compiled == [90, 100], "no context and no capability named: nothing compiled ahead"

@@ -8,7 +8,8 @@ and compute capability; while this runs they are answered from the capability th
 their launchers into the worker's own compile folder (its TRITON_CACHE_DIR until Start names the
 owner's). Start, once it has a CUDA context and before it names the owner's caches, loads them
 (``load``); its first draw then launches at once (issue 33). Runs before any submission exists; a
-failure is left for Start, which compiles as before.
+failure is left for Start, which compiles as before. ``python -m harness eval``'s own worker makes its
+CUDA context before Start instead, and compiles them for that GPU (``ahead_of_start``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from typing import Any
+
+from harness.worker import worker_args
 
 QUERIES = ("get_current_device", "get_current_stream", "get_device_capability")
 """What Triton's CUDA driver asks torch (and so CUDA) for: answered here instead."""
@@ -59,3 +62,29 @@ def load() -> None:
     while COMPILED:
         with contextlib.suppress(Exception):
             COMPILED.pop()._init_handles()  # Triton's own first-launch step: launcher, module, function
+
+
+def warm_cuda() -> int | None:
+    """Make this process's CUDA context now, while the parent still imports (``python -m harness
+    eval``'s own worker, issue 33); the parent asks only where no other run can be on the GPU. Returns
+    the GPU's compute capability (90: sm_90), None where it failed: that is left for the Start request
+    to meet and report."""
+    with contextlib.suppress(Exception):
+        import torch
+
+        torch.zeros(1, device="cuda")
+        major, minor = torch.cuda.get_device_capability()
+        return 10 * major + minor
+    return None
+
+
+def ahead_of_start(argv: list[str]) -> None:
+    """What a worker does before its Start request, with no submission yet: ``eval``'s own worker
+    makes its CUDA context and compiles the draws' kernels for that GPU (1.7-2.1 s of its Start on the
+    H100 until then, results.md run 23), a blank worker kept ahead compiles them for the capability the
+    parent named, with no context."""
+    capability = worker_args.ahead_capability(argv)
+    if len(argv) > 6 and argv[6] == "cuda":
+        capability = warm_cuda()
+    if capability is not None:
+        draw_kernels(capability)

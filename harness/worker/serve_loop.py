@@ -10,7 +10,6 @@ parent, out of the submission's reach.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import os
@@ -355,14 +354,6 @@ class Worker:
                 handler(request)
 
 
-def warm_cuda() -> None:
-    """Make this process's CUDA context now, while the parent still imports (``python -m harness
-    eval``'s own worker, issue 33); the parent asks only where no other run can be on the GPU. A
-    failure is left for the Start request to meet and report."""
-    with contextlib.suppress(Exception):
-        torch.zeros(1, device="cuda")
-
-
 def main(argv: list[str], confinement: dict[str, str]) -> int:
     """Serve the parent's requests; ``confinement``: the sandbox report of ``harness.worker.boot``,
     which confined this process before this module (and torch) was imported."""
@@ -377,10 +368,7 @@ def main(argv: list[str], confinement: dict[str, str]) -> int:
     worker.channels += [fd for fd in (worker.outputs_fd, worker.stage_fd) if fd is not None]
     worker.workdir, worker.steps = worker_args.workdir(), worker_args.steps(argv)
     worker.sandbox = confinement  # travels in the Ready reply
-    if len(argv) > 6 and argv[6] == "cuda":
-        warm_cuda()
-    elif (capability := worker_args.ahead_capability(argv)) is not None:
-        compile_ahead.draw_kernels(capability)
+    compile_ahead.ahead_of_start(argv)
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

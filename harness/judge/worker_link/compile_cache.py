@@ -24,7 +24,7 @@ import os
 import secrets
 from pathlib import Path
 
-from harness.cache_home import cache_home
+from harness.contract.cache_home import cache_home
 from harness.judge.worker_link import worker_confinement
 
 ENV = "NVFP4_COMPILE_CACHE"

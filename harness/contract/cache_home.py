@@ -1,4 +1,5 @@
-"""Where the harness keeps what it caches between runs: one folder, its subfolders one cache each.
+"""Where the harness keeps what it caches between runs: one folder, its subfolders one cache each
+(``compile``: the owners' compile caches a worker writes; ``bytecode``: the parent's, workers read it).
 
 As root /var/cache/nvfp4-harness (a folder uid 65534 can reach: root's home is 0700), else
 $XDG_CACHE_HOME/nvfp4-harness or ~/.cache/nvfp4-harness. Only the standard library is imported:

@@ -1,10 +1,12 @@
 """``python -m harness``: one line, not a traceback, when this Python lacks a module the harness
 imports (a newcomer's `make eval` with a Python that `make install` did not set up, or `serve`
 without the service extra). A submission's own imports fail in its worker, not here. Its first step
-keeps Python's bytecode in the harness's cache where the environment keeps none (harness/bytecode_cache.py)."""
+keeps Python's bytecode in the harness's cache where the environment keeps none (harness/bytecode_cache.py),
+and its own Triton kernels where its workers may read them (harness/kernel_cache.py)."""
 
 import sys
 
+from harness import kernel_cache
 from harness.bytecode_cache import enable as enable_bytecode_cache
 
 EXTRAS = {"fastapi": "service", "starlette": "service", "uvicorn": "service", "multipart": "service",
@@ -30,6 +32,7 @@ def _run() -> int:
 
 
 enable_bytecode_cache()  # before torch's import: its bytecode, where the environment keeps none (run 24)
+kernel_cache.enable()  # before the workers start: the parent's Triton cache, where they may read it
 try:
     code = _run()
 except ModuleNotFoundError as error:

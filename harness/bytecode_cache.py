@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.contract.cache_home import cache_home
+from harness.contract.cache_home import cache_home, evaluators_folder
 
 ENV = "NVFP4_BYTECODE_CACHE"
 """The evaluator's choice of folder ("off": Python's own choice, no cache of the harness's)."""
@@ -51,23 +51,11 @@ def folder() -> Path | None:
     return Path(chosen) if chosen else cache_home() / "bytecode"
 
 
-def private_folder(folder: Path) -> bool:
-    """Made if missing; True where it is this user's and, after a chmod, no one else may write it."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        if folder.stat().st_uid != os.geteuid():
-            return False
-        folder.chmod(0o755)
-    except OSError:
-        return False
-    return True
-
-
 def enable(probe: str = PROBE) -> Path | None:
     """From here on this process writes its bytecode under the harness's cache and its children read it
     there, where ``needed``; the folder, or None."""
     chosen = folder()
-    if chosen is None or not needed(probe) or not private_folder(chosen):
+    if chosen is None or not needed(probe) or not evaluators_folder(chosen, make=True):
         return None
     sys.pycache_prefix = str(chosen)
     sys.dont_write_bytecode = False

@@ -1,6 +1,5 @@
 """The bytecode cache: used only where every start would compile from source, written by the parent
-under the harness's cache (never beside the sources), read by its children, refused in a folder
-another user owns."""
+under the harness's cache (never beside the sources), read by its children, the worker writing none."""
 
 from __future__ import annotations
 
@@ -68,18 +67,8 @@ def test_the_parent_writes_under_the_cache_and_its_children_read_it(package: Pat
     assert read.stdout.strip() == "1", "the child compiled the source instead of reading the parent's bytecode"
 
 
-def test_refused_in_a_folder_another_user_owns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "bytecode"
-    folder.mkdir(mode=0o777)
-    folder.chmod(0o777)
-    assert bytecode_cache.private_folder(folder)
-    assert folder.stat().st_mode & 0o777 == 0o755, "no one else may write what the parent runs"
-    monkeypatch.setattr(os, "geteuid", lambda: folder.stat().st_uid + 1)
-    assert not bytecode_cache.private_folder(folder)
-
-
 def test_enable_leaves_python_alone_where_refused(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bytecode_cache, "private_folder", lambda folder: False)
+    monkeypatch.setattr(bytecode_cache, "evaluators_folder", lambda folder, make: False)
     assert bytecode_cache.enable("probe_pkg") is None
     assert sys.pycache_prefix is None and sys.dont_write_bytecode
     assert "PYTHONPYCACHEPREFIX" not in os.environ

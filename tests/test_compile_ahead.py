@@ -3,7 +3,10 @@ parent names the GPU's capability, the worker answers Triton's driver with it an
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import time
 import types
 
 import pytest
@@ -59,11 +62,47 @@ def test_evals_own_worker_compiles_for_the_gpu_it_warmed_and_a_blank_one_for_the
     monkeypatch.setattr(compile_ahead, "draw_kernels", compiled.append)
     monkeypatch.setattr(compile_ahead, "warm_cuda", lambda: 90)
     argv = ["3", "4", "5", "steps", "6", "-", "cuda", "-", "-", "-", "-"]
-    compile_ahead.ahead_of_start(argv)
+    compile_ahead.ahead_of_start(argv, time.perf_counter())
     assert compiled == [90], "eval's worker: its own context's capability"
-    compile_ahead.ahead_of_start([*argv[:6], "-", "-", "-", "-", "100"])
+    seconds = compile_ahead.ahead_of_start([*argv[:6], "-", "-", "-", "-", "100"], time.perf_counter() - 2)
     assert compiled == [90, 100], "a blank worker kept ahead: the parent's"
+    assert seconds["ahead"] >= 2 > seconds["ahead_kernels"] >= 0, "from its entry; the kernels' part"
     monkeypatch.setattr(compile_ahead, "warm_cuda", lambda: None)
-    compile_ahead.ahead_of_start(argv)
-    compile_ahead.ahead_of_start([*argv[:6], "-", "-", "-", "-", "-"])
+    compile_ahead.ahead_of_start(argv, time.perf_counter())
+    compile_ahead.ahead_of_start([*argv[:6], "-", "-", "-", "-", "-"], time.perf_counter())
     assert compiled == [90, 100], "no context and no capability named: nothing compiled ahead"
+
+
+def test_the_draw_kernels_are_looked_for_in_the_parents_cache_first_then_built_in_the_workers_own(
+        monkeypatch, tmp_path):
+    from problems.shared import counter_rng
+
+    parent, own = str(tmp_path / "parent"), str(tmp_path / "own")
+    monkeypatch.setenv("TRITON_CACHE_DIR", own)
+    monkeypatch.setenv(compile_ahead.HARNESS_KERNELS, parent)
+    monkeypatch.setattr(compile_ahead, "answered_driver", lambda capability: contextlib.nullcontext())
+    tried = []
+
+    def compile_kernels(missing_in_parent: bool):
+        tried.append(os.environ["TRITON_CACHE_DIR"])
+        if missing_in_parent and os.environ["TRITON_CACHE_DIR"] == parent:
+            raise PermissionError("the parent's cache is read-only to a worker")
+        return [types.SimpleNamespace(_init_handles=lambda: loaded.append(os.environ["TRITON_CACHE_DIR"]))]
+
+    loaded = []
+    monkeypatch.setattr(counter_rng, "compile_kernels", lambda: compile_kernels(missing_in_parent=False))
+    compile_ahead.draw_kernels(90)
+    assert tried == [parent] and os.environ["TRITON_CACHE_DIR"] == own, "found in the parent's, own restored"
+    compile_ahead.load()
+    assert loaded == [parent], "the launcher is loaded from where it was found"
+    assert os.environ["TRITON_CACHE_DIR"] == own
+    tried.clear(), loaded.clear()
+    monkeypatch.setattr(counter_rng, "compile_kernels", lambda: compile_kernels(missing_in_parent=True))
+    compile_ahead.draw_kernels(90)
+    compile_ahead.load()
+    assert tried == [parent, own] and loaded == [own], "a miss in the parent's: built in the worker's own"
+    monkeypatch.delenv(compile_ahead.HARNESS_KERNELS)
+    tried.clear()
+    compile_ahead.draw_kernels(90)
+    compile_ahead.load()
+    assert tried == [own], "no parent's cache named: the worker's own only"

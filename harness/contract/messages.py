@@ -63,6 +63,10 @@ WORKER_STEPS = ("reference", "timer", "draws", "filter")
 """The steps of a worker's Start before the import that ``Ready.steps_s`` reports: the problem module
 imported, the timer made (the compiled core's calibration), the draws captured, the syscall filter
 installed. Each depends on the problem only, not on the submission."""
+WORKER_AHEAD = ("ahead", "ahead_kernels")
+"""What ``Ready.steps_s`` reports of the worker's time before its Start request: from its entry until it
+was ready for Start (imports, ``eval``'s CUDA context, the draws' kernels), and of those the draws'
+kernels (harness/worker/compile_ahead.py). Overlapped with the parent's start or another file's run."""
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,14 @@ imported before ``sandbox.in_worker``; the request loop, torch with it, comes af
 
 from __future__ import annotations
 
+import time
+
 from harness.worker import sandbox, worker_args
 
 
 def main(argv: list[str]) -> int:
+    entered = time.perf_counter()  # the worker's seconds ahead of Start count from here
     confinement = sandbox.in_worker(worker_args.workdir(), worker_args.steps(argv), worker_args.cache_root(argv))
     from harness.worker import serve_loop  # torch, and its threads, only now
 
-    return serve_loop.main(argv, confinement)
+    return serve_loop.main(argv, confinement, entered)

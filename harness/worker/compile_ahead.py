@@ -4,20 +4,25 @@ A worker kept ahead for the next file (judge/worker_link/blank_workers.py: the l
 service, a cluster worker) waits while another file's timed calls hold the GPU, so it may not make
 a CUDA context; but compiling needs none. Triton's JIT asks its driver for the current device, stream
 and compute capability; while this runs they are answered from the capability the parent passed
-(device 0: the worker sees only its GPU), the kernels are compiled into Triton's in-memory cache and
-their launchers into the worker's own compile folder (its TRITON_CACHE_DIR until Start names the
-owner's). Start, once it has a CUDA context and before it names the owner's caches, loads them
-(``load``); its first draw then launches at once (issue 33). Runs before any submission exists; a
-failure is left for Start, which compiles as before. ``python -m harness eval``'s own worker makes its
-CUDA context before Start instead, and compiles them for that GPU (``ahead_of_start``).
+(device 0: the worker sees only its GPU), and the kernels are found in the parent's Triton cache
+(harness/kernel_cache.py: the parent compiled the same ones for its own draws), else compiled, with
+their launchers, into the worker's own compile folder (its TRITON_CACHE_DIR until Start names the
+owner's); either way they wait in Triton's in-memory cache. Start, once it has a CUDA context and
+before it names the owner's caches, loads them (``load``); its first draw then launches at once
+(issue 33). Runs before any submission exists; a failure is left for Start, which compiles as before.
+``python -m harness eval``'s own worker makes its CUDA context before Start instead, and compiles them
+for that GPU (``ahead_of_start``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
+from harness.contract.cache_home import HARNESS_KERNELS
 from harness.worker import worker_args
 
 QUERIES = ("get_current_device", "get_current_stream", "get_device_capability")
@@ -46,22 +51,47 @@ def answered_driver(capability: int) -> Iterator[Any]:
 
 COMPILED: list[Any] = []
 """The kernels compiled ahead, until Start loads them."""
+FOUND_IN: list[str | None] = [None]
+"""The Triton cache they were found or built in (None: the worker's own), where Start loads them from."""
+
+
+@contextlib.contextmanager
+def triton_cache(folder: str | None) -> Iterator[None]:
+    """Triton's cache folder (TRITON_CACHE_DIR, read on every use) set to ``folder`` meanwhile; None
+    leaves the worker's own."""
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    if folder is not None:
+        os.environ["TRITON_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved
 
 
 def draw_kernels(capability: int) -> None:
-    """Compile the counter generator's kernels for ``capability``; any failure leaves them to Start."""
-    with contextlib.suppress(Exception), answered_driver(capability):
-        from problems.shared import counter_rng
+    """The counter generator's kernels for ``capability``: found in the parent's Triton cache where it
+    has them (harness/kernel_cache.py: read only; a miss there fails at once on the write the worker may
+    not make), else compiled into the worker's own folder; any failure leaves them to Start."""
+    parent = os.environ.get(HARNESS_KERNELS)
+    for folder in ([parent] if parent else []) + [None]:
+        with contextlib.suppress(Exception), answered_driver(capability), triton_cache(folder):
+            from problems.shared import counter_rng
 
-        COMPILED.extend(counter_rng.compile_kernels())
+            COMPILED.extend(counter_rng.compile_kernels())
+            FOUND_IN[0] = folder
+            return
 
 
 def load() -> None:
-    """Load the kernels compiled ahead into this process's CUDA context (their launchers from the
-    worker's own folder, where they were built): Start calls it before it names the owner's caches."""
-    while COMPILED:
-        with contextlib.suppress(Exception):
-            COMPILED.pop()._init_handles()  # Triton's own first-launch step: launcher, module, function
+    """Load the kernels compiled ahead into this process's CUDA context (their launchers from the cache
+    they were found or built in): Start calls it before it names the owner's caches."""
+    with triton_cache(FOUND_IN[0]):
+        while COMPILED:
+            with contextlib.suppress(Exception):
+                COMPILED.pop()._init_handles()  # Triton's own first-launch step: launcher, module, function
 
 
 def warm_cuda() -> int | None:
@@ -78,13 +108,17 @@ def warm_cuda() -> int | None:
     return None
 
 
-def ahead_of_start(argv: list[str]) -> None:
+def ahead_of_start(argv: list[str], entered: float) -> dict[str, float]:
     """What a worker does before its Start request, with no submission yet: ``eval``'s own worker
     makes its CUDA context and compiles the draws' kernels for that GPU (1.7-2.1 s of its Start on the
     H100 until then, results.md run 23), a blank worker kept ahead compiles them for the capability the
-    parent named, with no context."""
+    parent named, with no context. Returns its seconds (messages.WORKER_AHEAD): from ``entered`` (its
+    entry's perf_counter) until it is ready for Start, and of those the kernels'."""
     capability = worker_args.ahead_capability(argv)
     if len(argv) > 6 and argv[6] == "cuda":
         capability = warm_cuda()
+    kernels = time.perf_counter()
     if capability is not None:
         draw_kernels(capability)
+    ready = time.perf_counter()
+    return {"ahead": ready - entered, "ahead_kernels": ready - kernels}

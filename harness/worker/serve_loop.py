@@ -53,6 +53,7 @@ class Worker:
         self.commands_fd = commands_fd
         self.results_fd = results_fd
         self.prepared: tuple[dict[str, Any], Any] | None = None  # (case, inputs) drawn ahead by a Prepare
+        self.ahead_s: dict[str, float] = {}  # seconds before the Start request (compile_ahead.ahead_of_start)
         self.kept: Any = None  # a call's inputs kept (Call.buffers "keep") for the next call to refill
         self.key_fd = key_fd
         self.submission_file: str | None = None  # whose deepest line a failure's reason names
@@ -131,7 +132,7 @@ class Worker:
         self.send(messages.Ready(import_s=timers._perf_counter() - start, timer=self.timer.method,
                                  persisting_l2_reset=self.timer.persisting_l2_reset, sealed=sealed,
                                  overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox,
-                                 steps_s=steps.seconds))
+                                 steps_s={**steps.seconds, **self.ahead_s}))
 
     def _own_caches(self, variables: dict[str, Any]) -> None:
         """The submission's owner's compile caches (Triton, inductor, load_inline), before the
@@ -354,9 +355,10 @@ class Worker:
                 handler(request)
 
 
-def main(argv: list[str], confinement: dict[str, str]) -> int:
+def main(argv: list[str], confinement: dict[str, str], entered: float) -> int:
     """Serve the parent's requests; ``confinement``: the sandbox report of ``harness.worker.boot``,
-    which confined this process before this module (and torch) was imported."""
+    which confined this process before this module (and torch) was imported; ``entered``: its
+    perf_counter when it began."""
     worker = Worker(int(argv[0]), int(argv[1]), int(argv[2]))
     worker.stacks_fd = int(argv[4])
     arm_stack_dump(worker.stacks_fd)
@@ -368,7 +370,7 @@ def main(argv: list[str], confinement: dict[str, str]) -> int:
     worker.channels += [fd for fd in (worker.outputs_fd, worker.stage_fd) if fd is not None]
     worker.workdir, worker.steps = worker_args.workdir(), worker_args.steps(argv)
     worker.sandbox = confinement  # travels in the Ready reply
-    compile_ahead.ahead_of_start(argv)
+    worker.ahead_s = compile_ahead.ahead_of_start(argv, entered)
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

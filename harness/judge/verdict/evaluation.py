@@ -241,7 +241,7 @@ class Evaluation:
                 self.timer_method = ready.timer
                 self.clock.add("submission_import", ready.import_s)  # the worker's own figure: part of worker_start
                 for step, seconds in ready.steps_s.items():  # the same, per step of its Start before the import
-                    if type(seconds) in (int, float) and step in messages.WORKER_STEPS:
+                    if type(seconds) in (int, float) and step in messages.WORKER_STEPS + messages.WORKER_AHEAD:
                         self.clock.add(f"worker_{step}", float(seconds))
                 if not announced:
                     self.progress.detail(f"imported in {ready.import_s:.1f} s; timing: {self.timer_method}")

@@ -28,7 +28,9 @@ syscall supervisor spent answering the worker's notified syscalls, while the wor
 wall time at all: the seconds the run's workers had already been starting, before the file was
 handed to them (``python -m harness eval`` starts its worker beside the parent's own imports, a
 queue of files starts the next file's worker during the current one: issue 33), overlapped with
-``start`` or another file's run."""
+``start`` or another file's run; nor are ``worker_ahead`` and ``worker_ahead_kernels``, the worker's own
+seconds before the file came (harness.contract.messages.WORKER_AHEAD): where ``worker_ahead`` exceeds
+``worker_head_start``, the parent waited for the worker."""
 
 
 class WallClock:

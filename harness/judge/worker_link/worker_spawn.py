@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from harness.contract.cache_home import HARNESS_KERNELS
 from harness.contract.output_file import FILE_BYTES
 from harness.judge.worker_link import channel_sockets, compile_cache, host_share, input_stage, worker_confinement
 from harness.judge.worker_link.supervision import Supervision
@@ -79,7 +80,9 @@ def worker_environment(device: str, visible_devices: str | None) -> dict[str, st
     env = {k: v for k, v in os.environ.items() if not any(marker in k.upper() for marker in SECRET_MARKERS)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # it reads the parent's bytecode (PYTHONPYCACHEPREFIX) and writes none
+    if os.environ.get(HARNESS_KERNELS):  # the parent's Triton cache, read for the draws' kernels (kernel_cache)
+        env[HARNESS_KERNELS] = os.environ[HARNESS_KERNELS]
     env.update(host_share.thread_env(env))  # torch's threads and the core's digest: this evaluation's share
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"  # Triton submissions run through the interpreter

@@ -112,7 +112,8 @@ def ahead_of_start(argv: list[str], entered: float) -> dict[str, float]:
     """What a worker does before its Start request, with no submission yet: ``eval``'s own worker
     makes its CUDA context and compiles the draws' kernels for that GPU (1.7-2.1 s of its Start on the
     H100 until then, results.md run 23), a blank worker kept ahead compiles them for the capability the
-    parent named, with no context. Returns its seconds (messages.WORKER_AHEAD): from ``entered`` (its
+    parent named, with no context; both import torch's extension builders, which Start wraps
+    (extension_arch). Returns its seconds (messages.WORKER_AHEAD): from ``entered`` (its
     entry's perf_counter) until it is ready for Start, and of those the kernels'."""
     capability = worker_args.ahead_capability(argv)
     if len(argv) > 6 and argv[6] == "cuda":
@@ -120,5 +121,7 @@ def ahead_of_start(argv: list[str], entered: float) -> dict[str, float]:
     kernels = time.perf_counter()
     if capability is not None:
         draw_kernels(capability)
-    ready = time.perf_counter()
-    return {"ahead": ready - entered, "ahead_kernels": ready - kernels}
+    kernels_s = time.perf_counter() - kernels
+    with contextlib.suppress(Exception):  # Start wraps its builders (extension_arch): imported now, not then
+        from torch.utils import cpp_extension  # noqa: F401
+    return {"ahead": time.perf_counter() - entered, "ahead_kernels": kernels_s}

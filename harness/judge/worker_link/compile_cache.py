@@ -40,7 +40,7 @@ def environment(folder: Path) -> dict[str, str]:
 
 
 def default_root() -> Path | None:
-    """``$NVFP4_COMPILE_CACHE``; else the harness's cache folder's ``compile`` (harness/cache_home.py:
+    """``$NVFP4_COMPILE_CACHE``; else the harness's cache folder's ``compile`` (harness/contract/cache_home.py:
     /var/cache/nvfp4-harness/compile as root). None when turned off."""
     chosen = os.environ.get(ENV)
     if chosen == "off":

@@ -67,11 +67,13 @@ def test_the_command_line_is_read_only_as_far_as_the_worker_needs():
     original, blank_workers.SHELF = blank_workers.SHELF, recorder
     try:
         for argv in (["eval", "f.py", "--device", "cuda"], ["eval", "p", "f.py", "--device=cpu"],
-                     ["eval", "f.py", "--mode", "sanitize"], ["eval", "--help"], ["leaderboard"], []):
+                     ["eval", "f.py", "--mode", "sanitize"], ["eval", "--help"], ["leaderboard", "--device", "cuda"],
+                     ["leaderboard", "--device", "cuda", "--cluster", "local"], ["leaderboard", "--help"],
+                     ["serve"], []):
             blank_workers.prestart_for_command(argv)
     finally:
         blank_workers.SHELF = original
-    assert shelf_specs == [(WorkerSpec("cuda"), True), (WorkerSpec("cpu"), False)]
+    assert shelf_specs == [(WorkerSpec("cuda"), True), (WorkerSpec("cpu"), False), (WorkerSpec("cuda"), True)]
 
 
 @pytest.fixture

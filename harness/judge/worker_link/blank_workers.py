@@ -3,9 +3,10 @@
 A worker's start (interpreter, torch, the harness's worker modules, the sandbox) costs 3-4 s and
 depends on nothing of the submission. Two places start one early (issue 33):
 
-- ``prestart_for_command``: ``python -m harness eval`` starts its worker before the parent imports
-  torch, so the two imports overlap; that worker also makes its CUDA context before Start (no other
-  run is on the GPU then).
+- ``prestart_for_command``: ``python -m harness eval`` (and ``leaderboard`` without a cluster, for its
+  first file) starts its worker before the parent imports torch, so the two imports overlap; that
+  worker also makes its CUDA context and loads the draws' kernels before Start (no other run is on
+  the GPU then).
 - ``keep_one_ahead``: where files run one after another in one process (``run_job``: the
   leaderboard, the service, a cluster worker), every worker taken from the shelf is replaced by a
   blank one for the next file at once. That one imports and compiles the input draws' Triton kernels
@@ -96,16 +97,18 @@ def keep_one_ahead() -> None:
 
 
 def prestart_for_command(argv: list[str]) -> None:
-    """``python -m harness eval ...``: start its worker now, before the parent's heavy imports.
+    """``python -m harness eval ...``, or ``leaderboard`` without a cluster (its files one after another
+    in this process): start the first worker now, before the parent's heavy imports. It makes its CUDA
+    context at once: nothing is timed on the GPU before its own file.
 
     Reads only what it must from the command line (the parser proper runs later): the device
     (``--device``, else cuda where an NVIDIA device node exists) and whether the mode's workers
-    are plain (sanitize mode wraps every worker). A guess that turns out wrong costs nothing but
-    a killed blank worker."""
-    if not argv or argv[0] != "eval" or {"-h", "--help"} & set(argv):
+    are plain (sanitize mode wraps every worker; a cluster's workers start their own). A guess that
+    turns out wrong costs nothing but a killed blank worker."""
+    if not argv or argv[0] not in ("eval", "leaderboard") or {"-h", "--help"} & set(argv):
         return
     options = dict(option_values(argv[1:]))
-    if options.get("--mode") == "sanitize":
+    if options.get("--mode") == "sanitize" or "--cluster" in options:
         return
     device = options.get("--device") or guess_device()
     SHELF.put(WorkerSpec(device), warm=device == "cuda")

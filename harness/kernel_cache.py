@@ -3,8 +3,9 @@ workers may read them.
 
 A worker compiles the draws' kernels before its file comes (harness/worker/compile_ahead.py). The
 parent compiles the same kernels for its own draws, so where a worker can read the parent's Triton
-cache it finds them there and compiles nothing: about 1.5-2 s of every ``eval``'s worker start on the
-H100 (docs/results.md run 24). A root evaluator's workers run as uid 65534 and cannot read root's
+cache it finds them there and compiles nothing: on the H100 the step took 0.8-1.1 s in most runs,
+against 1.95-2.6 s where it compiled (docs/results.md run 24; Triton's import and cache key remain).
+A root evaluator's workers run as uid 65534 and cannot read root's
 ~/.triton (0700), so ``enable``, a step of ``python -m harness``, keeps the parent's Triton cache in the
 harness's cache folder (``<cache home>/triton``, 0755) unless TRITON_CACHE_DIR names one, and names it
 to the workers (``HARNESS_KERNELS``) where it is the evaluator's own and no one else may write it.

@@ -27,7 +27,8 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setenv(bytecode_cache.ENV, str(tmp_path / "bytecode"))
-    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", "")  # recorded, so that what enable() sets is undone after
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX")
     yield folder
     sys.modules.pop("probe_pkg", None)
 

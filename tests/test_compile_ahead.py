@@ -78,6 +78,7 @@ def test_the_draw_kernels_are_looked_for_in_the_parents_cache_first_then_built_i
     from problems.shared import counter_rng
 
     parent, own = str(tmp_path / "parent"), str(tmp_path / "own")
+    monkeypatch.setattr(compile_ahead, "FOUND_IN", [None])  # the module's record, restored after
     monkeypatch.setenv("TRITON_CACHE_DIR", own)
     monkeypatch.setenv(compile_ahead.HARNESS_KERNELS, parent)
     monkeypatch.setattr(compile_ahead, "answered_driver", lambda capability: contextlib.nullcontext())

@@ -37,8 +37,9 @@ def test_a_folder_the_user_named_is_only_looked_at(tmp_path: Path) -> None:
 
 @pytest.fixture
 def no_triton_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
-    monkeypatch.delenv(HARNESS_KERNELS, raising=False)
+    for name in ("TRITON_CACHE_DIR", HARNESS_KERNELS):  # recorded, so that what enable() sets is undone after
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setattr(kernel_cache, "cache_home", lambda: tmp_path / "home")
     return tmp_path
 

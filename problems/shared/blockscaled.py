@@ -214,13 +214,19 @@ def _limits(tolerance: Tolerance, device: torch.device) -> torch.Tensor:
     return torch.tensor([tolerance.atol, tolerance.rtol], dtype=torch.float64).to(device)
 
 
+@functools.cache
+def _mismatch_kernel() -> Any:
+    """The fused kernel, imported once (importing it imports triton) with a writable Triton cache."""
+    writable_triton_cache()
+    from problems.shared.compare_triton import mismatch_kernel
+
+    return mismatch_kernel
+
+
 def fused_mismatches(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
     """How many elements of ``got`` break the rule, counted by one Triton kernel where ``expected`` lives
     (a 0-dim int64 tensor, not read back): the same verdict as _within's float64 passes, each element
     read once in its own dtype. Both are laid out row-major first where they are not."""
-    writable_triton_cache()
-    from problems.shared.compare_triton import mismatch_kernel
-
     got = got.detach().to(expected.device).contiguous()
     expected = expected.detach().contiguous()
     bf16 = expected.dtype == torch.bfloat16  # handed over as its bits (compare_triton.widened)
@@ -228,8 +234,8 @@ def fused_mismatches(got: torch.Tensor, expected: torch.Tensor, tolerance: Toler
         got, expected = got.view(torch.int16), expected.view(torch.int16)
     programs = max(1, -(-expected.numel() // FUSED_BLOCK))
     counts = torch.empty(programs, dtype=torch.int32, device=expected.device)
-    mismatch_kernel[(programs,)](got, expected, _limits(tolerance, expected.device), counts, expected.numel(),
-                                 BLOCK=FUSED_BLOCK, BF16_BITS=bf16, enable_fp_fusion=False)
+    _mismatch_kernel()[(programs,)](got, expected, _limits(tolerance, expected.device), counts, expected.numel(),
+                                    BLOCK=FUSED_BLOCK, BF16_BITS=bf16, enable_fp_fusion=False)
     return counts.sum(dtype=torch.int64)
 
 

@@ -17,6 +17,8 @@
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
 #   tune_nvfp4  the four NVFP4 Triton baselines' configurations, % of SOL per shape and geomean
 #               (scripts/tune_nvfp4.py; TUNE_PROBLEMS narrows it, TUNE_BUDGET_S caps it: 390 s)
+#   ptx         the kernels tune_nvfp4 compiled as ptxas sees them: shared-memory stores and loads, registers,
+#               spills, wgmma serialised (scripts/ptx_summary.py; run after tune_nvfp4 in the same call)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it), each
 #               call behind the reading flush and ncu under --cache-control none (replay's cache policy); one
 #               ncu run per file, one more for ncu's floor (an empty kernel, held against replay's reading
@@ -235,8 +237,9 @@ for step in $steps; do
     vendor) run_step vendor python3 -m harness calibrate --vendor ;;
     fp8) run_step fp8 fp8_files ;;
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
-    tune_nvfp4) run_step tune_nvfp4 python3 scripts/tune_nvfp4.py "$WORK/tune_nvfp4.json" --budget-s "${TUNE_BUDGET_S:-390}" \
+    tune_nvfp4) TRITON_CACHE_DIR="$WORK/tune_nvfp4_kernels" run_step tune_nvfp4 python3 scripts/tune_nvfp4.py "$WORK/tune_nvfp4.json" --budget-s "${TUNE_BUDGET_S:-390}" \
                   ${TUNE_PROBLEMS:+--problems "$TUNE_PROBLEMS"} ;;
+    ptx) run_step ptx python3 scripts/ptx_summary.py "$WORK/tune_nvfp4_kernels" "$WORK/ptx_summary.json" ;;
     ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;

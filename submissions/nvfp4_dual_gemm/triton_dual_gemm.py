@@ -2,13 +2,17 @@
 #!POPCORN author harness-baselines
 """NVFP4 gated dual GEMM, silu(A @ B1^T) * (A @ B2^T), in Triton with in-register NVFP4 decode.
 
-What it does, in two launches: a small kernel decodes A once to two fp16 planes (even-k and odd-k
-codes, block scale applied); the dual GEMM kernel computes the transposed products B1 A^T and
-B2 A^T, so the large operands B1 and B2 (N x K weights) are decoded in registers and fed to wgmma
-as its register operand, while the fp16 A planes reach wgmma with no decode; the A planes and B's
-bytes arrive by TMA (tensor descriptors, pipelined over ``num_stages``). Per K step a program
-decodes one tile of B1 and one of B2 and accumulates four fp16 dots into two fp32 accumulators
-(gate and up); the epilogue computes silu(gate) * up in fp32 and stores fp16.
+What it does, in two launches: a small kernel decodes A once to fp16 (block scale applied) in the
+tile's K order; the dual GEMM kernel computes the transposed products B1 A^T and B2 A^T, so the
+large operands B1 and B2 (N x K weights) are decoded in registers and fed to wgmma as its
+register operand, while the fp16 A reaches wgmma with no decode; A and B's bytes arrive by TMA
+(tensor descriptors, pipelined over ``num_stages``). Per K step a program decodes one tile of B1
+and one of B2, then accumulates two fp16 dots into two fp32 accumulators (gate and up); the
+epilogue computes silu(gate) * up in fp32 and stores fp16.
+
+The tile's K order (as in the GEMM): within each BK columns, position 8 j + 2 q + h holds code
+2 (BK / 8 q + j) + h, so each lane's bytes decode straight into wgmma's register layout and the
+decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py).
 
 Why this design (on Hopper, which has no FP4 tensor cores; docs/baselines.md has the Nsight
 Compute profile): the earlier version decoded A and B in every program and sent the decoded B
@@ -21,7 +25,8 @@ the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode r
 Triton.
 
 Measured on the H100 through ``harness eval`` (docs/baselines.md): 35.3% of the Hopper speed of
-light (geomean; 22.2% with cp.async, 17.6% before the pre-pass).
+light (geomean) with A in two planes and the decoded B sent through shared memory (22.2% with
+cp.async, 17.6% before the pre-pass).
 """
 
 import os
@@ -139,20 +144,16 @@ def _load_decode(
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
 ):
-    """Rows ``rows`` of one operand, codes k0 .. k0 + BK: (even k, odd k) planes, (R, BK / 2) fp16.
+    """Rows ``rows`` of one operand, codes k0 .. k0 + BK: (R, BK) fp16 in the tile's K order (``_decode_tile``).
 
     ``s`` holds the tile's scale bytes (``_load_scales``). ``row_base`` is the operand's first
     row of this batch; rows are K/2 bytes. Masks are compiled in only where a tile can leave
     the matrix.
     """
-    NBLK: tl.constexpr = BK // 16
-    blk = tl.arange(0, NBLK)
-    byte = tl.arange(0, 8)
-    offs = (row_base + rows).to(tl.int64)[:, None, None] * (K // 2) + (k0 // 2 + blk * 8)[None, :, None]
-    offs = offs + byte[None, None, :]
+    cols = k0 // 2 + tl.arange(0, BK // 2)
+    offs = (row_base + rows).to(tl.int64)[:, None] * (K // 2) + cols[None, :]
     if ROW_MASK or K_MASK:
-        ok = _tile_mask(rows, row_count, k0, K, R, NBLK, ROW_MASK, K_MASK)
-        x = tl.load(ptr + offs, mask=ok[:, :, None], other=0)
+        x = tl.load(ptr + offs, mask=(rows < row_count)[:, None] & (cols < K // 2)[None, :], other=0)
     else:
         x = tl.load(ptr + offs)
     return _decode_tile(x, s, R, BK, USE_ASM)
@@ -160,24 +161,56 @@ def _load_decode(
 
 @triton.jit
 def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr):
-    """(R, BK / 16, 8) code bytes and their (R, BK / 16) scale bytes -> (even k, odd k) planes, (R, BK / 2) fp16."""
-    scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)[:, :, None]
+    """(R, BK / 2) code bytes and their (R, BK / 16) scale bytes -> (R, BK) fp16 in the tile's K order.
+
+    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h the nibble)
+    holds code 2 (J q + j) + h. wgmma's register operand gives the thread of lane q (mod 4) the
+    pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
+    one quarter of each row, one byte per f16x2 register, so the bytes come from shared memory
+    in one vector load per row and the decoded tile is already in wgmma's layout (no trip back
+    through shared memory). A is stored in the same order by the pre-pass, so the dot sums the
+    same products.
+    """
+    J: tl.constexpr = BK // 8
+    scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)
+    scale = tl.reshape(tl.broadcast_to(tl.reshape(scale, (R, 4, BK // 64, 1)), (R, 4, BK // 64, 8)), (R, 4, J))
+    x = tl.reshape(x, (R, 4, J))
     if USE_ASM:
         lo, hi = _decode_asm(x, scale)
     else:
         lo, hi = _decode_ref(x, scale)
-    return tl.reshape(lo, (R, BK // 2)), tl.reshape(hi, (R, BK // 2))
+    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1, 3)), (R, BK))
+
+
+@triton.jit
+def _row_order(BN: tl.constexpr):
+    """The tile's row order: the B row (of BN) that each row of the decoded tile holds.
+
+    Row 16 w + 8 t + r holds row (BN / 2) t + 8 w + r. The bytes' load gives warp w rows 8 w ..
+    8 w + 7 (and its registers the rows BN / 2 further); wgmma's register operand gives warp w
+    rows 16 w .. 16 w + 15, split between two registers. In this order the two agree, so no
+    row crosses between warps (exact for BN = 16 x warps; any BN is correct, other ones slower).
+    """
+    row = tl.arange(0, BN)
+    return (row // 8 % 2) * (BN // 2) + (row // 16) * 8 + row % 8
+
+
+@triton.jit
+def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr):
+    """(1, BN, BK / 2) bytes in memory's row order -> (BN, BK / 2) in the tile's row order (``_row_order``)."""
+    return tl.reshape(tl.permute(tl.reshape(x, (2, BN // 16, 8, BK // 2)), (1, 0, 2, 3)), (BN, BK // 2))
 
 
 @triton.jit
 def _predecode_kernel(
     a_ptr,  # (L * M, K/2) uint8
     sa_ptr,  # (L * M, K/16) uint8 e4m3
-    out_ptr,  # (2, L * M, K/2) fp16: even-k plane, odd-k plane, values * 2^-14
+    out_ptr,  # (L * M, KP) fp16, values * 2^-14, each BK columns in the tile's K order (zeros past K)
     ROWS,
     K,
+    KP,  # K rounded up to BK
     R: tl.constexpr,
-    BK: tl.constexpr,
+    BK: tl.constexpr,  # the dual GEMM kernel's BK: the span of the tile's K order
     ROW_MASK: tl.constexpr,
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
@@ -185,12 +218,9 @@ def _predecode_kernel(
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
     s = _load_scales(sa_ptr, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, False)
-    lo, hi = _load_decode(a_ptr, s, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, USE_ASM)
-    cols = k0 // 2 + tl.arange(0, BK // 2)
-    offs = rows.to(tl.int64)[:, None] * (K // 2) + cols[None, :]
-    ok = (rows < ROWS)[:, None] & (cols < K // 2)[None, :]
-    tl.store(out_ptr + offs, lo, mask=ok)
-    tl.store(out_ptr + ROWS.to(tl.int64) * (K // 2) + offs, hi, mask=ok)
+    vals = _load_decode(a_ptr, s, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, USE_ASM)
+    offs = rows.to(tl.int64)[:, None] * KP + (k0 + tl.arange(0, BK))[None, :]
+    tl.store(out_ptr + offs, vals, mask=(rows < ROWS)[:, None])
 
 
 @triton.jit
@@ -203,7 +233,7 @@ def _epilogue(c_ptr, c_offs, c_mask, gate, up):
 
 @triton.jit
 def _dual_gemm_kernel(
-    ad_desc,  # (2, L * M, K/2) fp16 planes of A from _predecode_kernel: descriptor of (BM, BK/2) boxes of (2 L M, K/2)
+    ad_desc,  # (L * M, KP) fp16 A from _predecode_kernel (the tile's K order): descriptor of (BM, BK) boxes
     b1_desc,  # (L, N, K/2) uint8: descriptor of (1, BN, BK/2) boxes
     sb1_ptr,  # (L, N, K/16) uint8 e4m3
     b2_desc,
@@ -232,7 +262,7 @@ def _dual_gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    rows_b = tn * BN + tl.arange(0, BN)
+    rows_b = tn * BN + _row_order(BN)
     steps = tl.cdiv(K, BK)
     per_split = tl.cdiv(steps, SPLIT_K)
     first = split * per_split
@@ -241,18 +271,17 @@ def _dual_gemm_kernel(
     up = tl.zeros((BN, BM), dtype=tl.float32)
     for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
-        # TMA boxes read zeros past N and K; A's rows past M (another batch's or plane's, or
-        # zeros) reach only rows of C past M, which are never stored.
-        a_lo = ad_desc.load([batch * M + tm * BM, k0 // 2])
-        a_hi = ad_desc.load([L * M + batch * M + tm * BM, k0 // 2])
-        sb = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b_lo, b_hi = _decode_tile(b1_desc.load([batch, tn * BN, k0 // 2]).reshape(BN, BK // 16, 8), sb, BN, BK, USE_ASM)
-        gate = tl.dot(b_lo, tl.trans(a_lo), gate)
-        gate = tl.dot(b_hi, tl.trans(a_hi), gate)
-        sb = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b_lo, b_hi = _decode_tile(b2_desc.load([batch, tn * BN, k0 // 2]).reshape(BN, BK // 16, 8), sb, BN, BK, USE_ASM)
-        up = tl.dot(b_lo, tl.trans(a_lo), up)
-        up = tl.dot(b_hi, tl.trans(a_hi), up)
+        # TMA boxes read zeros past N and K; A's rows past M (another batch's, or zeros) reach
+        # only rows of C past M, which are never stored.
+        a_dec = tl.trans(ad_desc.load([batch * M + tm * BM, k0]))
+        # Both B tiles are decoded before either dot: a decode between two asynchronous wgmma
+        # groups writes their input registers, and ptxas then serialises every wgmma (C7513).
+        sb1 = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
+        b1_dec = _decode_tile(_rows_in_order(b1_desc.load([batch, tn * BN, k0 // 2]), BN, BK), sb1, BN, BK, USE_ASM)
+        sb2 = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
+        b2_dec = _decode_tile(_rows_in_order(b2_desc.load([batch, tn * BN, k0 // 2]), BN, BK), sb2, BN, BK, USE_ASM)
+        gate = tl.dot(b1_dec, a_dec, gate)
+        up = tl.dot(b2_dec, a_dec, up)
     c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
     c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
     if SPLIT_K > 1:
@@ -340,7 +369,7 @@ INTERPRETER_CONFIG = {
     "ctas_per_sm": 1,
     "scale_words": True,
 }
-PREDECODE_ROWS, PREDECODE_K = 32, 256
+PREDECODE_ROWS = 32
 
 
 def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None, **config: int) -> output_t:
@@ -354,19 +383,23 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    if bk % 64:
+        raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     asm = (not interpreted) if use_asm is None else use_asm
     rows = batches * m
-    planes = torch.empty((2, rows, half_k), dtype=torch.float16, device=a.device)
-    _predecode_kernel[(triton.cdiv(rows, PREDECODE_ROWS), triton.cdiv(k, PREDECODE_K))](
+    padded_k = triton.cdiv(k, bk) * bk
+    a_dec = torch.empty((rows, padded_k), dtype=torch.float16, device=a.device)
+    _predecode_kernel[(triton.cdiv(rows, PREDECODE_ROWS), padded_k // bk)](
         _bytes(a),
         _bytes(sfa),
-        planes,
+        a_dec,
         rows,
         k,
+        padded_k,
         R=PREDECODE_ROWS,
-        BK=PREDECODE_K,
+        BK=bk,
         ROW_MASK=rows % PREDECODE_ROWS != 0,
-        K_MASK=k % PREDECODE_K != 0,
+        K_MASK=k % bk != 0,
         USE_ASM=asm,
         num_warps=4,
     )
@@ -378,7 +411,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
     if not target.is_contiguous():
         target = torch.empty((batches, m, n), dtype=torch.float16, device=c.device)
     _dual_gemm_kernel[(tiles * split, batches)](
-        TensorDescriptor.from_tensor(planes.view(2 * rows, half_k), [bm, bk // 2]),
+        TensorDescriptor.from_tensor(a_dec, [bm, bk]),
         TensorDescriptor.from_tensor(_bytes(b1), [1, bn, bk // 2]),
         _bytes(sfb1),
         TensorDescriptor.from_tensor(_bytes(b2), [1, bn, bk // 2]),

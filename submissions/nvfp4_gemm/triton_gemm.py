@@ -3,12 +3,19 @@
 """NVFP4 block-scaled GEMM in Triton: e2m1 and e4m3 decoded in registers, fp16 tensor-core dots.
 
 What it does, in two launches: a small kernel decodes A (the M x K activations, M = 128 in the
-contest's benchmarks) once to fp16 in natural K order; the GEMM kernel computes the transposed
+contest's benchmarks) once to fp16 in the tile's K order (below); the GEMM kernel computes the transposed
 product C^T = B A^T, so the large operand B (N x K weights) is decoded in registers and fed to
 wgmma as its register operand, and the fp16 A tile reaches wgmma in shared memory with no decode
 at all. Per K step a program loads BK codes of BN rows of B as bytes, decodes them (block scale
 applied), and does one fp16 dot with fp32 accumulation. Both tiles arrive by TMA (tensor
 descriptors, pipelined over ``num_stages``).
+
+The tile's K order: within each BK columns, position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h.
+wgmma's register operand gives lane q (mod 4) the element pairs at positions 2 q + 8 j; in this
+order those pairs are one quarter row of consecutive bytes, each byte one f16x2 register, so the
+bytes come from shared memory in one vector load and decode straight into wgmma's layout. A is
+stored in the same order, so the dot sums the same products (tests/test_triton_baselines_ptx.py
+checks the compiled loop: no shared-memory store, no ldmatrix).
 
 Why this design (Hopper has no FP4 tensor cores; docs/baselines.md has the Nsight Compute
 profile): decoding both operands per tile and sending the decoded B through shared memory cost
@@ -20,15 +27,14 @@ Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (sub
 included), and multiplying by the e4m3 scale in fp16 gives e2m1 * scale * 2^-14 exactly (at most
 6 significant bits, 6 * 448 * 2^-14 < 1). One PTX snippet decodes 4 bytes (8 codes) with byte
 permutes, shifts, masks and f16x2 multiplies; the low (even k) and high (odd k) nibble planes are
-interleaved back into natural K order by one join. The fp32 accumulator is scaled by 2^28 once.
+joined into the tile's K order. The fp32 accumulator is scaled by 2^28 once.
 When the tile grid cannot fill the GPU, K is split across programs; the last program to finish
 a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, in the same
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
 Measured on the H100 through ``harness eval`` (docs/baselines.md): 26.6% of the Hopper speed of
-light (geomean; 20.3% with cp.async, 12.8% before the pre-pass); Triton still converts the
-decoded B to wgmma's register layout through shared memory, which is what remains between this
-and the goal.
+light (geomean) while Triton still sent the decoded B through shared memory to reach wgmma's
+layout (20.3% with cp.async, 12.8% before the pre-pass).
 """
 
 import os
@@ -146,20 +152,16 @@ def _load_decode(
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
 ):
-    """Rows ``rows`` of one operand, codes k0 .. k0 + BK: (even k, odd k) planes, (R, BK / 2) fp16.
+    """Rows ``rows`` of one operand, codes k0 .. k0 + BK: (R, BK) fp16 in the tile's K order (``_decode_tile``).
 
     ``s`` holds the tile's scale bytes (``_load_scales``). ``row_base`` is the operand's first
     row of this batch; rows are K/2 bytes. Masks are compiled in only where a tile can leave
     the matrix.
     """
-    NBLK: tl.constexpr = BK // 16
-    blk = tl.arange(0, NBLK)
-    byte = tl.arange(0, 8)
-    offs = (row_base + rows).to(tl.int64)[:, None, None] * (K // 2) + (k0 // 2 + blk * 8)[None, :, None]
-    offs = offs + byte[None, None, :]
+    cols = k0 // 2 + tl.arange(0, BK // 2)
+    offs = (row_base + rows).to(tl.int64)[:, None] * (K // 2) + cols[None, :]
     if ROW_MASK or K_MASK:
-        ok = _tile_mask(rows, row_count, k0, K, R, NBLK, ROW_MASK, K_MASK)
-        x = tl.load(ptr + offs, mask=ok[:, :, None], other=0)
+        x = tl.load(ptr + offs, mask=(rows < row_count)[:, None] & (cols < K // 2)[None, :], other=0)
     else:
         x = tl.load(ptr + offs)
     return _decode_tile(x, s, R, BK, USE_ASM)
@@ -167,24 +169,56 @@ def _load_decode(
 
 @triton.jit
 def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr):
-    """(R, BK / 16, 8) code bytes and their (R, BK / 16) scale bytes -> (even k, odd k) planes, (R, BK / 2) fp16."""
-    scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)[:, :, None]
+    """(R, BK / 2) code bytes and their (R, BK / 16) scale bytes -> (R, BK) fp16 in the tile's K order.
+
+    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h the nibble)
+    holds code 2 (J q + j) + h. wgmma's register operand gives the thread of lane q (mod 4) the
+    pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
+    one quarter of each row, one byte per f16x2 register, so the bytes come from shared memory
+    in one vector load per row and the decoded tile is already in wgmma's layout (no trip back
+    through shared memory). A is stored in the same order by the pre-pass, so the dot sums the
+    same products.
+    """
+    J: tl.constexpr = BK // 8
+    scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)
+    scale = tl.reshape(tl.broadcast_to(tl.reshape(scale, (R, 4, BK // 64, 1)), (R, 4, BK // 64, 8)), (R, 4, J))
+    x = tl.reshape(x, (R, 4, J))
     if USE_ASM:
         lo, hi = _decode_asm(x, scale)
     else:
         lo, hi = _decode_ref(x, scale)
-    return tl.reshape(lo, (R, BK // 2)), tl.reshape(hi, (R, BK // 2))
+    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1, 3)), (R, BK))
+
+
+@triton.jit
+def _row_order(BN: tl.constexpr):
+    """The tile's row order: the B row (of BN) that each row of the decoded tile holds.
+
+    Row 16 w + 8 t + r holds row (BN / 2) t + 8 w + r. The bytes' load gives warp w rows 8 w ..
+    8 w + 7 (and its registers the rows BN / 2 further); wgmma's register operand gives warp w
+    rows 16 w .. 16 w + 15, split between two registers. In this order the two agree, so no
+    row crosses between warps (exact for BN = 16 x warps; any BN is correct, other ones slower).
+    """
+    row = tl.arange(0, BN)
+    return (row // 8 % 2) * (BN // 2) + (row // 16) * 8 + row % 8
+
+
+@triton.jit
+def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr):
+    """(1, BN, BK / 2) bytes in memory's row order -> (BN, BK / 2) in the tile's row order (``_row_order``)."""
+    return tl.reshape(tl.permute(tl.reshape(x, (2, BN // 16, 8, BK // 2)), (1, 0, 2, 3)), (BN, BK // 2))
 
 
 @triton.jit
 def _predecode_kernel(
     a_ptr,  # (L * M, K/2) uint8
     sa_ptr,  # (L * M, K/16) uint8 e4m3
-    out_ptr,  # (L * M, K) fp16, values * 2^-14
+    out_ptr,  # (L * M, KP) fp16, values * 2^-14, each BK columns in the tile's K order (zeros past K)
     ROWS,
     K,
+    KP,  # K rounded up to BK
     R: tl.constexpr,
-    BK: tl.constexpr,
+    BK: tl.constexpr,  # the GEMM kernel's BK: the span of the tile's K order
     ROW_MASK: tl.constexpr,
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
@@ -192,16 +226,14 @@ def _predecode_kernel(
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
     s = _load_scales(sa_ptr, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, False)
-    lo, hi = _load_decode(a_ptr, s, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, USE_ASM)
-    vals = tl.reshape(tl.join(lo, hi), (R, BK))
-    cols = k0 + tl.arange(0, BK)
-    offs = rows.to(tl.int64)[:, None] * K + cols[None, :]
-    tl.store(out_ptr + offs, vals, mask=(rows < ROWS)[:, None] & (cols < K)[None, :])
+    vals = _load_decode(a_ptr, s, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, USE_ASM)
+    offs = rows.to(tl.int64)[:, None] * KP + (k0 + tl.arange(0, BK))[None, :]
+    tl.store(out_ptr + offs, vals, mask=(rows < ROWS)[:, None])
 
 
 @triton.jit
 def _gemm_kernel(
-    ad_desc,  # (L * M, K) fp16 A from _predecode_kernel: descriptor of (BM, BK) boxes
+    ad_desc,  # (L * M, KP) fp16 A from _predecode_kernel (the tile's K order): descriptor of (BM, BK) boxes
     b_desc,  # (L, N, K/2) uint8: descriptor of (1, BN, BK/2) boxes
     sb_ptr,  # (L, N, K/16) uint8 e4m3
     c_ptr,  # (L, M, N) fp16
@@ -228,7 +260,7 @@ def _gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    rows_b = tn * BN + tl.arange(0, BN)
+    rows_b = tn * BN + _row_order(BN)
     steps = tl.cdiv(K, BK)
     per_split = tl.cdiv(steps, SPLIT_K)
     first = split * per_split
@@ -239,10 +271,8 @@ def _gemm_kernel(
         sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         # TMA boxes read zeros past N and K; A's rows past M (the next batch's, or zeros) reach
         # only rows of C past M, which are never stored.
-        x = b_desc.load([batch, tn * BN, k0 // 2]).reshape(BN, BK // 16, 8)
-        b_lo, b_hi = _decode_tile(x, sb, BN, BK, USE_ASM)
+        b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK), sb, BN, BK, USE_ASM)
         a_dec = ad_desc.load([batch * M + tm * BM, k0])
-        b_dec = tl.reshape(tl.join(b_lo, b_hi), (BN, BK))
         acc = tl.dot(b_dec, tl.trans(a_dec), acc)
     acc = tl.trans(acc)
     # Operands carried 2^-14 each.
@@ -330,7 +360,7 @@ INTERPRETER_CONFIG = {
     "ctas_per_sm": 1,
     "scale_words": True,
 }
-PREDECODE_ROWS, PREDECODE_K = 32, 256
+PREDECODE_ROWS = 32
 
 
 def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None, **config: int) -> output_t:
@@ -344,19 +374,23 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    if bk % 64:
+        raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     asm = (not interpreted) if use_asm is None else use_asm
     rows = batches * m
-    a_dec = torch.empty((rows, k), dtype=torch.float16, device=a.device)
-    _predecode_kernel[(triton.cdiv(rows, PREDECODE_ROWS), triton.cdiv(k, PREDECODE_K))](
+    padded_k = triton.cdiv(k, bk) * bk
+    a_dec = torch.empty((rows, padded_k), dtype=torch.float16, device=a.device)
+    _predecode_kernel[(triton.cdiv(rows, PREDECODE_ROWS), padded_k // bk)](
         _bytes(a),
         _bytes(sfa),
         a_dec,
         rows,
         k,
+        padded_k,
         R=PREDECODE_ROWS,
-        BK=PREDECODE_K,
+        BK=bk,
         ROW_MASK=rows % PREDECODE_ROWS != 0,
-        K_MASK=k % PREDECODE_K != 0,
+        K_MASK=k % bk != 0,
         USE_ASM=asm,
         num_warps=4,
     )

@@ -6,15 +6,19 @@ What it does: custom_kernel writes one small int64 table per call (per group: th
 addresses, M, N, K, the group's first tile, its tile-row count and the address of its decoded
 A; cached by addresses and shapes, so repeated calls on the same tensors skip the host-to-device
 copy). A pre-pass kernel (grid over row blocks, K blocks and groups) decodes every group's A
-once to two fp16 planes (even-k and odd-k codes, block scale applied). The GEMM kernel runs one
+once to fp16 (block scale applied) in the tile's K order. The GEMM kernel runs one
 program per output tile of every group, flattened into one grid: a program finds its group by
 comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so
 the large B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A
-planes reach wgmma with no decode. A program builds TMA descriptors of its group's A planes and
+reaches wgmma with no decode. A program builds TMA descriptors of its group's decoded A and
 B bytes (in global scratch Triton asks for through ``triton.set_allocator``) and both arrive by
 TMA, pipelined over ``num_stages``. Tiles of a group are ordered A-row-fastest so programs running
-together share the B tile in L2. Measured on the H100 through ``harness eval``: 28.1% of the
-Hopper speed of light (geomean; 13.9% before this design, 20.0% with pointer loads).
+together share the B tile in L2. The tile's K order (as in the GEMM: within each BK columns,
+position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight
+into wgmma's register layout, so the decoded B never goes through shared memory
+(tests/test_triton_baselines_ptx.py). Measured on the H100 through ``harness eval``: 28.1% of the
+Hopper speed of light (geomean) with A in two planes and B through shared memory (13.9% before
+this design, 20.0% with pointer loads).
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate; the benchmark groups (m 40..384) are small
@@ -38,7 +42,7 @@ import triton.language as tl
 from task import input_t, output_t
 
 # Columns of the per-group table (the kernels read them by these numbers).
-_A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M, _PLANES = range(11)
+_A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M, _A_DECODED = range(11)
 _COLUMNS = 11
 
 
@@ -146,20 +150,16 @@ def _load_decode(
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
 ):
-    """Rows ``rows`` of one operand, codes k0 .. k0 + BK: (even k, odd k) planes, (R, BK / 2) fp16.
+    """Rows ``rows`` of one operand, codes k0 .. k0 + BK: (R, BK) fp16 in the tile's K order (``_decode_tile``).
 
     ``s`` holds the tile's scale bytes (``_load_scales``). ``row_base`` is the operand's first
     row of this batch; rows are K/2 bytes. Masks are compiled in only where a tile can leave
     the matrix.
     """
-    NBLK: tl.constexpr = BK // 16
-    blk = tl.arange(0, NBLK)
-    byte = tl.arange(0, 8)
-    offs = (row_base + rows).to(tl.int64)[:, None, None] * (K // 2) + (k0 // 2 + blk * 8)[None, :, None]
-    offs = offs + byte[None, None, :]
+    cols = k0 // 2 + tl.arange(0, BK // 2)
+    offs = (row_base + rows).to(tl.int64)[:, None] * (K // 2) + cols[None, :]
     if ROW_MASK or K_MASK:
-        ok = _tile_mask(rows, row_count, k0, K, R, NBLK, ROW_MASK, K_MASK)
-        x = tl.load(ptr + offs, mask=ok[:, :, None], other=0)
+        x = tl.load(ptr + offs, mask=(rows < row_count)[:, None] & (cols < K // 2)[None, :], other=0)
     else:
         x = tl.load(ptr + offs)
     return _decode_tile(x, s, R, BK, USE_ASM)
@@ -167,18 +167,30 @@ def _load_decode(
 
 @triton.jit
 def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr):
-    """(R, BK / 16, 8) code bytes and their (R, BK / 16) scale bytes -> (even k, odd k) planes, (R, BK / 2) fp16."""
-    scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)[:, :, None]
+    """(R, BK / 2) code bytes and their (R, BK / 16) scale bytes -> (R, BK) fp16 in the tile's K order.
+
+    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h the nibble)
+    holds code 2 (J q + j) + h. wgmma's register operand gives the thread of lane q (mod 4) the
+    pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
+    one quarter of each row, one byte per f16x2 register, so the bytes come from shared memory
+    in one vector load per row and the decoded tile is already in wgmma's layout (no trip back
+    through shared memory). A is stored in the same order by the pre-pass, so the dot sums the
+    same products.
+    """
+    J: tl.constexpr = BK // 8
+    scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)
+    scale = tl.reshape(tl.broadcast_to(tl.reshape(scale, (R, 4, BK // 64, 1)), (R, 4, BK // 64, 8)), (R, 4, J))
+    x = tl.reshape(x, (R, 4, J))
     if USE_ASM:
         lo, hi = _decode_asm(x, scale)
     else:
         lo, hi = _decode_ref(x, scale)
-    return tl.reshape(lo, (R, BK // 2)), tl.reshape(hi, (R, BK // 2))
+    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1, 3)), (R, BK))
 
 
 @triton.jit
 def _group(table_ptr, group):
-    """One group's row of the table: its A, A scales, B, B scales, C, A planes and M, N, K."""
+    """One group's row of the table: its A, A scales, B, B scales, C, decoded A and M, N, K."""
     row = table_ptr + group * 11
     # torch allocations are 256-byte aligned and every K is a multiple of 64 (checked on the
     # host): the hints let the loads use 16-byte vectors.
@@ -195,24 +207,40 @@ def _group(table_ptr, group):
 
 
 @triton.jit
+def _row_order(BN: tl.constexpr):
+    """The tile's row order: the B row (of BN) that each row of the decoded tile holds.
+
+    Row 16 w + 8 t + r holds row (BN / 2) t + 8 w + r. The bytes' load gives warp w rows 8 w ..
+    8 w + 7 (and its registers the rows BN / 2 further); wgmma's register operand gives warp w
+    rows 16 w .. 16 w + 15, split between two registers. In this order the two agree, so no
+    row crosses between warps (exact for BN = 16 x warps; any BN is correct, other ones slower).
+    """
+    row = tl.arange(0, BN)
+    return (row // 8 % 2) * (BN // 2) + (row // 16) * 8 + row % 8
+
+
+@triton.jit
+def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr):
+    """(BN, BK / 2) bytes in memory's row order -> the same in the tile's row order (``_row_order``)."""
+    return tl.reshape(tl.permute(tl.reshape(x, (2, BN // 16, 8, BK // 2)), (1, 0, 2, 3)), (BN, BK // 2))
+
+
+@triton.jit
 def _predecode_kernel(
     table_ptr,  # (G, 11) int64, see the column names above
     R: tl.constexpr,
-    BK: tl.constexpr,
+    BK: tl.constexpr,  # the GEMM kernel's BK: the span of the tile's K order
     USE_ASM: tl.constexpr,
 ):
-    """Every group's A -> two fp16 planes (even k, odd k; values * 2^-14) at the table's address."""
+    """Every group's A -> (M, K rounded up to BK) fp16, values * 2^-14 in the tile's K order, at the table's address."""
     a_ptr, sa_ptr, _, _, _, out_ptr, M, _, K = _group(table_ptr, tl.program_id(2))
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
     if tl.program_id(0) * R < M and k0 < K:
         s = _load_scales(sa_ptr, rows, M, 0, k0, K, R, BK, True, True, False)
-        lo, hi = _load_decode(a_ptr, s, rows, M, 0, k0, K, R, BK, True, True, USE_ASM)
-        cols = k0 // 2 + tl.arange(0, BK // 2)
-        offs = rows.to(tl.int64)[:, None] * (K // 2) + cols[None, :]
-        ok = (rows < M)[:, None] & (cols < K // 2)[None, :]
-        tl.store(out_ptr + offs, lo, mask=ok)
-        tl.store(out_ptr + M.to(tl.int64) * (K // 2) + offs, hi, mask=ok)
+        vals = _load_decode(a_ptr, s, rows, M, 0, k0, K, R, BK, True, True, USE_ASM)
+        offs = rows.to(tl.int64)[:, None] * (tl.cdiv(K, BK) * BK) + (k0 + tl.arange(0, BK))[None, :]
+        tl.store(out_ptr + offs, vals, mask=(rows < M)[:, None])
 
 
 @triton.jit
@@ -237,14 +265,13 @@ def _group_gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    rows_b = tn * BN + tl.arange(0, BN)
+    rows_b = tn * BN + _row_order(BN)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
-    # The group's TMA descriptors. Boxes read zeros past N, K and 2 M; the hi plane's rows follow
-    # the lo plane's, so a tile's rows past M read the hi plane, and reach only rows of C past M,
-    # which are never stored.
-    half: tl.constexpr = BK // 2
-    a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[2 * M, K // 2], strides=[K // 2, 1], block_shape=[BM, half])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, half])
+    # The group's TMA descriptors. Boxes read zeros past M, N and K (the decoded A's columns past K
+    # hold zeros up to the next multiple of BK).
+    padded_k = tl.cdiv(K, BK) * BK
+    a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
     if not SCALE_WORDS:
         # Scales run one step ahead (see _load_scales), the last step loaded twice instead of masked.
         sb_next = _load_scales(sb_ptr, rows_b, N, 0, 0, K, BN, BK, True, K_MASK, False)
@@ -255,11 +282,8 @@ def _group_gemm_kernel(
         else:
             sb = sb_next
             sb_next = _load_scales(sb_ptr, rows_b, N, 0, tl.minimum(k0 + BK, last), K, BN, BK, True, K_MASK, False)
-        a_lo = a_desc.load([tm * BM, k0 // 2])
-        a_hi = a_desc.load([M + tm * BM, k0 // 2])
-        b_lo, b_hi = _decode_tile(b_desc.load([tn * BN, k0 // 2]).reshape(BN, BK // 16, 8), sb, BN, BK, USE_ASM)
-        acc = tl.dot(b_lo, tl.trans(a_lo), acc)
-        acc = tl.dot(b_hi, tl.trans(a_hi), acc)
+        b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK), sb, BN, BK, USE_ASM)
+        acc = tl.dot(b_dec, tl.trans(a_desc.load([tm * BM, k0])), acc)
     # Operands carried 2^-14 each.
     acc = tl.trans(acc) * 268435456.0
     c_offs = rows_a.to(tl.int64)[:, None] * N + rows_b[None, :]
@@ -279,10 +303,10 @@ _TABLES: dict = {}
 
 
 def _table(
-    abc: list, scales: list, block_m: int, block_n: int, device: torch.device
+    abc: list, scales: list, block_m: int, block_n: int, block_k: int, device: torch.device
 ) -> tuple[torch.Tensor, int, torch.Tensor]:
-    """The per-group table on the device, the total tile count and the buffer of A's decoded
-    planes (rewritten by every call), cached by addresses and shapes."""
+    """The per-group table on the device, the total tile count and the buffer of the decoded A
+    (rewritten by every call), cached by addresses, shapes and tiles."""
     key = (
         *(
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr(), a.shape[0], b.shape[0], a.shape[1])
@@ -290,12 +314,14 @@ def _table(
         ),
         block_m,
         block_n,
+        block_k,
         str(device),
     )
     if key in _TABLES:
         return _TABLES[key]
-    sizes = [-(-a.shape[0] * 2 * a.shape[1] // 128) * 128 for a, _, _ in abc]  # 256-byte aligned planes
-    planes = torch.empty(sum(sizes), dtype=torch.float16, device=device)
+    # Each group's decoded A: M rows of K rounded up to block_k, 256-byte aligned.
+    sizes = [-(-a.shape[0] * triton.cdiv(2 * a.shape[1], block_k) * block_k // 128) * 128 for a, _, _ in abc]
+    decoded = torch.empty(sum(sizes), dtype=torch.float16, device=device)
     rows, first, offset = [], 0, 0
     for (a, b, c), (sa, sb), size in zip(abc, scales, sizes):
         m, n, k = a.shape[0], b.shape[0], 2 * a.shape[1]
@@ -312,7 +338,7 @@ def _table(
                 k,
                 first,
                 tiles_m,
-                planes[offset:].data_ptr(),
+                decoded[offset:].data_ptr(),
             ]
         )
         first += tiles_m * tiles_n
@@ -320,8 +346,8 @@ def _table(
     table = torch.tensor(rows, dtype=torch.int64).to(device)
     if len(_TABLES) > 64:
         _TABLES.clear()
-    _TABLES[key] = (table, first, planes)
-    return table, first, planes
+    _TABLES[key] = (table, first, decoded)
+    return table, first, decoded
 
 
 # The best of scripts/tune_nvfp4.py on the H100 (2026-11-26, replay clock): with per-group TMA
@@ -343,7 +369,7 @@ INTERPRETER_CONFIG = {
     "num_stages": 1,
     "scale_words": True,
 }
-PREDECODE_ROWS, PREDECODE_K = 32, 256
+PREDECODE_ROWS = 32
 
 
 def _descriptor_scratch(device: torch.device, size: int, alignment: int, stream: int | None) -> torch.Tensor:
@@ -361,15 +387,17 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm
-    table, tiles, _ = _table(abc, scales, bm, bn, device)
+    if bk % 64:
+        raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
+    table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)
     for a, b, c in abc:
         if a.shape[1] % 32 or any(t.data_ptr() % 16 for t in (a, b, c)):
             raise ValueError("every K must be a multiple of 64 and every tensor 16-byte aligned")
     max_m = max(a.shape[0] for a, _, _ in abc)
     max_k = max(2 * a.shape[1] for a, _, _ in abc)
-    _predecode_kernel[(triton.cdiv(max_m, PREDECODE_ROWS), triton.cdiv(max_k, PREDECODE_K), groups)](
-        table, R=PREDECODE_ROWS, BK=PREDECODE_K, USE_ASM=asm, num_warps=4
+    _predecode_kernel[(triton.cdiv(max_m, PREDECODE_ROWS), triton.cdiv(max_k, bk), groups)](
+        table, R=PREDECODE_ROWS, BK=bk, USE_ASM=asm, num_warps=4
     )
     k_mask = any((2 * a.shape[1]) % bk for a, _, _ in abc)
     # The kernel builds its TMA descriptors on the device, in global scratch Triton asks for per launch.

@@ -4,7 +4,7 @@ Each problem runs in its own subprocess with ``TRITON_INTERPRET=1`` set before t
 (another test in this pytest process may already have imported triton without it). The
 subprocess loads the submission file the way the contest does (``task`` importable), runs
 ``custom_kernel`` on the problem's ``cpu_tests`` from task.yml, a few non-default code paths
-(split-K, prefetch, byte-wise scales, other tiles), and once more on misread inputs: for NVFP4
+(split-K, prefetch, byte-wise scales, other tiles; on the ragged shapes too), and once more on misread inputs: for NVFP4
 the nibbles of A swapped in every byte (what a kernel decoding the nibbles in the wrong order
 computes), for the blockwise fp8 GEMM A's M-major scales read as row-major. That output must
 fail ``problems.<p>.reference.check_implementation`` against the original data, which shows the
@@ -46,7 +46,10 @@ VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
             {"split_k": 0, "blocks_per_step": 2},  # the split picked by per_sm
         ],
     ),
-    "nvfp4_gemm": ("gemm", [{"split_k": 3, "block_k": 64}]),
+    "nvfp4_gemm": (
+        "gemm",
+        [{"split_k": 3, "block_k": 64}, {"block_n": 64, "num_warps": 8}, {"b_tiles": 2, "block_n": 64, "split_k": 2}],
+    ),
     "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
     "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False, "block_m": 64, "block_n": 64}]),
     "fp8_blockwise_gemm": ("blockwise_gemm", [{"block_m": 128, "block_n": 64, "split_k": 3, "num_warps": 8}]),
@@ -94,11 +97,12 @@ result = {"cases": [], "variants": [], "misread": []}
 for case in cases + ragged:
     data = reference.generate_input(**case, device="cpu")
     result["cases"].append([case, *reference.check_implementation(data, module.custom_kernel(data))])
-case = cases[0]
 for kwargs in variants:
-    data = reference.generate_input(**case, device="cpu")
-    out = getattr(module, entry)(data, **kwargs)
-    result["variants"].append([kwargs, *reference.check_implementation(data, out)])
+    for case in [cases[0]] + ragged:
+        data = reference.generate_input(**case, device="cpu")
+        out = getattr(module, entry)(data, **kwargs)
+        result["variants"].append([kwargs, *reference.check_implementation(data, out)])
+case = cases[0]
 data = reference.generate_input(**case, device="cpu")
 out = module.custom_kernel(misread(reference.generate_input(**case, device="cpu")))
 result["misread"].append([case, *reference.check_implementation(data, out)])

@@ -29,8 +29,8 @@ _spec.loader.exec_module(ptx_summary)
 COMMON = {"M": "i32", "N": "i32", "K": "i32", "L": "i32"}
 FLAGS = {"SPLIT_K": 1, "N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
 
-# problem -> (file, kernel, signature, constexprs, num_warps, num_stages, divisible argument indices):
-# each file's default configuration on a contest shape (no masks, one split).
+# case (its problem first) -> (file, kernel, signature, constexprs, num_warps, num_stages, divisible
+# argument indices): configurations of each file on a contest shape (no masks, one split).
 KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tuple[int, ...]]] = {
     "nvfp4_gemm": (
         "submissions/nvfp4_gemm/triton_gemm.py",
@@ -44,9 +44,26 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
             "cnt_ptr": "*i32",
             **COMMON,
         },
-        {"BM": 128, "BN": 128, "BK": 128, **FLAGS},
+        {"BM": 128, "BN": 128, "BK": 128, "PAIR": False, **FLAGS, "WARPS": 8},
         8,
         3,
+        (2, 3, 4, 5, 6, 7, 8),
+    ),
+    "nvfp4_gemm two B tiles": (
+        "submissions/nvfp4_gemm/triton_gemm.py",
+        "_gemm_kernel",
+        {
+            "ad_desc": "tensordesc<fp16[128,128]>",
+            "b_desc": "tensordesc<u8[1,64,64]>",
+            "sb_ptr": "*u8",
+            "c_ptr": "*fp16",
+            "ws_ptr": "*fp32",
+            "cnt_ptr": "*i32",
+            **COMMON,
+        },
+        {"BM": 128, "BN": 64, "BK": 128, "PAIR": True, **FLAGS, "WARPS": 4},
+        4,
+        2,
         (2, 3, 4, 5, 6, 7, 8),
     ),
     "nvfp4_dual_gemm": (
@@ -63,7 +80,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
             "cnt_ptr": "*i32",
             **COMMON,
         },
-        {"BM": 128, "BN": 64, "BK": 128, **FLAGS},
+        {"BM": 128, "BN": 64, "BK": 128, **FLAGS, "WARPS": 4},
         4,
         2,
         (4, 5, 6, 7, 8, 9, 10),
@@ -72,7 +89,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
         "submissions/nvfp4_group_gemm/triton_group_gemm.py",
         "_group_gemm_kernel",
         {"table_ptr": "*i64", "G": "i32"},
-        {"GP": 8, "BM": 128, "BN": 64, "BK": 128, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True},
+        {"GP": 8, "BM": 128, "BN": 64, "BK": 128, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True, "WARPS": 4},
         4,
         3,
         (0,),
@@ -80,13 +97,14 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
 }
 
 
-def compile_ptx(problem: str) -> str:
-    """The PTX of the problem's main kernel for sm_90a, from Triton's compiler on this CPU."""
+def compile_ptx(case: str) -> str:
+    """The PTX of the case's main kernel for sm_90a, from Triton's compiler on this CPU."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    path, name, signature, constexprs, warps, stages, divisible = KERNELS[problem]
+    path, name, signature, constexprs, warps, stages, divisible = KERNELS[case]
+    problem = case.split()[0]
     sys.path.insert(0, str(ROOT / "problems" / problem))  # the file's `from task import ...`
     try:
         spec = importlib.util.spec_from_file_location(f"ptx_{problem}", ROOT / path)
@@ -102,9 +120,9 @@ def compile_ptx(problem: str) -> str:
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
 
 
-@pytest.mark.parametrize("problem", sorted(KERNELS))
-def test_decoded_b_reaches_wgmma_without_shared_memory(problem: str) -> None:
-    ptx = compile_ptx(problem)
+@pytest.mark.parametrize("case", sorted(KERNELS))
+def test_decoded_b_reaches_wgmma_without_shared_memory(case: str) -> None:
+    ptx = compile_ptx(case)
     assert "wgmma.mma_async" in ptx, "the kernel no longer uses Hopper's wgmma"
     assert ptx_summary.main_loop_traffic(ptx) == (0, 0), "the decoded B goes through shared memory in the main loop"
 

@@ -183,22 +183,28 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
 
 
 @triton.jit
-def _row_order(BN: tl.constexpr):
+def _row_order(BN: tl.constexpr, WARPS: tl.constexpr):
     """The tile's row order: the B row (of BN) that each row of the decoded tile holds.
 
-    Row 16 w + 8 t + r holds row (BN / 2) t + 8 w + r. The bytes' load gives warp w rows 8 w ..
-    8 w + 7 (and its registers the rows BN / 2 further); wgmma's register operand gives warp w
-    rows 16 w .. 16 w + 15, split between two registers. In this order the two agree, so no
-    row crosses between warps (exact for BN = 16 x warps; any BN is correct, other ones slower).
+    The bytes' load gives warp w rows 8 w .. 8 w + 7 of each 8 WARPS rows (registers hold the
+    next 8 WARPS); wgmma's register operand gives warp w rows 16 w .. 16 w + 15 of each 16 WARPS,
+    split between two registers. Row 16 WARPS h + 16 w + 8 t + r of the tile therefore holds
+    row 8 WARPS (2 h + t) + 8 w + r, so no row crosses between warps. Any order is correct
+    (C is stored in the same order); others are slower. BN not a multiple of 16 WARPS: memory's.
     """
     row = tl.arange(0, BN)
-    return (row // 8 % 2) * (BN // 2) + (row // 16) * 8 + row % 8
+    if BN % (16 * WARPS) == 0:
+        row = ((row // (16 * WARPS) * 2 + row // 8 % 2) * WARPS + row // 16 % WARPS) * 8 + row % 8
+    return row
 
 
 @triton.jit
-def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr):
-    """(1, BN, BK / 2) bytes in memory's row order -> (BN, BK / 2) in the tile's row order (``_row_order``)."""
-    return tl.reshape(tl.permute(tl.reshape(x, (2, BN // 16, 8, BK // 2)), (1, 0, 2, 3)), (BN, BK // 2))
+def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr, WARPS: tl.constexpr):
+    """(BN, BK / 2) bytes in memory's row order -> the same in the tile's row order (``_row_order``)."""
+    if BN % (16 * WARPS) == 0:
+        x = tl.reshape(x, (BN // (16 * WARPS), 2, WARPS, 8, BK // 2))
+        x = tl.permute(x, (0, 2, 1, 3, 4))
+    return tl.reshape(x, (BN, BK // 2))
 
 
 @triton.jit
@@ -253,6 +259,7 @@ def _dual_gemm_kernel(
     K_MASK: tl.constexpr,
     SCALE_WORDS: tl.constexpr,
     USE_ASM: tl.constexpr,
+    WARPS: tl.constexpr,  # num_warps (the tile's row order)
 ):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
@@ -262,7 +269,7 @@ def _dual_gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    rows_b = tn * BN + _row_order(BN)
+    rows_b = tn * BN + _row_order(BN, WARPS)
     steps = tl.cdiv(K, BK)
     per_split = tl.cdiv(steps, SPLIT_K)
     first = split * per_split
@@ -277,9 +284,13 @@ def _dual_gemm_kernel(
         # Both B tiles are decoded before either dot: a decode between two asynchronous wgmma
         # groups writes their input registers, and ptxas then serialises every wgmma (C7513).
         sb1 = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b1_dec = _decode_tile(_rows_in_order(b1_desc.load([batch, tn * BN, k0 // 2]), BN, BK), sb1, BN, BK, USE_ASM)
+        b1_dec = _decode_tile(
+            _rows_in_order(b1_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb1, BN, BK, USE_ASM
+        )
         sb2 = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b2_dec = _decode_tile(_rows_in_order(b2_desc.load([batch, tn * BN, k0 // 2]), BN, BK), sb2, BN, BK, USE_ASM)
+        b2_dec = _decode_tile(
+            _rows_in_order(b2_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb2, BN, BK, USE_ASM
+        )
         gate = tl.dot(b1_dec, a_dec, gate)
         up = tl.dot(b2_dec, a_dec, up)
     c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
@@ -431,6 +442,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
+        WARPS=cfg["num_warps"],
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )

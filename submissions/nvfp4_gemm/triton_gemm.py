@@ -191,22 +191,28 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
 
 
 @triton.jit
-def _row_order(BN: tl.constexpr):
+def _row_order(BN: tl.constexpr, WARPS: tl.constexpr):
     """The tile's row order: the B row (of BN) that each row of the decoded tile holds.
 
-    Row 16 w + 8 t + r holds row (BN / 2) t + 8 w + r. The bytes' load gives warp w rows 8 w ..
-    8 w + 7 (and its registers the rows BN / 2 further); wgmma's register operand gives warp w
-    rows 16 w .. 16 w + 15, split between two registers. In this order the two agree, so no
-    row crosses between warps (exact for BN = 16 x warps; any BN is correct, other ones slower).
+    The bytes' load gives warp w rows 8 w .. 8 w + 7 of each 8 WARPS rows (registers hold the
+    next 8 WARPS); wgmma's register operand gives warp w rows 16 w .. 16 w + 15 of each 16 WARPS,
+    split between two registers. Row 16 WARPS h + 16 w + 8 t + r of the tile therefore holds
+    row 8 WARPS (2 h + t) + 8 w + r, so no row crosses between warps. Any order is correct
+    (C is stored in the same order); others are slower. BN not a multiple of 16 WARPS: memory's.
     """
     row = tl.arange(0, BN)
-    return (row // 8 % 2) * (BN // 2) + (row // 16) * 8 + row % 8
+    if BN % (16 * WARPS) == 0:
+        row = ((row // (16 * WARPS) * 2 + row // 8 % 2) * WARPS + row // 16 % WARPS) * 8 + row % 8
+    return row
 
 
 @triton.jit
-def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr):
-    """(1, BN, BK / 2) bytes in memory's row order -> (BN, BK / 2) in the tile's row order (``_row_order``)."""
-    return tl.reshape(tl.permute(tl.reshape(x, (2, BN // 16, 8, BK // 2)), (1, 0, 2, 3)), (BN, BK // 2))
+def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr, WARPS: tl.constexpr):
+    """(BN, BK / 2) bytes in memory's row order -> the same in the tile's row order (``_row_order``)."""
+    if BN % (16 * WARPS) == 0:
+        x = tl.reshape(x, (BN // (16 * WARPS), 2, WARPS, 8, BK // 2))
+        x = tl.permute(x, (0, 2, 1, 3, 4))
+    return tl.reshape(x, (BN, BK // 2))
 
 
 @triton.jit
@@ -246,11 +252,13 @@ def _gemm_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
+    PAIR: tl.constexpr,  # two B tiles of BN rows per program, sharing each A tile
     SPLIT_K: tl.constexpr,
-    N_MASK: tl.constexpr,  # N % BN != 0
+    N_MASK: tl.constexpr,  # N % (BN or 2 BN) != 0
     K_MASK: tl.constexpr,  # K % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
+    WARPS: tl.constexpr,  # num_warps (the tile's row order)
 ):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
@@ -260,20 +268,33 @@ def _gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    rows_b = tn * BN + _row_order(BN)
+    TN: tl.constexpr = 2 * BN if PAIR else BN  # C columns per tile
+    rows_b = tn * TN + _row_order(BN, WARPS)
+    rows_b2 = rows_b + BN
     steps = tl.cdiv(K, BK)
     per_split = tl.cdiv(steps, SPLIT_K)
     first = split * per_split
     last = tl.minimum(steps, first + per_split)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile: B is wgmma's register operand
+    acc2 = tl.zeros((BN, BM), dtype=tl.float32)  # the second B tile's (PAIR)
     for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
-        sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         # TMA boxes read zeros past N and K; A's rows past M (the next batch's, or zeros) reach
-        # only rows of C past M, which are never stored.
-        b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK), sb, BN, BK, USE_ASM)
-        a_dec = ad_desc.load([batch * M + tm * BM, k0])
-        acc = tl.dot(b_dec, tl.trans(a_dec), acc)
+        # only rows of C past M, which are never stored. Both B tiles are decoded before either
+        # dot (a decode between two wgmma groups makes ptxas serialise them).
+        sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
+        b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * TN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
+        if PAIR:
+            sb2 = _load_scales(sb_ptr, rows_b2, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
+            x2 = b_desc.load([batch, tn * TN + BN, k0 // 2])
+            b2_dec = _decode_tile(_rows_in_order(x2, BN, BK, WARPS), sb2, BN, BK, USE_ASM)
+        a_dec = tl.trans(ad_desc.load([batch * M + tm * BM, k0]))
+        acc = tl.dot(b_dec, a_dec, acc)
+        if PAIR:
+            acc2 = tl.dot(b2_dec, a_dec, acc2)
+    if PAIR:  # one (2 BN, BM) tile: the first B tile's rows, then the second's
+        acc = tl.reshape(tl.permute(tl.join(acc, acc2), (2, 0, 1)), (TN, BM))
+        rows_b = tl.reshape(tl.permute(tl.join(rows_b, rows_b2), (1, 0)), (TN,))
     acc = tl.trans(acc)
     # Operands carried 2^-14 each.
     acc = acc * 268435456.0
@@ -282,16 +303,16 @@ def _gemm_kernel(
     if SPLIT_K == 1:
         tl.store(c_ptr + c_offs, acc.to(tl.float16), mask=c_mask)
     else:
-        tile_id = batch * tiles_m * tl.cdiv(N, BN) + tile
-        local = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-        base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * BM * BN)
-        tl.store(base + split * (BM * BN) + local, acc)
+        tile_id = batch * tiles_m * tl.cdiv(N, TN) + tile
+        local = tl.arange(0, BM)[:, None] * TN + tl.arange(0, TN)[None, :]
+        base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * BM * TN)
+        tl.store(base + split * (BM * TN) + local, acc)
         tl.debug_barrier()
         arrived = tl.atomic_add(cnt_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
-            total = tl.zeros((BM, BN), dtype=tl.float32)
+            total = tl.zeros((BM, TN), dtype=tl.float32)
             for part in tl.static_range(SPLIT_K):
-                total += tl.load(base + part * (BM * BN) + local, cache_modifier=".cg")
+                total += tl.load(base + part * (BM * TN) + local, cache_modifier=".cg")
             tl.store(c_ptr + c_offs, total.to(tl.float16), mask=c_mask)
             tl.atomic_xchg(cnt_ptr + tile_id, 0, sem="relaxed", scope="gpu")
 
@@ -341,20 +362,22 @@ def _bytes(packed: torch.Tensor) -> torch.Tensor:
 
 
 # Tuned on the H100 (scripts/tune_nvfp4.py, docs/baselines.md); ctas_per_sm is how many programs
-# fit on one SM. TMA copies with 128 B rows a tile: 27.5% of SOL against 21.3% for cp.async with 64.
+# fit on one SM, b_tiles how many B tiles of block_n rows a program decodes per A tile (1 or 2).
 DEFAULT_CONFIG = {
     "block_m": 128,
-    "block_n": 128,
+    "block_n": 64,
     "block_k": 128,
-    "num_warps": 8,
+    "b_tiles": 1,
+    "num_warps": 4,
     "num_stages": 3,
-    "ctas_per_sm": 1,
+    "ctas_per_sm": 2,
     "scale_words": True,
 }
 INTERPRETER_CONFIG = {
     "block_m": 128,
     "block_n": 128,
     "block_k": 128,
+    "b_tiles": 1,
     "num_warps": 4,
     "num_stages": 1,
     "ctas_per_sm": 1,
@@ -374,6 +397,8 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    if cfg["b_tiles"] not in (1, 2):
+        raise ValueError(f"b_tiles {cfg['b_tiles']} is neither 1 nor 2 (B tiles of block_n rows per program)")
     if bk % 64:
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     asm = (not interpreted) if use_asm is None else use_asm
@@ -394,10 +419,12 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         USE_ASM=asm,
         num_warps=4,
     )
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    pair = cfg["b_tiles"] == 2
+    tile_n = 2 * bn if pair else bn
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, tile_n)
     steps = triton.cdiv(k, bk)
     split = split_k or pick_split_k(tiles * batches, steps, _num_sms(a.device) * cfg["ctas_per_sm"])
-    ws, counters = _scratch(a.device, batches * tiles * split * bm * bn if split > 1 else 0, batches * tiles)
+    ws, counters = _scratch(a.device, batches * tiles * split * bm * tile_n if split > 1 else 0, batches * tiles)
     target = c.permute(2, 0, 1)
     if not target.is_contiguous():
         target = torch.empty((batches, m, n), dtype=torch.float16, device=c.device)
@@ -415,11 +442,13 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         BM=bm,
         BN=bn,
         BK=bk,
+        PAIR=pair,
         SPLIT_K=split,
-        N_MASK=n % bn != 0,
+        N_MASK=n % tile_n != 0,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
+        WARPS=cfg["num_warps"],
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )

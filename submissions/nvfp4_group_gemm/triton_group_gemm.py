@@ -207,22 +207,28 @@ def _group(table_ptr, group):
 
 
 @triton.jit
-def _row_order(BN: tl.constexpr):
+def _row_order(BN: tl.constexpr, WARPS: tl.constexpr):
     """The tile's row order: the B row (of BN) that each row of the decoded tile holds.
 
-    Row 16 w + 8 t + r holds row (BN / 2) t + 8 w + r. The bytes' load gives warp w rows 8 w ..
-    8 w + 7 (and its registers the rows BN / 2 further); wgmma's register operand gives warp w
-    rows 16 w .. 16 w + 15, split between two registers. In this order the two agree, so no
-    row crosses between warps (exact for BN = 16 x warps; any BN is correct, other ones slower).
+    The bytes' load gives warp w rows 8 w .. 8 w + 7 of each 8 WARPS rows (registers hold the
+    next 8 WARPS); wgmma's register operand gives warp w rows 16 w .. 16 w + 15 of each 16 WARPS,
+    split between two registers. Row 16 WARPS h + 16 w + 8 t + r of the tile therefore holds
+    row 8 WARPS (2 h + t) + 8 w + r, so no row crosses between warps. Any order is correct
+    (C is stored in the same order); others are slower. BN not a multiple of 16 WARPS: memory's.
     """
     row = tl.arange(0, BN)
-    return (row // 8 % 2) * (BN // 2) + (row // 16) * 8 + row % 8
+    if BN % (16 * WARPS) == 0:
+        row = ((row // (16 * WARPS) * 2 + row // 8 % 2) * WARPS + row // 16 % WARPS) * 8 + row % 8
+    return row
 
 
 @triton.jit
-def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr):
+def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr, WARPS: tl.constexpr):
     """(BN, BK / 2) bytes in memory's row order -> the same in the tile's row order (``_row_order``)."""
-    return tl.reshape(tl.permute(tl.reshape(x, (2, BN // 16, 8, BK // 2)), (1, 0, 2, 3)), (BN, BK // 2))
+    if BN % (16 * WARPS) == 0:
+        x = tl.reshape(x, (BN // (16 * WARPS), 2, WARPS, 8, BK // 2))
+        x = tl.permute(x, (0, 2, 1, 3, 4))
+    return tl.reshape(x, (BN, BK // 2))
 
 
 @triton.jit
@@ -254,6 +260,7 @@ def _group_gemm_kernel(
     K_MASK: tl.constexpr,  # some K_g % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
+    WARPS: tl.constexpr,  # num_warps (the tile's row order)
 ):
     pid = tl.program_id(0)
     groups = tl.arange(0, GP)
@@ -265,7 +272,7 @@ def _group_gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    rows_b = tn * BN + _row_order(BN)
+    rows_b = tn * BN + _row_order(BN, WARPS)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
     # The group's TMA descriptors. Boxes read zeros past M, N and K (the decoded A's columns past K
     # hold zeros up to the next multiple of BK).
@@ -282,7 +289,7 @@ def _group_gemm_kernel(
         else:
             sb = sb_next
             sb_next = _load_scales(sb_ptr, rows_b, N, 0, tl.minimum(k0 + BK, last), K, BN, BK, True, K_MASK, False)
-        b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK), sb, BN, BK, USE_ASM)
+        b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([tm * BM, k0])), acc)
     # Operands carried 2^-14 each.
     acc = tl.trans(acc) * 268435456.0
@@ -412,6 +419,7 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
         K_MASK=k_mask,
         SCALE_WORDS=cfg["scale_words"] and not k_mask and bk in (64, 128),
         USE_ASM=asm,
+        WARPS=cfg["num_warps"],
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )

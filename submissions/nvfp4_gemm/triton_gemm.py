@@ -292,29 +292,41 @@ def _gemm_kernel(
         acc = tl.dot(b_dec, a_dec, acc)
         if PAIR:
             acc2 = tl.dot(b2_dec, a_dec, acc2)
-    if PAIR:  # one (2 BN, BM) tile: the first B tile's rows, then the second's
-        acc = tl.reshape(tl.permute(tl.join(acc, acc2), (2, 0, 1)), (TN, BM))
-        rows_b = tl.reshape(tl.permute(tl.join(rows_b, rows_b2), (1, 0)), (TN,))
-    acc = tl.trans(acc)
-    # Operands carried 2^-14 each.
-    acc = acc * 268435456.0
-    c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
-    c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
     if SPLIT_K == 1:
-        tl.store(c_ptr + c_offs, acc.to(tl.float16), mask=c_mask)
+        _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
+        if PAIR:
+            _store_c(c_ptr, acc2, rows_a, rows_b2, batch, M, N)
     else:
+        # Each program leaves its fp32 partials (its B tiles' in turn); the last to arrive sums
+        # them in a fixed order and stores C.
+        TILES: tl.constexpr = 2 if PAIR else 1
         tile_id = batch * tiles_m * tl.cdiv(N, TN) + tile
-        local = tl.arange(0, BM)[:, None] * TN + tl.arange(0, TN)[None, :]
-        base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * BM * TN)
-        tl.store(base + split * (BM * TN) + local, acc)
+        local = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
+        base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * TILES * BN * BM)
+        tl.store(base + (TILES * split) * (BN * BM) + local, acc)
+        if PAIR:
+            tl.store(base + (TILES * split + 1) * (BN * BM) + local, acc2)
         tl.debug_barrier()
         arrived = tl.atomic_add(cnt_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
-            total = tl.zeros((BM, TN), dtype=tl.float32)
+            acc = tl.zeros((BN, BM), dtype=tl.float32)
+            acc2 = tl.zeros((BN, BM), dtype=tl.float32)
             for part in tl.static_range(SPLIT_K):
-                total += tl.load(base + part * (BM * TN) + local, cache_modifier=".cg")
-            tl.store(c_ptr + c_offs, total.to(tl.float16), mask=c_mask)
+                acc += tl.load(base + (TILES * part) * (BN * BM) + local, cache_modifier=".cg")
+                if PAIR:
+                    acc2 += tl.load(base + (TILES * part + 1) * (BN * BM) + local, cache_modifier=".cg")
+            _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
+            if PAIR:
+                _store_c(c_ptr, acc2, rows_a, rows_b2, batch, M, N)
             tl.atomic_xchg(cnt_ptr + tile_id, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N):
+    """A C^T tile (rows of B, rows of A; operands carried 2^-14 each) -> fp16 C, rows past M or N left alone."""
+    acc = tl.trans(acc) * 268435456.0
+    c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
+    tl.store(c_ptr + c_offs, acc.to(tl.float16), mask=(rows_a < M)[:, None] & (rows_b < N)[None, :])
 
 
 _SCRATCH: dict = {}

@@ -271,7 +271,6 @@ def _group_gemm_kernel(
     tiles_m = tl.load(table_ptr + group * 11 + 9).to(tl.int32)
     tm = tile % tiles_m
     tn = tile // tiles_m
-    rows_a = tm * BM + tl.arange(0, BM)
     rows_b = tn * BN + _row_order(BN, WARPS)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
     # The group's TMA descriptors. Boxes read zeros past M, N and K (the decoded A's columns past K
@@ -292,10 +291,14 @@ def _group_gemm_kernel(
         b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([tm * BM, k0])), acc)
     # Operands carried 2^-14 each.
-    acc = tl.trans(acc) * 268435456.0
-    c_offs = rows_a.to(tl.int64)[:, None] * N + rows_b[None, :]
-    c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
-    tl.store(c_ptr + c_offs, acc.to(tl.float16), mask=c_mask)
+    # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
+    # (BM, BN) 64-bit addresses had kept 255 registers live and ptxas serialising the wgmmas.
+    out = tl.trans((acc * 268435456.0).to(tl.float16))
+    if BN % (16 * WARPS) == 0:  # columns back from the tile's row order to memory's
+        out = tl.reshape(out, (BM, BN // (16 * WARPS), WARPS, 2, 8))
+        out = tl.reshape(tl.permute(out, (0, 1, 3, 2, 4)), (BM, BN))
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    c_desc.store([tm * BM, tn * BN], out)
 
 
 def _storage(t: torch.Tensor) -> torch.Tensor:
@@ -399,8 +402,8 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)
     for a, b, c in abc:
-        if a.shape[1] % 32 or any(t.data_ptr() % 16 for t in (a, b, c)):
-            raise ValueError("every K must be a multiple of 64 and every tensor 16-byte aligned")
+        if a.shape[1] % 32 or b.shape[0] % 8 or any(t.data_ptr() % 16 for t in (a, b, c)):
+            raise ValueError("every K must be a multiple of 64, every N of 8, and every tensor 16-byte aligned")
     max_m = max(a.shape[0] for a, _, _ in abc)
     max_k = max(2 * a.shape[1] for a, _, _ in abc)
     _predecode_kernel[(triton.cdiv(max_m, PREDECODE_ROWS), triton.cdiv(max_k, bk), groups)](

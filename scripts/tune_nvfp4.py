@@ -71,21 +71,18 @@ GRID: dict[str, list[dict[str, Any]]] = {
     ],
     # Around the defaults of 2026-11-27 (issue 37: B decoded straight into wgmma's register layout).
     "nvfp4_gemm": [  # default: BN 64, BK 128, one B tile, 4 warps, 3 stages, two programs an SM
-        {"b_tiles": 2, "num_stages": 2},
-        {"b_tiles": 2, "num_stages": 3, "ctas_per_sm": 1},
         {"split_k": 2},
-        {"split_k": 3},
-        {"ctas_per_sm": 1},
+        {"b_tiles": 2, "num_stages": 2},
+        {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1},
     ],
     "nvfp4_dual_gemm": [  # default: BN 64, BK 128, 4 warps, 2 stages, two programs an SM
         {"ctas_per_sm": 1},
     ],
-    "nvfp4_group_gemm": [  # default: BN 64, BK 128, 4 warps, 3 stages, byte scales
-        {"scale_words": True},
-        {"block_n": 128, "num_warps": 8, "scale_words": True},
-        {"block_n": 128, "num_warps": 8},
-        {"num_stages": 2, "scale_words": True},
-        {"num_stages": 4, "scale_words": True},
+    "nvfp4_group_gemm": [  # default: BN 128, BK 128, 8 warps, 3 stages, scales as words
+        {"block_n": 64, "num_warps": 4},
+        {"block_n": 64, "num_warps": 4, "scale_words": False},
+        {"scale_words": False},
+        {"num_stages": 4},
     ],
 }
 

@@ -351,10 +351,15 @@ def _num_sms(device: torch.device) -> int:
     return NUM_SMS_DEFAULT
 
 
-def pick_split_k(tiles: int, steps: int, slots: int, max_split: int = 16, min_steps: int = 4) -> int:
+def pick_split_k(
+    tiles: int, steps: int, slots: int, max_split: int = 16, min_steps: int = 4, fixup_steps: int = 9
+) -> int:
     """Split K until the tiles fill the GPU's ``slots`` (SMs x resident programs per SM).
 
-    Minimises waves x (K steps per program + 2 for the fix-up), keeping >= ``min_steps`` steps.
+    Minimises waves x (K steps per program + ``fixup_steps`` for the fix-up), keeping >= ``min_steps``
+    steps. The fix-up (a tile's fp32 partials written, then read back and summed by the last
+    program) measured as about 9 K steps on the H100: splits of 2 / 4 / 1 on the contest's
+    three shapes (66 / 25 / 15 us, docs/baselines.md), where a cost of 2 picked 7 / 4 / 2.
     """
     best, best_cost = 1, None
     for split in range(1, max_split + 1):
@@ -362,7 +367,7 @@ def pick_split_k(tiles: int, steps: int, slots: int, max_split: int = 16, min_st
         if split > 1 and per < min_steps:
             break
         waves = -(-tiles * split // slots)
-        cost = waves * (per + (2 if split > 1 else 0))
+        cost = waves * (per + (fixup_steps if split > 1 else 0))
         if best_cost is None or cost < best_cost:
             best, best_cost = split, cost
     return best

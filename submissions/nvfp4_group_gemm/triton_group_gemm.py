@@ -116,8 +116,8 @@ def _load_scales(
 
     ``WORDS`` (BK of 64 or 128, K % BK == 0): read each row's BK / 16 bytes as one 4- or 8-byte
     word, wide enough for Triton to pipeline the load with cp.async like the data, then split
-    the bytes in registers. Otherwise one byte per block (and the caller prefetches a step
-    ahead, since Triton leaves loads under 4 bytes out of its pipelining).
+    the bytes in registers. Otherwise one byte per block (Triton leaves loads under 4 bytes out
+    of its pipelining).
     """
     NBLK: tl.constexpr = BK // 16
     glob = (row_base + rows).to(tl.int64)
@@ -278,16 +278,8 @@ def _group_gemm_kernel(
     padded_k = tl.cdiv(K, BK) * BK
     a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
-    if not SCALE_WORDS:
-        # Scales run one step ahead (see _load_scales), the last step loaded twice instead of masked.
-        sb_next = _load_scales(sb_ptr, rows_b, N, 0, 0, K, BN, BK, True, K_MASK, False)
-        last = (tl.cdiv(K, BK) - 1) * BK
     for k0 in range(0, K, BK):
-        if SCALE_WORDS:
-            sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, True)
-        else:
-            sb = sb_next
-            sb_next = _load_scales(sb_ptr, rows_b, N, 0, tl.minimum(k0 + BK, last), K, BN, BK, True, K_MASK, False)
+        sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
         b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([tm * BM, k0])), acc)
     # Operands carried 2^-14 each.
@@ -360,16 +352,15 @@ def _table(
     return table, first, decoded
 
 
-# The best of scripts/tune_nvfp4.py on the H100 (2026-11-26, replay clock): with per-group TMA
-# descriptors, BN 64, BK 128, 4 warps, 3 stages read 228 / 161 / 51 / 26 us (29.1% of SOL)
-# against 413 / 209 / 71 / 36 us (20.0%) for the cp.async kernel (BN 128, BK 64, 8 warps, 4 stages).
+# The best of scripts/tune_nvfp4.py on the H100 (2026-11-27, replay clock, docs/baselines.md):
+# BN 128, BK 128, 8 warps, 3 stages, scales as words: 194 / 136 / 45 / 23 us (33.7% of SOL).
 DEFAULT_CONFIG = {
     "block_m": 128,
-    "block_n": 64,
+    "block_n": 128,
     "block_k": 128,
-    "num_warps": 4,
+    "num_warps": 8,
     "num_stages": 3,
-    "scale_words": False,
+    "scale_words": True,
 }
 INTERPRETER_CONFIG = {
     "block_m": 128,

@@ -272,3 +272,16 @@ def test_the_sanitized_worker_starts_without_the_compiled_core(tmp_path, monkeyp
     monkeypatch.setattr(Evaluation, "session", spy)
     results, _, _ = _run_sanitized(tmp_path, REPO / "submissions/nvfp4_gemv/torch_reference.py", "clean_memcheck.log")
     assert asked == [True] and [r.status for r in results] == [Status.PASSED]
+
+
+def test_the_log_folder_is_handed_to_unprivileged_workers(tmp_path, monkeypatch):
+    """compute-sanitizer runs as the worker's user: a root evaluator's uid 65534 must be able to write its log."""
+    handed = []
+    monkeypatch.setattr(sanitize.os, "chown", lambda path, uid, gid: handed.append((str(path), uid, gid)))
+    monkeypatch.setattr(sanitize.worker_spawn, "workers_run_unprivileged", lambda: True)
+    sanitize.hand_to_workers(tmp_path)
+    assert handed == [(str(tmp_path), 65534, -1)]
+    handed.clear()
+    monkeypatch.setattr(sanitize.worker_spawn, "workers_run_unprivileged", lambda: False)
+    sanitize.hand_to_workers(tmp_path)
+    assert handed == []

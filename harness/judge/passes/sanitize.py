@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from harness.contract.results import CaseResult, Status
 from harness.contract.task_spec import Task, shape_text
 from harness.display import report
+from harness.judge.worker_link import worker_confinement, worker_spawn
 from harness.judge.worker_link.worker_channel import WorkerFailure
 
 if TYPE_CHECKING:
@@ -279,11 +280,20 @@ def _sanitized_call(evaluation: Evaluation, case: dict[str, Any], prefix: list[s
     return reported, failure
 
 
+def hand_to_workers(folder: Path) -> None:
+    """Let compute-sanitizer write its logs in ``folder``: it runs as the worker's user, and a root
+    evaluator's workers (uid 65534) cannot enter root's 0700 folders; every case then came back
+    "(no log written)" with no finding (H100, 2026-11-27). The evaluator, root, still reads them."""
+    if worker_spawn.workers_run_unprivileged():
+        os.chown(folder, worker_confinement.UNPRIVILEGED_UID, -1)
+
+
 def run_cases(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], executable: Path,
               tools: tuple[str, ...]) -> Iterator[tuple[CaseResult, str]]:
     """Each case under each tool in turn until one finds something: (result, the raw logs)."""
     names = input_names(evaluation.task)
     with tempfile.TemporaryDirectory(prefix="nvfp4-sanitize-") as folder:
+        hand_to_workers(Path(folder))
         for position, (kind, case) in enumerate(cases, 1):
             outcome = CaseResult(kind, case, Status.PASSED, f"clean under {', '.join(tools)}")
             logs = []

@@ -27,7 +27,7 @@ ptx_summary = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ptx_summary)
 
 COMMON = {"M": "i32", "N": "i32", "K": "i32", "L": "i32"}
-FLAGS = {"SPLIT_K": 1, "N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
+FLAGS = {"SPLIT": False, "N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
 
 # case (its problem first) -> (file, kernel, signature, constexprs, num_warps, num_stages, divisible
 # argument indices): configurations of each file on a contest shape (no masks, one split).
@@ -43,6 +43,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
             "ws_ptr": "*fp32",
             "cnt_ptr": "*i32",
             **COMMON,
+            "SPLIT_K": "i32",
         },
         {"BM": 128, "BN": 128, "BK": 128, "PAIR": False, **FLAGS, "WARPS": 8},
         8,
@@ -60,6 +61,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
             "ws_ptr": "*fp32",
             "cnt_ptr": "*i32",
             **COMMON,
+            "SPLIT_K": "i32",
         },
         {"BM": 128, "BN": 64, "BK": 128, "PAIR": True, **FLAGS, "WARPS": 4},
         4,
@@ -79,6 +81,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
             "ws_ptr": "*fp32",
             "cnt_ptr": "*i32",
             **COMMON,
+            "SPLIT_K": "i32",
         },
         {"BM": 128, "BN": 64, "BK": 128, **FLAGS, "WARPS": 4},
         4,

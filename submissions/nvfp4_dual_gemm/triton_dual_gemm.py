@@ -254,7 +254,8 @@ def _dual_gemm_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
-    SPLIT_K: tl.constexpr,
+    SPLIT_K,  # programs a tile's K is split over (at run time: one compiled kernel for every split)
+    SPLIT: tl.constexpr,  # SPLIT_K > 1
     N_MASK: tl.constexpr,
     K_MASK: tl.constexpr,
     SCALE_WORDS: tl.constexpr,
@@ -295,7 +296,7 @@ def _dual_gemm_kernel(
         up = tl.dot(b2_dec, a_dec, up)
     c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
     c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
-    if SPLIT_K > 1:
+    if SPLIT:
         tile_id = batch * tiles_m * tl.cdiv(N, BN) + tile
         local = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
         base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * 2 * BM * BN)
@@ -306,7 +307,7 @@ def _dual_gemm_kernel(
         if arrived == SPLIT_K - 1:
             gate = tl.zeros((BN, BM), dtype=tl.float32)
             up = tl.zeros((BN, BM), dtype=tl.float32)
-            for part in tl.static_range(SPLIT_K):
+            for part in range(SPLIT_K):
                 gate += tl.load(base + (2 * part) * (BM * BN) + local, cache_modifier=".cg")
                 up += tl.load(base + (2 * part + 1) * (BM * BN) + local, cache_modifier=".cg")
             _epilogue(c_ptr, c_offs, c_mask, gate, up)
@@ -438,6 +439,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         BN=bn,
         BK=bk,
         SPLIT_K=split,
+        SPLIT=split > 1,
         N_MASK=n % bn != 0,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),

@@ -253,7 +253,8 @@ def _gemm_kernel(
     BN: tl.constexpr,
     BK: tl.constexpr,
     PAIR: tl.constexpr,  # two B tiles of BN rows per program, sharing each A tile
-    SPLIT_K: tl.constexpr,
+    SPLIT_K,  # programs a tile's K is split over (at run time: one compiled kernel for every split)
+    SPLIT: tl.constexpr,  # SPLIT_K > 1
     N_MASK: tl.constexpr,  # N % (BN or 2 BN) != 0
     K_MASK: tl.constexpr,  # K % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
@@ -292,7 +293,7 @@ def _gemm_kernel(
         acc = tl.dot(b_dec, a_dec, acc)
         if PAIR:
             acc2 = tl.dot(b2_dec, a_dec, acc2)
-    if SPLIT_K == 1:
+    if not SPLIT:
         _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
         if PAIR:
             _store_c(c_ptr, acc2, rows_a, rows_b2, batch, M, N)
@@ -311,7 +312,7 @@ def _gemm_kernel(
         if arrived == SPLIT_K - 1:
             acc = tl.zeros((BN, BM), dtype=tl.float32)
             acc2 = tl.zeros((BN, BM), dtype=tl.float32)
-            for part in tl.static_range(SPLIT_K):
+            for part in range(SPLIT_K):
                 acc += tl.load(base + (TILES * part) * (BN * BM) + local, cache_modifier=".cg")
                 if PAIR:
                     acc2 += tl.load(base + (TILES * part + 1) * (BN * BM) + local, cache_modifier=".cg")
@@ -461,6 +462,7 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         BK=bk,
         PAIR=pair,
         SPLIT_K=split,
+        SPLIT=split > 1,
         N_MASK=n % tile_n != 0,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),

@@ -70,17 +70,17 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"prefetch": True, "block_m": 16},
     ],
     # Around the defaults of 2026-11-27 (issue 37: B decoded straight into wgmma's register layout).
-    "nvfp4_gemm": [  # default: BN 64, BK 128, one B tile, 4 warps, 3 stages, two programs an SM
+    "nvfp4_gemm": [  # default: BN 64, BK 128, 4 warps, 3 stages, two programs an SM
         {"split_k": 2},
-        {"b_tiles": 2, "num_stages": 2},
         {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1},
+        {"num_stages": 2},
     ],
     "nvfp4_dual_gemm": [  # default: BN 64, BK 128, 4 warps, 2 stages, two programs an SM
         {"ctas_per_sm": 1},
+        {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1, "num_stages": 3},
     ],
     "nvfp4_group_gemm": [  # default: BN 128, BK 128, 8 warps, 3 stages, scales as words
         {"block_n": 64, "num_warps": 4},
-        {"block_n": 64, "num_warps": 4, "scale_words": False},
         {"scale_words": False},
         {"num_stages": 4},
     ],

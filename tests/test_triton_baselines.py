@@ -48,7 +48,7 @@ VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     ),
     "nvfp4_gemm": (
         "gemm",
-        [{"split_k": 3, "block_k": 64}, {"block_n": 64, "num_warps": 8}, {"b_tiles": 2, "block_n": 64, "split_k": 2}],
+        [{"split_k": 3, "block_k": 64}, {"block_n": 64, "num_warps": 8}, {"block_n": 64, "split_k": 2}],
     ),
     "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
     "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False, "block_m": 64, "block_n": 64}]),

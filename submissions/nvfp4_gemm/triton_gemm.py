@@ -252,10 +252,9 @@ def _gemm_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
-    PAIR: tl.constexpr,  # two B tiles of BN rows per program, sharing each A tile
     SPLIT_K,  # programs a tile's K is split over (at run time: one compiled kernel for every split)
     SPLIT: tl.constexpr,  # SPLIT_K > 1
-    N_MASK: tl.constexpr,  # N % (BN or 2 BN) != 0
+    N_MASK: tl.constexpr,  # N % BN != 0
     K_MASK: tl.constexpr,  # K % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
@@ -269,56 +268,34 @@ def _gemm_kernel(
     tm = tile % tiles_m
     tn = tile // tiles_m
     rows_a = tm * BM + tl.arange(0, BM)
-    TN: tl.constexpr = 2 * BN if PAIR else BN  # C columns per tile
-    rows_b = tn * TN + _row_order(BN, WARPS)
-    rows_b2 = rows_b + BN
+    rows_b = tn * BN + _row_order(BN, WARPS)
     steps = tl.cdiv(K, BK)
     per_split = tl.cdiv(steps, SPLIT_K)
     first = split * per_split
     last = tl.minimum(steps, first + per_split)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile: B is wgmma's register operand
-    acc2 = tl.zeros((BN, BM), dtype=tl.float32)  # the second B tile's (PAIR)
     for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
         # TMA boxes read zeros past N and K; A's rows past M (the next batch's, or zeros) reach
-        # only rows of C past M, which are never stored. Both B tiles are decoded before either
-        # dot (a decode between two wgmma groups makes ptxas serialise them).
+        # only rows of C past M, which are never stored.
         sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * TN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
-        if PAIR:
-            sb2 = _load_scales(sb_ptr, rows_b2, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-            x2 = b_desc.load([batch, tn * TN + BN, k0 // 2])
-            b2_dec = _decode_tile(_rows_in_order(x2, BN, BK, WARPS), sb2, BN, BK, USE_ASM)
-        a_dec = tl.trans(ad_desc.load([batch * M + tm * BM, k0]))
-        acc = tl.dot(b_dec, a_dec, acc)
-        if PAIR:
-            acc2 = tl.dot(b2_dec, a_dec, acc2)
+        b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
+        acc = tl.dot(b_dec, tl.trans(ad_desc.load([batch * M + tm * BM, k0])), acc)
     if not SPLIT:
         _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
-        if PAIR:
-            _store_c(c_ptr, acc2, rows_a, rows_b2, batch, M, N)
     else:
-        # Each program leaves its fp32 partials (its B tiles' in turn); the last to arrive sums
-        # them in a fixed order and stores C.
-        TILES: tl.constexpr = 2 if PAIR else 1
-        tile_id = batch * tiles_m * tl.cdiv(N, TN) + tile
+        # Each program leaves its fp32 partials; the last to arrive sums them in a fixed order and stores C.
+        tile_id = batch * tiles_m * tl.cdiv(N, BN) + tile
         local = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
-        base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * TILES * BN * BM)
-        tl.store(base + (TILES * split) * (BN * BM) + local, acc)
-        if PAIR:
-            tl.store(base + (TILES * split + 1) * (BN * BM) + local, acc2)
+        base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * BN * BM)
+        tl.store(base + split * (BN * BM) + local, acc)
         tl.debug_barrier()
         arrived = tl.atomic_add(cnt_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
             acc = tl.zeros((BN, BM), dtype=tl.float32)
-            acc2 = tl.zeros((BN, BM), dtype=tl.float32)
             for part in range(SPLIT_K):
-                acc += tl.load(base + (TILES * part) * (BN * BM) + local, cache_modifier=".cg")
-                if PAIR:
-                    acc2 += tl.load(base + (TILES * part + 1) * (BN * BM) + local, cache_modifier=".cg")
+                acc += tl.load(base + part * (BN * BM) + local, cache_modifier=".cg")
             _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
-            if PAIR:
-                _store_c(c_ptr, acc2, rows_a, rows_b2, batch, M, N)
             tl.atomic_xchg(cnt_ptr + tile_id, 0, sem="relaxed", scope="gpu")
 
 
@@ -380,12 +357,11 @@ def _bytes(packed: torch.Tensor) -> torch.Tensor:
 
 
 # Tuned on the H100 (scripts/tune_nvfp4.py, docs/baselines.md); ctas_per_sm is how many programs
-# fit on one SM, b_tiles how many B tiles of block_n rows a program decodes per A tile (1 or 2).
+# fit on one SM.
 DEFAULT_CONFIG = {
     "block_m": 128,
     "block_n": 64,
     "block_k": 128,
-    "b_tiles": 1,
     "num_warps": 4,
     "num_stages": 3,
     "ctas_per_sm": 2,
@@ -395,7 +371,6 @@ INTERPRETER_CONFIG = {
     "block_m": 128,
     "block_n": 128,
     "block_k": 128,
-    "b_tiles": 1,
     "num_warps": 4,
     "num_stages": 1,
     "ctas_per_sm": 1,
@@ -415,8 +390,6 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
-    if cfg["b_tiles"] not in (1, 2):
-        raise ValueError(f"b_tiles {cfg['b_tiles']} is neither 1 nor 2 (B tiles of block_n rows per program)")
     if bk % 64:
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     asm = (not interpreted) if use_asm is None else use_asm
@@ -437,12 +410,10 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         USE_ASM=asm,
         num_warps=4,
     )
-    pair = cfg["b_tiles"] == 2
-    tile_n = 2 * bn if pair else bn
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, tile_n)
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     steps = triton.cdiv(k, bk)
     split = split_k or pick_split_k(tiles * batches, steps, _num_sms(a.device) * cfg["ctas_per_sm"])
-    ws, counters = _scratch(a.device, batches * tiles * split * bm * tile_n if split > 1 else 0, batches * tiles)
+    ws, counters = _scratch(a.device, batches * tiles * split * bm * bn if split > 1 else 0, batches * tiles)
     target = c.permute(2, 0, 1)
     if not target.is_contiguous():
         target = torch.empty((batches, m, n), dtype=torch.float16, device=c.device)
@@ -460,10 +431,9 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         BM=bm,
         BN=bn,
         BK=bk,
-        PAIR=pair,
         SPLIT_K=split,
         SPLIT=split > 1,
-        N_MASK=n % tile_n != 0,
+        N_MASK=n % bn != 0,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,

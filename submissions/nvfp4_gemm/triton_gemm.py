@@ -14,8 +14,10 @@ The tile's K order: within each BK columns, position 8 j + 2 q + h holds code 2 
 wgmma's register operand gives lane q (mod 4) the element pairs at positions 2 q + 8 j; in this
 order those pairs are one quarter row of consecutive bytes, each byte one f16x2 register, so the
 bytes come from shared memory in one vector load and decode straight into wgmma's layout. A is
-stored in the same order, so the dot sums the same products (tests/test_triton_baselines_ptx.py
-checks the compiled loop: no shared-memory store, no ldmatrix).
+stored in the same order, so the dot sums the same products. The tile's row order (``_row_order``)
+does the same for rows, whose split between warps otherwise differs; C is stored through it. With
+both, the loop has no shared-memory round trip and ptxas keeps the wgmmas asynchronous
+(tests/test_triton_baselines_ptx.py checks the compiled loop: no shared-memory store, no ldmatrix).
 
 Why this design (Hopper has no FP4 tensor cores; docs/baselines.md has the Nsight Compute
 profile): decoding both operands per tile and sending the decoded B through shared memory cost
@@ -32,9 +34,11 @@ When the tile grid cannot fill the GPU, K is split across programs; the last pro
 a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, in the same
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
-Measured on the H100 through ``harness eval`` (docs/baselines.md): 26.6% of the Hopper speed of
-light (geomean) while Triton still sent the decoded B through shared memory to reach wgmma's
-layout (20.3% with cp.async, 12.8% before the pre-pass).
+Measured on the H100, ranked through ``harness eval`` (docs/baselines.md, 2026-11-27): 38.5% of
+the Hopper speed of light (geomean; 26.2% while the decoded B went through shared memory to reach
+wgmma's layout and ptxas serialised the wgmmas, 20.3% with cp.async, 12.8% before the pre-pass).
+What bounds it: the M = 128 shapes give 56-112 output tiles for 132 SMs, so K is split and the
+fix-up costs about 9 K steps; decode and wgmma of one program never overlap (no warp specialisation).
 """
 
 import os

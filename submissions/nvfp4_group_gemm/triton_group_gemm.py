@@ -16,9 +16,9 @@ TMA, pipelined over ``num_stages``. Tiles of a group are ordered A-row-fastest s
 together share the B tile in L2. The tile's K order (as in the GEMM: within each BK columns,
 position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight
 into wgmma's register layout, so the decoded B never goes through shared memory
-(tests/test_triton_baselines_ptx.py). Measured on the H100 through ``harness eval``: 28.1% of the
-Hopper speed of light (geomean) with A in two planes and B through shared memory (13.9% before
-this design, 20.0% with pointer loads).
+(tests/test_triton_baselines_ptx.py). C leaves by a TMA store. Measured on the H100, ranked through
+``harness eval`` (2026-11-27): 32.8% of the Hopper speed of light (geomean; 28.3% with A in two planes
+and B through shared memory, 13.9% before this design, 20.0% with pointer loads).
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate; the benchmark groups (m 40..384) are small

@@ -285,3 +285,23 @@ def test_the_log_folder_is_handed_to_unprivileged_workers(tmp_path, monkeypatch)
     monkeypatch.setattr(sanitize.worker_spawn, "workers_run_unprivileged", lambda: False)
     sanitize.hand_to_workers(tmp_path)
     assert handed == []
+
+
+def test_a_log_is_read_from_a_plain_file_only(tmp_path):
+    log = tmp_path / "1-memcheck.log"
+    assert sanitize.read_log(log) == "(no log written)\n"
+    log.write_text("")
+    assert sanitize.read_log(log) == "(no log written)\n"
+    log.write_text("========= ERROR SUMMARY: 0 errors\n")
+    assert sanitize.read_log(log) == "========= ERROR SUMMARY: 0 errors\n"
+    fifo = tmp_path / "3-memcheck.log"
+    os.mkfifo(fifo)  # a pipe planted by the worker must not hang the evaluator
+    assert sanitize.read_log(fifo) == "(no log written: not a plain file)\n"
+
+
+def test_a_log_swapped_for_a_link_is_not_followed(tmp_path):
+    secret = tmp_path / "root-only.txt"
+    secret.write_text("not for the report")
+    link = tmp_path / "2-memcheck.log"
+    link.symlink_to(secret)
+    assert sanitize.read_log(link) == "(no log written)\n"

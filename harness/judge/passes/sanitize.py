@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -283,9 +284,23 @@ def _sanitized_call(evaluation: Evaluation, case: dict[str, Any], prefix: list[s
 def hand_to_workers(folder: Path) -> None:
     """Let compute-sanitizer write its logs in ``folder``: it runs as the worker's user, and a root
     evaluator's workers (uid 65534) cannot enter root's 0700 folders; every case then came back
-    "(no log written)" with no finding (H100, 2026-11-27). The evaluator, root, still reads them."""
+    "(no log written)" with no finding (H100, 2026-11-27). The evaluator reads them with ``read_log``."""
     if worker_spawn.workers_run_unprivileged():
         os.chown(folder, worker_confinement.UNPRIVILEGED_UID, -1)
+
+
+def read_log(path: Path) -> str:
+    """A log's text, never through a link and only from a plain file: the folder is the worker's, so a
+    submission could put a link to one of the evaluator's files where its log should be."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "(no log written)\n"
+    with os.fdopen(descriptor, "rb") as log:
+        if not stat.S_ISREG(os.fstat(log.fileno()).st_mode):
+            return "(no log written: not a plain file)\n"
+        text = log.read().decode(errors="replace")
+    return text or "(no log written)\n"
 
 
 def run_cases(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], executable: Path,
@@ -300,7 +315,7 @@ def run_cases(evaluation: Evaluation, cases: list[tuple[str, dict[str, Any]]], e
             for tool in tools:
                 log = Path(folder) / f"{position}-{tool}.log"
                 reported, failure = _sanitized_call(evaluation, case, sanitizer_command(executable, tool, log))
-                text = log.read_text(errors="replace") if log.exists() else "(no log written)\n"
+                text = read_log(log)
                 where = placements(reported, names)
                 inputs = "; ".join(f"{p.label} at {p.start:#x} ({p.nbytes} bytes)" for p in where)
                 logs.append(f"#### {kind} {shape_text(case)}: compute-sanitizer --tool {tool}\n"

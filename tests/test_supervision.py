@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.run_options import RunOptions
 from harness.judge.worker_link import supervision, worker_confinement, worker_spawn
 
-HONEST = Path(__file__).resolve().parent / "adversarial" / "submissions" / "x00_honest_torch.py"
+REPO = Path(__file__).resolve().parent.parent
+HONEST = REPO / "tests" / "adversarial" / "submissions" / "x00_honest_torch.py"
 
 
 def fed(*states, wanted=True) -> supervision.Supervision:
@@ -102,3 +104,20 @@ def test_an_honest_run_reports_every_rule_and_the_supervisor_s_cost():
     sandbox = next(note for note in notes if note.startswith("sandbox:"))
     assert all(f"{name} on" in sandbox for name in rules.RULE_NAMES)
     assert result.wall_s["supervisor_notifications"] > 0 and result.wall_s["supervisor"] > 0
+
+
+def test_a_problem_the_workers_cannot_read_is_one_line_naming_the_fix(tmp_path, monkeypatch):
+    """Under a root evaluator the workers are uid 65534: a problem in a private folder is bad input before
+    any worker starts, not a crash 'during import of the submission' in every one of them."""
+    private = tmp_path / "private"
+    shutil.copytree(REPO / "problems" / "nvfp4_gemv", private / "nvfp4_gemv")
+    private.chmod(0o700)
+    monkeypatch.setattr(worker_spawn, "workers_run_unprivileged", lambda: True)
+    result = evaluate_submission(str(private / "nvfp4_gemv"), HONEST, MODES["test"], "cpu")
+    assert result.status.value == "bad_input" and not result.cases
+    assert result.reason.startswith("the workers run as uid 65534 and cannot read ")
+    assert "task.py (stopped at " in result.reason and "chmod o+rx" in result.reason
+    monkeypatch.setattr(worker_spawn.worker_confinement, "blocked_at", lambda path: None)
+    assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "task.py") is None
+    monkeypatch.setattr(worker_spawn, "workers_run_unprivileged", lambda: False)
+    assert worker_spawn.unreadable_problem(Path("/nowhere/task.py")) is None

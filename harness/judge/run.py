@@ -134,6 +134,10 @@ def evaluate_submission(
     if refusal:
         result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {refusal}"
         return result
+    unreadable = worker_spawn.unreadable_problem(task.task_py)
+    if unreadable:
+        result.status, result.reason = Status.BAD_INPUT, unreadable
+        return result
     if device == "cuda" and not torch.cuda.is_available():
         result.status = Status.CUDA_ERROR
         result.reason = "no CUDA GPU is visible: run with --device cpu for a correctness check, or on a GPU machine"

@@ -201,6 +201,20 @@ def workers_run_unprivileged() -> bool:
     return "uid" in worker_confinement.chosen_steps() and unprivileged_uid() is not None
 
 
+def unreadable_problem(task_py: Path) -> str | None:
+    """Why workers started here could not import the problem's ``task.py`` (one line with the fix),
+    or None. Under a root evaluator they are uid 65534: a problem kept in a private folder crashed
+    every worker at its import with a PermissionError that named the submission."""
+    if not workers_run_unprivileged():
+        return None
+    blocked = worker_confinement.blocked_at(task_py)
+    if blocked is None:
+        return None
+    return (f"the workers run as uid {worker_confinement.UNPRIVILEGED_UID} and cannot read {task_py.resolve()} "
+            f"(stopped at {blocked}); make the problem's folder readable by other users (chmod o+rx on it and "
+            "its parents), or keep problems where they are")
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker is started for, none of it about the submission: two specs equal means one

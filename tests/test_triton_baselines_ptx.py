@@ -126,3 +126,34 @@ def test_the_check_sees_a_round_trip() -> None:
         ]
     )
     assert ptx_summary.main_loop_traffic(ptx) == (1, 1)
+
+
+TINY_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry tiny(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+
+
+def test_the_summary_reads_a_triton_cache_with_ptxas(tmp_path):
+    """scripts/ptx_summary.py on a cache folder: a kernel's options from its JSON, counts from its PTX,
+    registers from the ptxas that ships with Triton."""
+    kernel = tmp_path / "HASH" / "tiny.ptx"
+    kernel.parent.mkdir()
+    kernel.write_text(TINY_PTX)
+    kernel.with_suffix(".json").write_text('{"num_warps": 4, "num_stages": 3, "shared": 0}')
+    (row,) = ptx_summary.summarise(tmp_path)
+    assert row["kernel"] == "tiny" and (row["num_warps"], row["num_stages"], row["shared_bytes"]) == (4, 3, 0)
+    assert (row["st.shared"], row["wgmma"], row["loop_st.shared"], row["loop_ldmatrix"]) == (0, 0, 0, 0)
+    assert isinstance(row["registers"], int) and row["registers"] > 0 and row["spill_bytes"] == 0
+    assert row["serialised_wgmma"] == []

@@ -360,8 +360,9 @@ def _bytes(packed: torch.Tensor) -> torch.Tensor:
     return packed.view(torch.uint8).permute(2, 0, 1).contiguous()
 
 
-# Tuned on the H100 (scripts/tune_nvfp4.py, docs/baselines.md); ctas_per_sm is how many programs
-# fit on one SM.
+# Tuned on the H100 (scripts/tune_nvfp4.py, docs/baselines.md, 2026-11-27); ctas_per_sm is how many
+# programs fit on one SM. 67.4 / 24.7 / 14.8 us (40.2% of SOL) against 75.9 / 27.3 / 21.6 (32.9%) for
+# BN 128 on 8 warps, one program an SM.
 DEFAULT_CONFIG = {
     "block_m": 128,
     "block_n": 64,

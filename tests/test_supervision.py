@@ -112,12 +112,14 @@ def test_a_problem_the_workers_cannot_read_is_one_line_naming_the_fix(tmp_path, 
     private = tmp_path / "private"
     shutil.copytree(REPO / "problems" / "nvfp4_gemv", private / "nvfp4_gemv")
     private.chmod(0o700)
-    monkeypatch.setattr(worker_spawn, "workers_run_unprivileged", lambda: True)
+    monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: 65534)
     result = evaluate_submission(str(private / "nvfp4_gemv"), HONEST, MODES["test"], "cpu")
     assert result.status.value == "bad_input" and not result.cases
     assert result.reason.startswith("the workers run as uid 65534 and cannot read ")
     assert "task.py (stopped at " in result.reason and "chmod o+rx" in result.reason
+    # A worker that keeps the evaluator's uid (its file unreadable by 65534 too, outside ranked mode) reads it.
+    monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: None)
+    assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "task.py", HONEST) is None
+    monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: 65534)
     monkeypatch.setattr(worker_spawn.worker_confinement, "blocked_at", lambda path: None)
-    assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "task.py") is None
-    monkeypatch.setattr(worker_spawn, "workers_run_unprivileged", lambda: False)
-    assert worker_spawn.unreadable_problem(Path("/nowhere/task.py")) is None
+    assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "task.py", HONEST) is None

@@ -134,7 +134,7 @@ def evaluate_submission(
     if refusal:
         result.status, result.reason = Status.BAD_INPUT, f"ranked mode refused: {refusal}"
         return result
-    unreadable = worker_spawn.unreadable_problem(task.task_py)
+    unreadable = worker_spawn.unreadable_problem(task.task_py, file.path)
     if unreadable:
         result.status, result.reason = Status.BAD_INPUT, unreadable
         return result

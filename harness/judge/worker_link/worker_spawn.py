@@ -201,11 +201,12 @@ def workers_run_unprivileged() -> bool:
     return "uid" in worker_confinement.chosen_steps() and unprivileged_uid() is not None
 
 
-def unreadable_problem(task_py: Path) -> str | None:
-    """Why workers started here could not import the problem's ``task.py`` (one line with the fix),
-    or None. Under a root evaluator they are uid 65534: a problem kept in a private folder crashed
-    every worker at its import with a PermissionError that named the submission."""
-    if not workers_run_unprivileged():
+def unreadable_problem(task_py: Path, submission: Path) -> str | None:
+    """Why a worker started here for ``submission`` could not import the problem's ``task.py`` (one
+    line with the fix), or None. Under a root evaluator it is uid 65534 wherever it can read the code:
+    a problem kept in a private folder crashed every worker at its import, with a PermissionError that
+    named the submission."""
+    if "uid" not in worker_confinement.chosen_steps() or unprivileged_uid(submission) is None:
         return None
     blocked = worker_confinement.blocked_at(task_py)
     if blocked is None:

@@ -206,7 +206,7 @@ def unreadable_problem(task_py: Path, submission: Path) -> str | None:
     line with the fix), or None. Under a root evaluator it is uid 65534 wherever it can read the code:
     a problem kept in a private folder crashed every worker at its import, with a PermissionError that
     named the submission."""
-    if "uid" not in worker_confinement.chosen_steps() or unprivileged_uid(submission) is None:
+    if "uid" not in worker_confinement.chosen_steps() or not task_py.is_file() or unprivileged_uid(submission) is None:
         return None
     blocked = worker_confinement.blocked_at(task_py)
     if blocked is None:

@@ -121,6 +121,6 @@ def test_a_problem_the_workers_cannot_read_is_one_line_naming_the_fix(tmp_path, 
     monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: None)
     assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "task.py", HONEST) is None
     monkeypatch.setattr(worker_spawn, "unprivileged_uid", lambda submission=None: 65534)
+    assert worker_spawn.unreadable_problem(Path("/nonexistent-nvfp4/task.py"), HONEST) is None  # no traceback
     monkeypatch.setattr(worker_spawn.worker_confinement, "blocked_at", lambda path: None)
     assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "task.py", HONEST) is None
-    assert worker_spawn.unreadable_problem(private / "nvfp4_gemv" / "missing.py", HONEST) is None  # no traceback

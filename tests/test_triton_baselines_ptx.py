@@ -15,9 +15,11 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("triton")
 
@@ -82,14 +84,8 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
 }
 
 
-def compile_ptx(case: str) -> str:
-    """The PTX of the case's main kernel for sm_90a, from Triton's compiler on this CPU."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    path, name, signature, constexprs, warps, stages, divisible = KERNELS[case]
-    problem = case.split()[0]
+def load_submission(problem: str, path: str) -> ModuleType:
+    """A baseline file imported as the contest runner would (its folder's task.py importable)."""
     sys.path.insert(0, str(ROOT / "problems" / problem))  # the file's `from task import ...`
     try:
         spec = importlib.util.spec_from_file_location(f"ptx_{problem}", ROOT / path)
@@ -98,11 +94,32 @@ def compile_ptx(case: str) -> str:
     finally:
         sys.path.remove(str(ROOT / "problems" / problem))
         sys.modules.pop("task", None)
+    return module
+
+
+def compile_ptx(case: str) -> str:
+    """The PTX of the case's main kernel for sm_90a, from Triton's compiler on this CPU."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    path, name, signature, constexprs, warps, stages, divisible = KERNELS[case]
+    module = load_submission(case.split()[0], path)
     full_signature = {**signature, **{key: "constexpr" for key in constexprs}}
     attrs = {(index,): [["tt.divisibility", 16]] for index in divisible}
     source = ASTSource(getattr(module, name), full_signature, constexprs, attrs)
     options = {"num_warps": warps, "num_stages": stages}
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
+
+
+def test_the_grouped_gemm_searches_one_table_width_on_every_contest_shape() -> None:
+    """Its table search width is a compile-time constant: one width for 2 to 8 groups means one compile
+    of the main kernel in a ranked run, not one per power of two (about 1 s each on the H100)."""
+    module = load_submission("nvfp4_group_gemm", KERNELS["nvfp4_group_gemm"][0])
+    spec = yaml.safe_load((ROOT / "problems" / "nvfp4_group_gemm" / "task.yml").read_text())
+    widths = {module.group_slots(len(case["m"])) for case in spec["tests"] + spec["benchmarks"]}
+    assert widths == {8}
+    assert module.group_slots(9) == 16, "more groups than 8 still fit the search"
 
 
 @pytest.mark.parametrize("case", sorted(KERNELS))

@@ -29,7 +29,7 @@ ptx_summary = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ptx_summary)
 
 COMMON = {"M": "i32", "N": "i32", "K": "i32", "L": "i32"}
-FLAGS = {"SPLIT": False, "N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
+FLAGS = {"N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
 
 # case (its problem first) -> (file, kernel, signature, constexprs, num_warps, num_stages, divisible
 # argument indices): configurations of each file on a contest shape (no masks, one split).

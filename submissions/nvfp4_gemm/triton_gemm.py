@@ -241,7 +241,8 @@ def _predecode_kernel(
     tl.store(out_ptr + offs, vals, mask=(rows < ROWS)[:, None])
 
 
-@triton.jit
+# SPLIT_K is never specialised: Triton would compile a split of 1 as a kernel of its own.
+@triton.jit(do_not_specialize=["SPLIT_K"])
 def _gemm_kernel(
     ad_desc,  # (L * M, KP) fp16 A from _predecode_kernel (the tile's K order): descriptor of (BM, BK) boxes
     b_desc,  # (L, N, K/2) uint8: descriptor of (1, BN, BK/2) boxes
@@ -256,8 +257,7 @@ def _gemm_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
-    SPLIT_K,  # programs a tile's K is split over (at run time: one compiled kernel for every split)
-    SPLIT: tl.constexpr,  # SPLIT_K > 1
+    SPLIT_K,  # programs a tile's K is split over (never specialised: one compiled kernel for every split)
     N_MASK: tl.constexpr,  # N % BN != 0
     K_MASK: tl.constexpr,  # K % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
@@ -285,7 +285,7 @@ def _gemm_kernel(
         sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(ad_desc.load([batch * M + tm * BM, k0])), acc)
-    if not SPLIT:
+    if SPLIT_K == 1:
         _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
     else:
         # Each program leaves its fp32 partials; the last to arrive sums them in a fixed order and stores C.
@@ -437,7 +437,6 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         BN=bn,
         BK=bk,
         SPLIT_K=split,
-        SPLIT=split > 1,
         N_MASK=n % bn != 0,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),

@@ -237,8 +237,7 @@ def _epilogue(c_ptr, c_offs, c_mask, gate, up):
     tl.store(c_ptr + c_offs, (gate * tl.sigmoid(gate) * up).to(tl.float16), mask=c_mask)
 
 
-# SPLIT_K is never specialised: Triton would compile a split of 1 as a kernel of its own.
-@triton.jit(do_not_specialize=["SPLIT_K"])
+@triton.jit
 def _dual_gemm_kernel(
     ad_desc,  # (L * M, KP) fp16 A from _predecode_kernel (the tile's K order): descriptor of (BM, BK) boxes
     b1_desc,  # (L, N, K/2) uint8: descriptor of (1, BN, BK/2) boxes
@@ -255,7 +254,8 @@ def _dual_gemm_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
-    SPLIT_K,  # programs a tile's K is split over (never specialised: one compiled kernel for every split)
+    SPLIT_K,  # programs a tile's K is split over (at run time: one compiled kernel for every split)
+    SPLIT: tl.constexpr,  # SPLIT_K > 1
     N_MASK: tl.constexpr,
     K_MASK: tl.constexpr,
     SCALE_WORDS: tl.constexpr,
@@ -296,7 +296,7 @@ def _dual_gemm_kernel(
         up = tl.dot(b2_dec, a_dec, up)
     c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]
     c_mask = (rows_a < M)[:, None] & (rows_b < N)[None, :]
-    if SPLIT_K > 1:
+    if SPLIT:
         tile_id = batch * tiles_m * tl.cdiv(N, BN) + tile
         local = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
         base = ws_ptr + tile_id.to(tl.int64) * (SPLIT_K * 2 * BM * BN)
@@ -439,6 +439,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         BN=bn,
         BK=bk,
         SPLIT_K=split,
+        SPLIT=split > 1,
         N_MASK=n % bn != 0,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),

@@ -13,33 +13,21 @@ rules grant no writes there, and as uid 65534 (a root evaluator's workers) it ca
 folder. Bytecode is code the parent runs, so the folder is used only where it is this user's and no one
 else may write it: no more trust than the installed sources themselves. NVFP4_BYTECODE_CACHE=DIR moves
 it, NVFP4_BYTECODE_CACHE=off leaves Python's own choice.
-
-The first process on a fresh machine finds the folder empty and would compile as it imports, one module
-at a time, while its worker (started beside its imports) compiled the same modules again: 7.6 s of start
-and 9.5 s of the worker's on the H100 (run 25). Where the machine has the cores (``MIN_CORES``), ``enable``
-first compiles the packages in ``PRECOMPILED`` whole, in parallel, one process per core: on 16 cores
-well under the single-threaded compile of the modules one import needs.
 """
 
 from __future__ import annotations
 
-import compileall
 import importlib.util
 import os
 import sys
 from pathlib import Path
 
 from harness.contract.cache_home import cache_home, evaluators_folder
-from harness.judge.worker_link.host_share import host_cpus
 
 ENV = "NVFP4_BYTECODE_CACHE"
 """The evaluator's choice of folder ("off": Python's own choice, no cache of the harness's)."""
 PROBE = "torch"
 """The package whose start decides it: the one import that costs seconds."""
-PRECOMPILED = ("torch", "triton")
-"""The packages compiled whole on a fresh folder: what every harness process and worker imports."""
-MIN_CORES = 4
-"""Below this many usable cores a whole package compiles slower than the modules one import needs."""
 
 
 def needed(probe: str = PROBE) -> bool:
@@ -63,39 +51,13 @@ def folder() -> Path | None:
     return Path(chosen) if chosen else cache_home() / "bytecode"
 
 
-def _package_folder(package: str) -> str | None:
-    spec = importlib.util.find_spec(package)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    return locations[0] if len(locations) == 1 else None
-
-
-def precompile(packages: list[str], workers: int) -> list[str]:
-    """Compile each package's modules under ``sys.pycache_prefix`` now, ``workers`` processes at once,
-    where its ``__init__``'s bytecode is not there yet; the packages compiled. A module that does not
-    compile (a test file written for another Python) is left to the import, as before."""
-    compiled = []
-    for package in packages:
-        location = _package_folder(package)
-        init = os.path.join(location, "__init__.py") if location else None
-        if init is None or not os.path.exists(init) or os.path.exists(importlib.util.cache_from_source(init)):
-            continue
-        compileall.compile_dir(location, quiet=2, workers=workers)
-        compiled.append(package)
-    return compiled
-
-
-def enable(probe: str = PROBE, packages: tuple[str, ...] = PRECOMPILED) -> Path | None:
+def enable(probe: str = PROBE) -> Path | None:
     """From here on this process writes its bytecode under the harness's cache and its children read it
-    there, where ``needed``; ``packages`` it would compile from source are compiled first, in parallel,
-    where this machine has ``MIN_CORES``. The folder, or None."""
+    there, where ``needed``; the folder, or None."""
     chosen = folder()
     if chosen is None or not needed(probe) or not evaluators_folder(chosen, make=True):
         return None
-    uncompiled = [package for package in packages if needed(package)]
     sys.pycache_prefix = str(chosen)
     sys.dont_write_bytecode = False
     os.environ["PYTHONPYCACHEPREFIX"] = str(chosen)
-    cores = host_cpus()
-    if cores >= MIN_CORES:
-        precompile(uncompiled, cores)
     return chosen

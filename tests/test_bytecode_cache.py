@@ -3,7 +3,6 @@ under the harness's cache (never beside the sources), read by its children, the 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -67,29 +66,6 @@ def test_the_parent_writes_under_the_cache_and_its_children_read_it(package: Pat
     read = subprocess.run([sys.executable, "-c", "import probe_pkg; print(probe_pkg.VALUE)"], env=child,
                           capture_output=True, text=True, check=True)
     assert read.stdout.strip() == "1", "the child compiled the source instead of reading the parent's bytecode"
-
-
-def _cached(module: Path) -> Path:
-    """Where Python looks for ``module``'s bytecode now (the prefix enable() chose)."""
-    return Path(importlib.util.cache_from_source(str(module)))
-
-
-@pytest.mark.parametrize("cores", [2, 4])
-def test_a_fresh_folder_is_compiled_whole_where_the_cores_allow(package: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                cores: int) -> None:
-    inner = package / "inner"
-    inner.mkdir()
-    modules = [package / "__init__.py", inner / "__init__.py", *(inner / f"part_{i}.py" for i in range(6))]
-    for module in modules[1:]:
-        module.write_text(SOURCE)
-    (inner / "broken.py").write_text("def (:\n")  # left to the import, which reports it as before
-    monkeypatch.setattr(bytecode_cache, "host_cpus", lambda: cores)
-    bytecode_cache.enable("probe_pkg", packages=("probe_pkg", "no_such_package_anywhere"))
-    whole = cores >= bytecode_cache.MIN_CORES
-    assert [_cached(m).is_file() for m in modules] == [whole] * len(modules), "compiled before any import"
-    assert not (package / "__pycache__").exists() and not (inner / "__pycache__").exists()
-    again = bytecode_cache.precompile(["probe_pkg"], cores)
-    assert again == ([] if whole else ["probe_pkg"]), "a folder compiled whole is not compiled again"
 
 
 def test_enable_leaves_python_alone_where_refused(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:

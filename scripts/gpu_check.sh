@@ -24,6 +24,9 @@
 #               ncu run per file, one more for ncu's floor (an empty kernel, held against replay's reading
 #               of it); prints the whole table docs/timing.md shows (also ncu_times.md in the tarball), the
 #               floor and the second-launch verdict (the ladder launched twice per call)
+#   ncu_kernels issue 37: what limits each Triton baseline's kernels, per kernel of one call on every benchmark
+#               shape: Nsight Compute's duration, SM, L2 and DRAM throughput, occupancy, waves, registers
+#               (scripts/ncu_kernels.py; NCU_FILES narrows it; the table also as ncu_kernels.md in the tarball)
 #   ncu_short   why ncu reads more than replay under 10 us: replay's stamps, ncu's SM span, ncu under base and
 #               free clocks and with and without its cache control (scripts/ncu_short_kernels.py)
 #   flush       the replay clock on the ladder and the GEMV under three L2 flushes (scripts/flush_variants.py)
@@ -242,6 +245,7 @@ for step in $steps; do
     ptx) run_step ptx python3 scripts/ptx_summary.py "$WORK/tune_nvfp4_kernels" "$WORK/ptx_summary.json" ;;
     ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
+    ncu_kernels) TAIL=80 run_step ncu_kernels python3 scripts/ncu_kernels.py "$WORK/ncu_kernels.json" ${NCU_FILES:-} ;;
     flush) run_step flush python3 scripts/flush_variants.py "$WORK/flush_variants.json" ;;
     flush_ncu) run_step flush_ncu python3 scripts/ncu_times.py "$WORK/flush_variants.json" "$WORK/flush_ncu.json" ;;
     hang_probe) run_step hang_probe env OUT="$WORK/hang_probe" bash scripts/hang_probe.sh ;;

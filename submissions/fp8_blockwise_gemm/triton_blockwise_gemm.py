@@ -13,7 +13,9 @@ partial product, scaled by A's per-row scales and the tile's B scale, into an fp
 A tile within one 128-row scale block of B takes its B scale as a scalar; a wider one gathers it
 per column. Shape classes (tuned on the H100, scripts/tune_blockwise.py): M <= 128 (the
 decode-like shapes) take 64 x 128 tiles on 4 warps and split K across programs when the tiles
-cannot fill the GPU (fp32 partials, summed by torch in a fixed order); larger M takes 128 x 128
+cannot fill the GPU (each leaves its fp32 partial; the last of a tile's programs to arrive sums them
+in split order and stores C: no second kernel, where torch's sum and cast took 9-15 us of a 22-73 us
+call on the H100, docs/baselines.md); larger M takes 128 x 128
 tiles on 8 warps; 4 stages. Rows past M or N read as zeros (their scales clamped, modulo) and are never
 stored, so the inner loop has no masks. The result is a new bf16 tensor.
 
@@ -34,9 +36,12 @@ NUM_SMS_DEFAULT = 132  # H100 SXM; the CPU interpreter has no SM count to ask
 @triton.jit
 def _blockwise_kernel(
     a_desc, b_desc, sa_ptr, sb_ptr, out_ptr,
-    M, N, K, k_blocks_per_split,
-    stride_sam, stride_sak, stride_sbn, stride_sbk, stride_os, stride_om,
+    ws_ptr,  # fp32 split-K partials: (tiles, splits, BLOCK_M, BLOCK_N)
+    cnt_ptr,  # int32 per-tile arrival counters, zero between launches
+    M, N, K, k_blocks_per_split, splits,
+    stride_sam, stride_sak, stride_sbn, stride_sbk, stride_om,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT: tl.constexpr,  # splits > 1
 ):  # fmt: skip
     pid = tl.program_id(0)
     split = tl.program_id(1)
@@ -71,9 +76,37 @@ def _blockwise_kernel(
 
     out_rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     out_cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    out_ptrs = out_ptr + split * stride_os + out_rows[:, None] * stride_om + out_cols[None, :]
+    out_ptrs = out_ptr + out_rows[:, None] * stride_om + out_cols[None, :]
     mask = (out_rows[:, None] < M) & (out_cols[None, :] < N)
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if SPLIT:
+        # Each program leaves its fp32 partial; the last to arrive sums them in a fixed order and stores C.
+        local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        base = ws_ptr + pid.to(tl.int64) * (splits * BLOCK_M * BLOCK_N)
+        tl.store(base + split * (BLOCK_M * BLOCK_N) + local, acc)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel", scope="gpu")
+        if arrived == splits - 1:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for part in range(splits):
+                acc += tl.load(base + part * (BLOCK_M * BLOCK_N) + local, cache_modifier=".cg")
+            tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+            tl.atomic_xchg(cnt_ptr + pid, 0, sem="relaxed", scope="gpu")
+    else:
+        tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+_SCRATCH: dict = {}
+
+
+def _scratch(device: torch.device, partials: int, tiles: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split-K partials and zeroed arrival counters, kept across calls (the kernel re-zeroes counters)."""
+    key = (str(device), partials, tiles)
+    if key not in _SCRATCH:
+        if len(_SCRATCH) > 16:
+            _SCRATCH.clear()
+        _SCRATCH[key] = (torch.empty(max(partials, 1), dtype=torch.float32, device=device),
+                         torch.zeros(max(tiles, 1), dtype=torch.int32, device=device))
+    return _SCRATCH[key]
 
 
 def _num_sms(device: torch.device) -> int:
@@ -118,18 +151,19 @@ def blockwise_gemm(
     split = min(config["split_k"], k_blocks)
     per_split = triton.cdiv(k_blocks, split)
     split = triton.cdiv(k_blocks, per_split)  # no empty split
-    out = torch.empty((split, m, n), dtype=torch.float32 if split > 1 else torch.bfloat16, device=a.device)
-    grid = (triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"]), split)
-    _blockwise_kernel[grid](
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+    tiles = triton.cdiv(m, config["block_m"]) * triton.cdiv(n, config["block_n"])
+    ws, counters = _scratch(a.device, tiles * split * config["block_m"] * config["block_n"] if split > 1 else 0, tiles)
+    _blockwise_kernel[(tiles, split)](
         TensorDescriptor.from_tensor(a, [config["block_m"], SCALE_BLOCK]),
         TensorDescriptor.from_tensor(b, [config["block_n"], SCALE_BLOCK]),
-        sa, sb, out,
-        m, n, k, per_split,
-        sa.stride(0), sa.stride(1), sb.stride(0), sb.stride(1), out.stride(0), out.stride(1),
-        BLOCK_M=config["block_m"], BLOCK_N=config["block_n"], BLOCK_K=SCALE_BLOCK, GROUP_M=8,
+        sa, sb, out, ws, counters,
+        m, n, k, per_split, split,
+        sa.stride(0), sa.stride(1), sb.stride(0), sb.stride(1), out.stride(0),
+        BLOCK_M=config["block_m"], BLOCK_N=config["block_n"], BLOCK_K=SCALE_BLOCK, GROUP_M=8, SPLIT=split > 1,
         num_warps=config["num_warps"], num_stages=config["num_stages"],
     )  # fmt: skip
-    return out[0] if split == 1 else out.sum(dim=0).to(torch.bfloat16)
+    return out
 
 
 def custom_kernel(data: input_t) -> output_t:

@@ -67,7 +67,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
             **COMMON,
             "SPLIT_K": "i32",
         },
-        {"BM": 128, "BN": 64, "BK": 128, "SPLIT": False, **FLAGS, "WARPS": 4},
+        {"BM": 128, "BN": 64, "BK": 128, "SPLIT": False, **FLAGS, "WARPS": 4, "PDL": True},
         4,
         2,
         (4, 5, 6, 7, 8, 9, 10),

@@ -220,7 +220,10 @@ def _predecode_kernel(
     ROW_MASK: tl.constexpr,
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
+    PDL: tl.constexpr,  # the main kernel is launched as this one's programmatic dependent
 ):
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # its programs may start now; they wait for A before reading it
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
     s = _load_scales(sa_ptr, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, False)
@@ -261,6 +264,7 @@ def _dual_gemm_kernel(
     SCALE_WORDS: tl.constexpr,
     USE_ASM: tl.constexpr,
     WARPS: tl.constexpr,  # num_warps (the tile's row order)
+    PDL: tl.constexpr,  # launched as the pre-pass's programmatic dependent: wait for its A
 ):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
@@ -277,6 +281,8 @@ def _dual_gemm_kernel(
     last = tl.minimum(steps, first + per_split)
     gate = tl.zeros((BN, BM), dtype=tl.float32)
     up = tl.zeros((BN, BM), dtype=tl.float32)
+    if PDL:
+        tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
     for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
         # TMA boxes read zeros past N and K; A's rows past M (another batch's, or zeros) reach
@@ -398,6 +404,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
     if bk % 64:
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     asm = (not interpreted) if use_asm is None else use_asm
+    pdl = not interpreted  # programmatic dependent launch (sm_90): the main kernel starts during the pre-pass
     rows = batches * m
     padded_k = triton.cdiv(k, bk) * bk
     a_dec = torch.empty((rows, padded_k), dtype=torch.float16, device=a.device)
@@ -413,6 +420,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         ROW_MASK=rows % PREDECODE_ROWS != 0,
         K_MASK=k % bk != 0,
         USE_ASM=asm,
+        PDL=pdl,
         num_warps=4,
     )
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
@@ -445,8 +453,10 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
         WARPS=cfg["num_warps"],
+        PDL=pdl,
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
+        **({"launch_pdl": True} if pdl else {}),
     )
     if target.data_ptr() != c.data_ptr():
         c.copy_(target.permute(1, 2, 0))

@@ -7,7 +7,8 @@ which cost the GEMM a third of its time on the H100 (docs/baselines.md, issue 37
 decode B in "the tile's K order", in which each thread's bytes decode straight into wgmma's
 layout; this compiles each main kernel with Triton's own compiler (no GPU needed: Triton lowers
 to PTX for any target) and checks the PTX's main loop (the loop that issues wgmma): no
-shared-memory store and no ``ldmatrix`` in it.
+shared-memory store and no ``ldmatrix`` in it. Beside it: the grouped GEMM's compile-time table width
+is one value on every contest shape (one compile of its main kernel in a ranked run).
 """
 
 from __future__ import annotations

@@ -90,7 +90,8 @@ def profile(path: str) -> list[dict]:
                sys.executable, "scripts/ncu_target.py", path, "1", *[json.dumps(case) for case in cases]]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if run.returncode:
-        print(f"{path}: ncu exit {run.returncode}: {run.stderr.strip().splitlines()[-1:] or run.stdout[-300:]}")
+        said = (run.stderr.strip() or run.stdout.strip()).splitlines()
+        print(f"{path}: ncu exit {run.returncode}: {said[-1] if said else 'it printed nothing'}")
     rows = []
     for case, kernels in zip(cases, kernels_by_case(run.stdout, len(cases))):
         rows += [{"file": path, "shape": shape_text(case), **kernel} for kernel in kernels]

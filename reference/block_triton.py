@@ -8,29 +8,40 @@ import triton.language as tl
 
 
 @triton.jit
-def e4m3_value(bits):
-    # e4m3: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9),
-    # else (8 + m) * 2^(e - 10) = ((8 + m) << (e - 1)) * 2^-9; 0x7F / 0xFF are NaN. float32 holds
-    # every value exactly (at most 4 significant bits, 2^-9 to 448).
+def e4m3_units(bits):
+    # e4m3 as a signed integer count of 2^-9 (its smallest subnormal): sign, 4 exponent bits (bias 7),
+    # 3 mantissa bits; exponent 0 is subnormal (m), else (8 + m) << (e - 1). |units| <= 448 * 2^9 < 2^18.
+    # The NaN patterns (0x7F, 0xFF) give 15 << 14 here: callers that need NaN test for them.
     bits = bits.to(tl.int32)
     exponent = (bits >> 3) & 15
     mantissa = bits & 7
-    shift = tl.maximum(exponent - 1, 0)
-    units = tl.where(exponent == 0, mantissa, (8 + mantissa) << shift)
-    value = units.to(tl.float32) * 0.001953125  # 2^-9, exact
-    value = tl.where((bits & 0x80) != 0, -value, value)
-    return tl.where((bits & 0x7F) == 0x7F, float("nan"), value)
+    units = tl.where(exponent == 0, mantissa, (8 + mantissa) << tl.maximum(exponent - 1, 0))
+    return tl.where((bits & 0x80) != 0, -units, units)
 
 
 @triton.jit
-def e2m1_doubled(codes):
-    # Twice the e2m1 value, an integer: exponent 0 gives the mantissa bit (0, 1), else
-    # (2 + m) << (e - 1) (2, 3, 4, 6, 8, 12); bit 3 is the sign. fp16 holds each exactly.
+def e4m3_value(bits):
+    # The e4m3 value in float32, which holds every one exactly (at most 4 significant bits, 2^-9 to
+    # 448); 0x7F / 0xFF are NaN.
+    value = e4m3_units(bits).to(tl.float32) * 0.001953125  # 2^-9, exact
+    return tl.where((bits.to(tl.int32) & 0x7F) == 0x7F, float("nan"), value)
+
+
+@triton.jit
+def e2m1_doubled_int(codes):
+    # Twice the e2m1 value, an integer in int32: exponent 0 gives the mantissa bit (0, 1), else
+    # (2 + m) << (e - 1) (2, 3, 4, 6, 8, 12); bit 3 is the sign.
     magnitude = codes & 7
     exponent = magnitude >> 1
     mantissa = magnitude & 1
     units = tl.where(exponent == 0, mantissa, (2 + mantissa) << tl.maximum(exponent - 1, 0))
-    return tl.where((codes & 8) != 0, -units, units).to(tl.float16)
+    return tl.where((codes & 8) != 0, -units, units)
+
+
+@triton.jit
+def e2m1_doubled(codes):
+    # The same in fp16, which holds each exactly.
+    return e2m1_doubled_int(codes).to(tl.float16)
 
 
 @triton.jit

@@ -11,7 +11,11 @@ e4m3 scales laid out as the contest hands them ((rows, K/2, L) views of (L, rows
 - ``blocks``: the same float64 result, bit for bit on every shipped task, from one fused Triton
   kernel that reads the packed bytes and scales where they lie, multiplies 16-element blocks
   exactly in fp16 tensor cores and adds the scaled blocks in float64 (``reference/block_kernel.py``
-  proves the equality and its bound). No decoded copy of an operand: the choice on CUDA.
+  proves the equality and its bound). No decoded copy of an operand: CUDA's choice for a vector
+  and for shapes the ``limbs`` route does not take.
+- ``limbs``: the same float64 result again, from one int8 GEMM (torch._int_mm) of each operand's
+  scaled elements written as three int8 digits, the nine digit products added in int64
+  (``reference/limb_product.py`` proves it): the choice on CUDA wherever the shape fits it.
 - ``scaled_mm``: ``torch._scaled_mm`` on fp4 operands with blocked scales, fp32 accumulation
   in FP4 tensor cores (Blackwell only; not the float64 result, so only when named); operands are
   zero-padded to the shapes it takes (K/2 and N multiples of 16), so the GEMV's single row and
@@ -30,21 +34,25 @@ from reference.block_kernel import block_product
 from reference.formats import BLOCK_SIZE, E4M3, as_fp4
 from reference.fp8 import ACTIVATION_BLOCK, WEIGHT_BLOCK, dequantize_blockwise, dequantize_mxfp8
 from reference.layouts import ceil_div, to_blocked
+from reference.limb_product import fits as limbs_fit
+from reference.limb_product import limb_product
 from reference.quantize import dequantize
 
-Backend = Literal["decode", "blocks", "scaled_mm"]
+Backend = Literal["decode", "blocks", "limbs", "scaled_mm"]
 
 
-def pick_backend(device: torch.device | str) -> Backend:
-    """The fastest backend that gives the float64 result on ``device``.
+def pick_backend(device: torch.device | str, shape: tuple[int, int, int] | None = None) -> Backend:
+    """The fastest backend that gives the float64 result on ``device`` for a product of ``shape``
+    (M, N, K; None: any shape).
 
-    Both give the same bits (reference/block_kernel.py). Measured on the H100 (docs/results.md run
-    21 call 3): the fused block kernel is 1.4-10x faster than the float64 decode on every NVFP4
-    benchmark shape but the dual GEMM's two with M = 512, a tie (2.64 / 1.99 ms against 2.50 / 1.99),
-    so it is CUDA's one choice; the CPU decodes."""
-    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
-        return "blocks"
-    return "decode"
+    All three exact backends give the same bits (reference/block_kernel.py, reference/limb_product.py).
+    On CUDA the int8 digits where the shape fits them, else the fused block kernel: measured on the
+    H100 in docs/results.md (run 21 call 3: the block kernel 1.4-10x faster than the float64 decode on
+    every NVFP4 benchmark shape but two of the dual GEMM's, a tie; run 27: the digits against the block
+    kernel). The CPU decodes."""
+    if torch.device(device).type != "cuda" or importlib.util.find_spec("triton") is None:
+        return "decode"
+    return "limbs" if shape is not None and limbs_fit(*shape) else "blocks"
 
 
 def _batch_first(t: torch.Tensor) -> torch.Tensor:
@@ -101,12 +109,13 @@ def block_scaled_mm(
     """C (M, N, L) = A (M, K, L) @ B (N, K, L)^T per batch, at float32 precision or better.
 
     ``a``/``b`` are packed (rows, K/2, L) e2m1 data (fp4x2 or uint8); ``sfa``/``sfb`` are their
-    (rows, K/16, L) e4m3 scales. Returns float64 (decode, blocks) or float32 (scaled_mm).
+    (rows, K/16, L) e4m3 scales. Returns float64 (decode, blocks, limbs) or float32 (scaled_mm).
     """
     if a.shape[1] != b.shape[1] or a.shape[2] != b.shape[2]:
         raise ValueError(f"A {tuple(a.shape)} and B {tuple(b.shape)} disagree on K/2 or L")
-    chosen = backend or pick_backend(a.device)
-    products = {"decode": _decode_product, "blocks": block_product, "scaled_mm": _scaled_mm_product}
+    chosen = backend or pick_backend(a.device, (a.shape[0], b.shape[0], 2 * a.shape[1]))
+    products = {"decode": _decode_product, "blocks": block_product, "limbs": limb_product,
+                "scaled_mm": _scaled_mm_product}
     return products[chosen](a, sfa, b, sfb)
 
 

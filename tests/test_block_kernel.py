@@ -1,10 +1,12 @@
-"""The fused block kernel (reference/block_kernel.py) against the float64 decode: bit for bit.
+"""The fused block kernel (reference/block_kernel.py) and the int8 digits (reference/limb_product.py)
+against the float64 decode: bit for bit.
 
-The kernel runs under ``TRITON_INTERPRET=1`` in a subprocess (the variable must be set before
+The kernels run under ``TRITON_INTERPRET=1`` in a subprocess (the variable must be set before
 triton is imported, and another test may have imported it without). Shapes: every cpu test,
 ragged and contest test shape of the four NVFP4 problems whose interpreted run stays small
 (the GPU step ``scripts/parent_costs.py --references`` compares every test and benchmark shape),
-every e2m1 code against every e4m3 scale byte (NaN, subnormals, negatives), strided views.
+every e2m1 code against every e4m3 scale byte (NaN, subnormals, negatives), strided views. The
+digits run where CUDA would choose them (``limb_product.fits``), the block kernel elsewhere.
 Every shipped test and benchmark shape is shown inside the exactness bound (no GPU needed).
 """
 
@@ -31,7 +33,7 @@ import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, sys.argv[1])
 import importlib, torch
-from reference import block_kernel, ops
+from reference import block_kernel, limb_product, ops
 
 # Large tiles: the interpreter's cost is per program and block step.
 block_kernel.tiles = lambda rows_b: (256, 16) if rows_b <= 16 else (256, 256)
@@ -40,8 +42,13 @@ cases, planted = json.loads(sys.argv[2])
 bits = lambda t: t.view({2: torch.int16, 8: torch.int64}[t.element_size()])
 out = {"problems": [], "codes": None, "views": None}
 
+used = []
+def cuda_choice(device, shape=None):  # ops.pick_backend on a GPU
+    used.append(shape is not None and limb_product.fits(*shape))
+    return "limbs" if used[-1] else "blocks"
+
 def with_backend(backend, fn, *args):
-    ops.pick_backend = lambda device: backend
+    ops.pick_backend = cuda_choice if backend == "cuda" else (lambda device, shape=None: backend)
     return fn(*args)
 
 for name, case in cases:
@@ -49,8 +56,11 @@ for name, case in cases:
     data = reference.generate_input(**case, device="cpu")
     new = with_backend("blocks", reference.ref_kernel, data)
     old = with_backend("decode", reference.ref_kernel, data)
-    new, old = (x if isinstance(x, list) else [x] for x in (new, old))
-    row = {"name": name, "case": case, "equal": all(torch.equal(bits(x), bits(y)) for x, y in zip(new, old))}
+    used.clear()
+    chosen = with_backend("cuda", reference.ref_kernel, data)
+    new, old, chosen = (x if isinstance(x, list) else [x] for x in (new, old, chosen))
+    row = {"name": name, "case": case, "equal": all(torch.equal(bits(x), bits(y)) for x, y in zip(new, old)),
+           "limbs": all(used), "chosen_equal": all(torch.equal(bits(x), bits(y)) for x, y in zip(chosen, old))}
     if [name, case] in planted:  # a correct output passes the check, one element off fails it
         correct = [x.clone() for x in old]
         wrong = [x.clone() for x in old]
@@ -71,6 +81,9 @@ new = ops.block_scaled_mm(one(a), one(sfa), one(b), one(sfb), backend="blocks")
 old = ops.block_scaled_mm(one(a), one(sfa), one(b), one(sfb), backend="decode")
 out["codes"] = [torch.equal(new.isnan(), old.isnan()), torch.equal(new.nan_to_num(), old.nan_to_num()),
                 int(new.isnan().sum()), int((new != 0).sum())]
+digits = ops.block_scaled_mm(one(a), one(sfa), one(b[:16]), one(sfb[:16]), backend="limbs")
+out["codes_limbs"] = [torch.equal(digits.isnan(), old[:, :16].isnan()),
+                      torch.equal(digits.nan_to_num(), old[:, :16].nan_to_num()), int(digits.isnan().sum())]
 
 # Views: a batch-first (rows, K/2, L) view with L = 3, B a one-row slice (the GEMV's vector).
 g = torch.Generator().manual_seed(5)
@@ -81,6 +94,10 @@ sfb = torch.randint(0, 0x60, (3, 128, 3), generator=g, dtype=torch.uint8).permut
 new = ops.block_scaled_mm(a, sfa, b, sfb, backend="blocks")
 old = ops.block_scaled_mm(a, sfa, b, sfb, backend="decode")
 out["views"] = [list(new.shape), new.dtype == torch.float64, torch.equal(new, old)]
+b = torch.randint(0, 256, (3, 128, 24), generator=g, dtype=torch.uint8).permute(1, 2, 0)[:8]
+sfb = torch.randint(0, 0x60, (3, 128, 3), generator=g, dtype=torch.uint8).permute(1, 2, 0)[:8]
+digits = ops.block_scaled_mm(a, sfa, b, sfb, backend="limbs")
+out["views_limbs"] = [list(digits.shape), torch.equal(digits, ops.block_scaled_mm(a, sfa, b, sfb, backend="decode"))]
 print(json.dumps(out))
 """
 
@@ -123,6 +140,14 @@ def test_every_small_shape_of_the_four_problems_equals_the_float64_decode(interp
     assert [(row["name"], row["case"]) for row in rows if not row["equal"]] == []
 
 
+def test_every_shape_the_int8_digits_take_equals_the_float64_decode(interpreted):
+    rows = interpreted["problems"]
+    digit_rows = [row for row in rows if row["limbs"]]
+    assert {row["name"] for row in digit_rows} >= {"nvfp4_gemm", "nvfp4_dual_gemm", "nvfp4_group_gemm"}
+    assert len(digit_rows) >= 6  # every product of the cpu and contest shapes whose N is a multiple of 8
+    assert [(row["name"], row["case"]) for row in rows if not row["chosen_equal"]] == []
+
+
 def test_a_planted_wrong_output_still_fails_the_check(interpreted):
     checks = [row["checks"] for row in interpreted["problems"] if "checks" in row]
     assert checks == [[True, False]] * len(problem_cases.PROBLEMS)
@@ -134,8 +159,14 @@ def test_every_code_and_scale_byte_decodes_as_the_format_defines(interpreted):
     assert 0 < nans < nonzero  # NaN scales (0x7F, 0xFF) reached the output, and so did real values
 
 
+def test_every_code_and_scale_byte_through_the_int8_digits(interpreted):
+    nan_pattern_equal, values_equal, nans = interpreted["codes_limbs"]
+    assert nan_pattern_equal and values_equal and nans > 0
+
+
 def test_strided_batches_and_a_one_row_slice_need_no_copy(interpreted):
     assert interpreted["views"] == [[40, 1, 3], True, True]
+    assert interpreted["views_limbs"] == [[40, 8, 3], True]
 
 
 def largest_scale(log2_max: float) -> float:

@@ -45,9 +45,30 @@ def test_pick_backend_on_cpu_is_decode():
 @pytest.mark.parametrize(("triton_found", "backend"), [(True, "blocks"), (False, "decode")])
 def test_pick_backend_on_cuda_is_the_block_kernel_wherever_triton_is(monkeypatch, triton_found, backend):
     """The float64 result on every CUDA device (Blackwell's fp32-accumulating scaled_mm only by name);
-    the block kernel, measured faster on every shape but two near-ties, wherever Triton is installed."""
+    with no shape named, the block kernel, which takes every shape, wherever Triton is installed."""
     monkeypatch.setattr(ops.importlib.util, "find_spec", lambda name: object() if triton_found else None)
     assert ops.pick_backend("cuda:0") == backend
+
+
+@pytest.mark.parametrize(("shape", "backend"), [
+    ((128, 7168, 16384), "limbs"),  # the GEMM's benchmark shapes, the grouped GEMM's groups
+    ((40, 4096, 7168), "limbs"),
+    ((6, 8, 256), "limbs"),  # 3M = 18 stacked rows: torch._int_mm takes more than 16
+    ((5, 8, 256), "blocks"),
+    ((7168, 1, 16384), "blocks"),  # the GEMV's vector
+    ((128, 100, 256), "blocks"),  # N not a multiple of 8
+    ((128, 128, 2**17), "blocks"),  # K past int32's exact accumulation of int8 digit products
+])
+def test_pick_backend_on_cuda_takes_the_int8_digits_where_the_shape_fits(monkeypatch, shape, backend):
+    monkeypatch.setattr(ops.importlib.util, "find_spec", lambda name: object())
+    assert ops.pick_backend("cuda:0", shape) == backend
+    assert ops.pick_backend("cpu", shape) == "decode"
+
+
+def test_limb_product_refuses_a_shape_it_does_not_fit():
+    a, sfa = torch.zeros((4, 128, 1), dtype=torch.uint8), torch.zeros((4, 16, 1), dtype=torch.uint8)
+    with pytest.raises(ValueError, match="does not take M=4"):
+        ops.block_scaled_mm(a, sfa, a, sfa, backend="limbs")
 
 
 # --- decode backend ---------------------------------------------------------------------------
@@ -246,7 +267,7 @@ def test_problem_references_agree_on_the_scaled_mm_path(monkeypatch, emulator, n
     problem = importlib.import_module(f"problems.{name}.reference")
     data = problem.generate_input(**case)
     decoded = problem.ref_kernel(data)
-    monkeypatch.setattr(ops, "pick_backend", lambda device: "scaled_mm")
+    monkeypatch.setattr(ops, "pick_backend", lambda device, shape=None: "scaled_mm")
     blackwell = problem.ref_kernel(data)
     assert emulator.calls, "the scaled_mm path was not taken"
     ok, message = problem.check_implementation(data, blackwell)

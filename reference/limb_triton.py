@@ -1,0 +1,63 @@
+"""The Triton kernels of reference/limb_product.py (its docstring says why the result is exact).
+
+Imported only where they run: importing this imports triton.
+"""
+
+import triton
+import triton.language as tl
+
+from reference.block_triton import e2m1_doubled_int, e4m3_units
+
+
+@triton.jit
+def split_kernel(
+    packed_ptr, scales_ptr, out_ptr, rows, k, packed_row, scale_row, plane,
+    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # One (BLOCK_R, BLOCK_K) tile of x = (2 a) * (s * 2^9), an exact int32 (|x| < 2^22), written as three
+    # int8 digits x = d0 + 2^8 d1 + 2^16 d2 (d0, d1 in [-128, 127]) to planes 0, 1, 2 of out.
+    rows_here = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    in_rows = rows_here < rows
+    half = tl.program_id(1) * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
+    bytes_ = tl.load(packed_ptr + rows_here.to(tl.int64)[:, None] * packed_row + half[None, :],
+                     mask=in_rows[:, None] & (half < k // 2)[None, :], other=0).to(tl.int32)
+    # Low nibble first: element 2j is byte j's low nibble, element 2j + 1 its high one.
+    codes = tl.reshape(tl.join(e2m1_doubled_int(bytes_ & 15), e2m1_doubled_int(bytes_ >> 4)), (BLOCK_R, BLOCK_K))
+    block = tl.program_id(1) * (BLOCK_K // 16) + tl.arange(0, BLOCK_K // 16)
+    scale_bits = tl.load(scales_ptr + rows_here.to(tl.int64)[:, None] * scale_row + block[None, :],
+                         mask=in_rows[:, None] & (block < k // 16)[None, :], other=0)
+    units = e4m3_units(scale_bits)
+    x = tl.reshape(codes, (BLOCK_R, BLOCK_K // 16, 16)) * units[:, :, None]
+    x = tl.reshape(x, (BLOCK_R, BLOCK_K))
+    low = ((x + 128) & 255) - 128
+    rest = (x - low) >> 8
+    middle = ((rest + 128) & 255) - 128
+    high = (rest - middle) >> 8
+    cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    where = out_ptr + rows_here.to(tl.int64)[:, None] * k + cols[None, :]
+    keep = in_rows[:, None] & (cols < k)[None, :]
+    tl.store(where, low.to(tl.int8), mask=keep)
+    tl.store(where + plane, middle.to(tl.int8), mask=keep)
+    tl.store(where + 2 * plane, high.to(tl.int8), mask=keep)
+
+
+@triton.jit
+def combine_kernel(
+    products_ptr, nan_a_ptr, nan_b_ptr, out_ptr, rows_a, rows_b, products_row, out_row,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # C = 2^-20 * sum over digit pairs (i, j) of 2^(8 (i + j)) G_ij, in int64 (exact), where G_ij is the
+    # (rows_a, rows_b) block (i, j) of the stacked int32 product; NaN in a row or column whose scales hold one.
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    keep = (rm < rows_a)[:, None] & (rn < rows_b)[None, :]
+    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int64)
+    for i in tl.static_range(3):
+        for j in tl.static_range(3):
+            at = (i * rows_a + rm).to(tl.int64)[:, None] * products_row + (j * rows_b + rn)[None, :]
+            total += tl.load(products_ptr + at, mask=keep, other=0).to(tl.int64) << (8 * (i + j))
+    value = total.to(tl.float64) * 9.5367431640625e-07  # 2^-20, exact
+    nan_a = tl.load(nan_a_ptr + rm, mask=rm < rows_a, other=0) != 0
+    nan_b = tl.load(nan_b_ptr + rn, mask=rn < rows_b, other=0) != 0
+    value = tl.where(nan_a[:, None] | nan_b[None, :], float("nan"), value)
+    tl.store(out_ptr + rm.to(tl.int64)[:, None] * out_row + rn[None, :], value, mask=keep)

@@ -8,7 +8,12 @@ product C^T = B A^T, so the large operand B (N x K weights) is decoded in regist
 wgmma as its register operand, and the fp16 A tile reaches wgmma in shared memory with no decode
 at all. Per K step a program loads BK codes of BN rows of B as bytes, decodes them (block scale
 applied), and does one fp16 dot with fp32 accumulation. Both tiles arrive by TMA (tensor
-descriptors, pipelined over ``num_stages``).
+descriptors, pipelined over ``num_stages``). The GEMM kernel is launched as the pre-pass's
+programmatic dependent (PDL, sm_90): the pre-pass triggers it as each of its programs ends, so its
+launch and start overlap the pre-pass's tail instead of following it on the stream; it waits
+(``gdc_wait``) for the whole of A before its K loop. A trigger at the pre-pass's start let the GEMM's
+programs take the SMs the pre-pass's later programs needed: 24% slower on the K = 2048 shape
+(docs/results.md run 27 call 6).
 
 The tile's K order: within each BK columns, position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h.
 wgmma's register operand gives lane q (mod 4) the element pairs at positions 2 q + 8 j; in this
@@ -34,8 +39,8 @@ When the tile grid cannot fill the GPU, K is split across programs; the last pro
 a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, in the same
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
-Measured on the H100, ranked through ``harness eval`` (docs/baselines.md, 2026-11-27): 38.5% of
-the Hopper speed of light (geomean; 26.2% while the decoded B went through shared memory to reach
+Measured on the H100 through ``harness eval`` (docs/baselines.md, 2026-11-27): 40.7-40.9% of the
+Hopper speed of light in benchmark mode with PDL, 38.6-38.7% without (geomean; 26.2% while the decoded B went through shared memory to reach
 wgmma's layout and ptxas serialised the wgmmas, 20.3% with cp.async, 12.8% before the pre-pass).
 What bounds it: the M = 128 shapes give 56-112 output tiles for 132 SMs, so K is split and the
 fix-up costs about 9 K steps; decode and wgmma of one program never overlap (no warp specialisation).
@@ -232,6 +237,7 @@ def _predecode_kernel(
     ROW_MASK: tl.constexpr,
     K_MASK: tl.constexpr,
     USE_ASM: tl.constexpr,
+    PDL: tl.constexpr,  # the GEMM kernel is launched as this one's programmatic dependent
 ):
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
@@ -239,6 +245,8 @@ def _predecode_kernel(
     vals = _load_decode(a_ptr, s, rows, ROWS, 0, k0, K, R, BK, ROW_MASK, K_MASK, USE_ASM)
     offs = rows.to(tl.int64)[:, None] * KP + (k0 + tl.arange(0, BK))[None, :]
     tl.store(out_ptr + offs, vals, mask=(rows < ROWS)[:, None])
+    if PDL:  # at the end: the GEMM's programs, started sooner, would take the SMs this kernel's later programs need
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 # SPLIT_K is never specialised: Triton would compile a split of 1 as a kernel of its own.
@@ -263,6 +271,7 @@ def _gemm_kernel(
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
     WARPS: tl.constexpr,  # num_warps (the tile's row order)
+    PDL: tl.constexpr,  # launched as the pre-pass's programmatic dependent: wait for its A
 ):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
@@ -278,6 +287,8 @@ def _gemm_kernel(
     first = split * per_split
     last = tl.minimum(steps, first + per_split)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile: B is wgmma's register operand
+    if PDL:
+        tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
     for step in range(first, last):  # TMA copies pipelined num_stages deep (the launch's option)
         k0 = step * BK
         # TMA boxes read zeros past N and K; A's rows past M (the next batch's, or zeros) reach
@@ -398,6 +409,7 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
     if bk % 64:
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     asm = (not interpreted) if use_asm is None else use_asm
+    pdl = not interpreted  # programmatic dependent launch (sm_90): the GEMM kernel's launch hides behind the pre-pass
     rows = batches * m
     padded_k = triton.cdiv(k, bk) * bk
     a_dec = torch.empty((rows, padded_k), dtype=torch.float16, device=a.device)
@@ -413,6 +425,7 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         ROW_MASK=rows % PREDECODE_ROWS != 0,
         K_MASK=k % bk != 0,
         USE_ASM=asm,
+        PDL=pdl,
         num_warps=4,
     )
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
@@ -442,8 +455,10 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
         WARPS=cfg["num_warps"],
+        PDL=pdl,
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
+        **({"launch_pdl": True} if pdl else {}),
     )
     if target.data_ptr() != c.data_ptr():
         c.copy_(target.permute(1, 2, 0))

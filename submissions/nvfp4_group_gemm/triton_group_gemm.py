@@ -6,7 +6,11 @@ What it does: custom_kernel writes one small int64 table per call (per group: th
 addresses, M, N, K, the group's first tile, its tile-row count and the address of its decoded
 A; cached by addresses and shapes, so repeated calls on the same tensors skip the host-to-device
 copy). A pre-pass kernel (grid over row blocks, K blocks and groups) decodes every group's A
-once to fp16 (block scale applied) in the tile's K order. The GEMM kernel runs one
+once to fp16 (block scale applied) in the tile's K order. The GEMM kernel is launched as its
+programmatic dependent (PDL, sm_90: triggered as the pre-pass starts, it builds its descriptors
+meanwhile and waits for the whole of A before its K loop; 1-10% faster on three benchmark shapes,
+0.5% slower on the fourth, than a plain launch, and faster than a trigger at the end: docs/results.md
+run 27 calls 5-6). The GEMM kernel runs one
 program per output tile of every group, flattened into one grid: a program finds its group by
 comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so
 the large B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A
@@ -237,8 +241,11 @@ def _predecode_kernel(
     R: tl.constexpr,
     BK: tl.constexpr,  # the GEMM kernel's BK: the span of the tile's K order
     USE_ASM: tl.constexpr,
+    PDL: tl.constexpr,  # the GEMM kernel is launched as this one's programmatic dependent
 ):
     """Every group's A -> (M, K rounded up to BK) fp16, values * 2^-14 in the tile's K order, at the table's address."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # its programs may start now; they wait for A before reading it
     a_ptr, sa_ptr, _, _, _, out_ptr, M, _, K = _group(table_ptr, tl.program_id(2))
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
@@ -261,6 +268,7 @@ def _group_gemm_kernel(
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
     WARPS: tl.constexpr,  # num_warps (the tile's row order)
+    PDL: tl.constexpr,  # launched as the pre-pass's programmatic dependent: wait for its A
 ):
     pid = tl.program_id(0)
     groups = tl.arange(0, GP)
@@ -278,6 +286,8 @@ def _group_gemm_kernel(
     padded_k = tl.cdiv(K, BK) * BK
     a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
+    if PDL:
+        tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
     for k0 in range(0, K, BK):
         sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
         b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
@@ -394,6 +404,7 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm
+    pdl = not interpreted  # programmatic dependent launch (sm_90): the GEMM kernel starts during the pre-pass
     if bk % 64:
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
@@ -404,7 +415,7 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     max_m = max(a.shape[0] for a, _, _ in abc)
     max_k = max(2 * a.shape[1] for a, _, _ in abc)
     _predecode_kernel[(triton.cdiv(max_m, PREDECODE_ROWS), triton.cdiv(max_k, bk), groups)](
-        table, R=PREDECODE_ROWS, BK=bk, USE_ASM=asm, num_warps=4
+        table, R=PREDECODE_ROWS, BK=bk, USE_ASM=asm, PDL=pdl, num_warps=4
     )
     k_mask = any((2 * a.shape[1]) % bk for a, _, _ in abc)
     # The kernel builds its TMA descriptors on the device, in global scratch Triton asks for per launch.
@@ -420,8 +431,10 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
         SCALE_WORDS=cfg["scale_words"] and not k_mask and bk in (64, 128),
         USE_ASM=asm,
         WARPS=cfg["num_warps"],
+        PDL=pdl,
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
+        **({"launch_pdl": True} if pdl else {}),
     )
     return [c for _, _, c in abc]
 

@@ -19,8 +19,10 @@ once, the others at each addition. A NaN scale (0x7F, 0xFF) makes its whole outp
 as it does in the float64 decode.
 
 What it costs: nine times the integer work of one GEMM, and three int8 bytes an operand element written
-and read once; no float64 work but one conversion an output element. The choice on CUDA where the
-shape fits (``fits``); the block kernel serves the rest (the GEMV's vector, ragged N).
+and read once; no float64 work but one conversion an output element. On the H100, replayed from a CUDA
+graph (docs/results.md run 27 call 3): 0.17-0.70 ms on the GEMM's benchmark shapes, 0.34-0.99 on the
+dual GEMM's, 0.31-1.79 on the grouped GEMM's, 1.4-2.8x faster than the block kernel on each. The choice
+on CUDA where the shape fits (``fits``); the block kernel serves the rest (the GEMV's vector, ragged N).
 """
 
 from __future__ import annotations

@@ -48,8 +48,9 @@ def pick_backend(device: torch.device | str, shape: tuple[int, int, int] | None 
     All three exact backends give the same bits (reference/block_kernel.py, reference/limb_product.py).
     On CUDA the int8 digits where the shape fits them, else the fused block kernel: measured on the
     H100 in docs/results.md (run 21 call 3: the block kernel 1.4-10x faster than the float64 decode on
-    every NVFP4 benchmark shape but two of the dual GEMM's, a tie; run 27: the digits against the block
-    kernel). The CPU decodes."""
+    every NVFP4 benchmark shape but two of the dual GEMM's, a tie; run 27 call 3: the digits 1.4-2.8x
+    faster than the block kernel, replayed from a graph as the parent runs them, on every GEMM, dual
+    and grouped GEMM benchmark shape). The CPU decodes."""
     if torch.device(device).type != "cuda" or importlib.util.find_spec("triton") is None:
         return "decode"
     return "limbs" if shape is not None and limbs_fit(*shape) else "blocks"

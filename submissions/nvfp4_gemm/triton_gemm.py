@@ -40,8 +40,9 @@ a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C,
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
 Measured on the H100 through ``harness eval`` (docs/baselines.md, 2026-11-27): 40.7-40.9% of the
-Hopper speed of light in benchmark mode with PDL, 38.6-38.7% without (geomean; 26.2% while the decoded B went through shared memory to reach
-wgmma's layout and ptxas serialised the wgmmas, 20.3% with cp.async, 12.8% before the pre-pass).
+Hopper speed of light in benchmark mode with PDL, 38.6-38.7% without (geomean; 26.2% while the
+decoded B went through shared memory to reach wgmma's layout and ptxas serialised the wgmmas, 20.3%
+with cp.async, 12.8% before the pre-pass).
 What bounds it: the M = 128 shapes give 56-112 output tiles for 132 SMs, so K is split and the
 fix-up costs about 9 K steps; decode and wgmma of one program never overlap (no warp specialisation).
 """

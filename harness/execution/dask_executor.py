@@ -97,6 +97,7 @@ class DaskExecutor:
         self._lost: collections.Counter[str] = collections.Counter()  # job key -> times lost with the scheduler
         self._lock = threading.Lock()
         self._submitted = threading.Event()
+        self._setup_due = False  # a restarted scheduler still lacks the subscription and the workers' plugin
         self._subscribe()
 
     def _subscribe(self) -> None:
@@ -123,10 +124,13 @@ class DaskExecutor:
         return max(1, len(self.workers()))
 
     def _dispatch(self) -> None:
-        """Send queued jobs, longest first, while a worker is free (called with the lock held)."""
+        """Send queued jobs, longest first, while a worker is free (called with the lock held); none
+        while a restarted scheduler cannot yet be given what it lost (``_after_scheduler_restart``)."""
         if not self._waiting:
             return
         self._reconnect_if_dropped()
+        if self._setup_due and not self._after_scheduler_restart():
+            return
         for _ in range(min(len(self._waiting), self.slots() - len(self._pending))):
             _, _, job = heapq.heappop(self._waiting)
             future = self.client.submit(
@@ -142,8 +146,7 @@ class DaskExecutor:
         if self.address is None:
             raise ClusterError("the local Dask cluster's scheduler is gone")
         self.client = _connect(self.address)
-        self._subscribe()
-        set_up_workers(self.client, self.device)
+        self._after_scheduler_restart()
 
     def completed(self, timeout_s: float | None = None) -> list[tuple[EvalJob, RunResult]]:
         """Jobs finished since the last call, waiting up to ``timeout_s`` for one. While jobs wait
@@ -178,9 +181,7 @@ class DaskExecutor:
         finished = []
         with self._lock:
             if any(future.status == "cancelled" for future in done):
-                self._subscribe()  # a restarted scheduler knows no subscription (sent once it is back)
-                if self.address is not None:  # nor the plugin its new workers need
-                    set_up_workers(self.client, self.device)
+                self._after_scheduler_restart()
             for future in done:
                 job = self._pending.pop(future)
                 lost = future.status == "cancelled"
@@ -195,6 +196,22 @@ class DaskExecutor:
                 future.release()
             self._dispatch()
         return finished
+
+    def _after_scheduler_restart(self) -> bool:
+        """Give a restarted scheduler the progress subscription and the plugin its new workers need (it
+        knows neither). False while it is not back to take them (the connection refused or reset: the
+        futures were cancelled the moment it died): ``_dispatch`` tries again before it sends anything,
+        each poll, so no job reaches a worker set up by nobody (CI once failed here: the plugin's
+        registration met the scheduler still restarting)."""
+        try:
+            self._subscribe()
+            if self.address is not None:
+                set_up_workers(self.client, self.device)
+        except OSError:  # distributed's CommClosedError is one
+            self._setup_due = True
+            return False
+        self._setup_due = False
+        return True
 
     def _result(self, job: EvalJob, future: Any, lost: bool) -> RunResult:
         """The job's RunResult, or a HarnessFailure saying why there is none."""

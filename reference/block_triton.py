@@ -28,7 +28,7 @@ def e4m3_value(bits):
 
 
 @triton.jit
-def e2m1_doubled_int(codes):
+def e2m1_doubled(codes):
     # Twice the e2m1 value, an integer in int32: exponent 0 gives the mantissa bit (0, 1), else
     # (2 + m) << (e - 1) (2, 3, 4, 6, 8, 12); bit 3 is the sign.
     magnitude = codes & 7
@@ -39,18 +39,19 @@ def e2m1_doubled_int(codes):
 
 
 @triton.jit
-def e2m1_doubled(codes):
-    # The same in fp16, which holds each exactly.
-    return e2m1_doubled_int(codes).to(tl.float16)
+def doubled_codes(packed, ROWS: tl.constexpr, COLS: tl.constexpr):
+    # ROWS rows of COLS / 2 packed bytes -> (ROWS, COLS) int32 doubled values in the order low, high,
+    # low, high... of the bytes (element 2 j is byte j's low nibble): the format's order.
+    packed = packed.to(tl.int32)
+    return tl.reshape(tl.join(e2m1_doubled(packed & 15), e2m1_doubled(packed >> 4)), (ROWS, COLS))
 
 
 @triton.jit
 def block_codes(packed, ROWS: tl.constexpr):
-    # One 16-element block of ROWS rows from their 8 packed bytes: both nibbles doubled, as
-    # (ROWS, 16) fp16 in the order low, high, low, high... of the bytes. A and B take the same
-    # order, so the dot over the 16 slots is the block's sum of code products.
-    packed = packed.to(tl.int32)
-    return tl.reshape(tl.join(e2m1_doubled(packed & 15), e2m1_doubled(packed >> 4)), (ROWS, 16))
+    # One 16-element block of ROWS rows from their 8 packed bytes, as (ROWS, 16) fp16 (exact: small
+    # integers). A and B take the same order, so the dot over the 16 slots is the block's sum of code
+    # products.
+    return doubled_codes(packed, ROWS, 16).to(tl.float16)
 
 
 @triton.jit

@@ -6,7 +6,7 @@ Imported only where they run: importing this imports triton.
 import triton
 import triton.language as tl
 
-from reference.block_triton import e2m1_doubled_int, e4m3_units
+from reference.block_triton import doubled_codes, e4m3_units
 
 
 @triton.jit
@@ -20,9 +20,8 @@ def split_kernel(
     in_rows = rows_here < rows
     half = tl.program_id(1) * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
     bytes_ = tl.load(packed_ptr + rows_here.to(tl.int64)[:, None] * packed_row + half[None, :],
-                     mask=in_rows[:, None] & (half < k // 2)[None, :], other=0).to(tl.int32)
-    # Low nibble first: element 2j is byte j's low nibble, element 2j + 1 its high one.
-    codes = tl.reshape(tl.join(e2m1_doubled_int(bytes_ & 15), e2m1_doubled_int(bytes_ >> 4)), (BLOCK_R, BLOCK_K))
+                     mask=in_rows[:, None] & (half < k // 2)[None, :], other=0)
+    codes = doubled_codes(bytes_, BLOCK_R, BLOCK_K)
     block = tl.program_id(1) * (BLOCK_K // 16) + tl.arange(0, BLOCK_K // 16)
     scale_bits = tl.load(scales_ptr + rows_here.to(tl.int64)[:, None] * scale_row + block[None, :],
                          mask=in_rows[:, None] & (block < k // 16)[None, :], other=0)

@@ -24,7 +24,10 @@ from harness.sol.replay_clock import load_shipped as load
 SMALL_M = [dict(block_m=64, block_n=bn, num_warps=4, num_stages=st, split_k=sk)
            for bn, st, sk in itertools.product((64, 128), (3, 4), (1, 2, 4))]
 LARGE_M = [dict(block_m=bm, block_n=bn, num_warps=w, num_stages=st, split_k=1)
-           for (bm, bn), w, st in itertools.product(((128, 128), (128, 256), (256, 128), (64, 256)), (8,), (3, 4))]
+           for (bm, bn), w, st in itertools.product(((128, 128), (128, 256), (256, 128), (64, 256)), (8,), (3, 4))] + [
+    # One warpgroup a program, several programs an SM (no spills by a CPU compile for sm_90a: 90-160 registers)
+    dict(block_m=bm, block_n=bn, num_warps=4, num_stages=st, split_k=1)
+    for (bm, bn), st in itertools.product(((64, 128), (128, 64), (64, 64)), (2, 3, 4))]
 
 
 def median_us(call) -> float:

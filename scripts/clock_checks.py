@@ -9,6 +9,7 @@ Pure arithmetic on the rows scripts/graph_replay.py and scripts/ncu_times.py mea
   a cost ncu charges every kernel and the replay clock does not; where it exceeds the band's 0.3 us,
   the band against raw ncu cannot hold below excess / 3% for any clock that leaves the launch out, and
   replay is also held against ncu less that excess per kernel (labelled so, beside the raw verdict).
+- ``acceptance_line``: the count issue 38 asks for, its rows apart from the ladder launched twice.
 - ``additivity``: each clock's reading of the ladder launched twice per call
   (submissions/timing_ladder/triton_ladder_twice.py) less twice its reading of the ladder, on the
   compute rungs: what the clock charges a second launch beyond the first. It decides why the replay
@@ -81,6 +82,19 @@ class NcuFloor:
         return (f"{head}: replay within max(3%, 0.3 us) of raw ncu cannot hold below "
                 f"{self.raw_band_holds_from_us:.0f} us for any clock that leaves the launch out; the column "
                 f"'ncu - floor' takes {self.excess_us:.2f} us off per kernel")
+
+
+def acceptance_line(rows: list[dict[str, Any]], key: str, clock: str) -> str:
+    """Issue 38's count: the rows it names (every ladder rung and every shipped baseline's shape) inside the
+    band of ``clock``, the ladder launched twice (the diagnostic of a stream's launch gap, which a caller
+    on a stream pays by construction) counted apart; rows without both figures are left out."""
+    def count(chosen: list[dict[str, Any]]) -> str:
+        judged = [row[key] for row in chosen if row.get(key) is not None]
+        return f"{sum(judged)} of {len(judged)}"
+
+    named = [row for row in rows if row["file"] != TWICE]
+    return (f"issue 38's rows (every rung and baseline shape), harness ~ {clock}: {count(named)} in band; "
+            f"the ladder launched twice (the launch-gap diagnostic): {count([r for r in rows if r['file'] == TWICE])}")
 
 
 def compute_rung(shape: str) -> bool:

@@ -35,7 +35,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from clock_checks import HARNESS_BAND, additivity, additivity_lines, in_band  # this folder's decisions
+from clock_checks import (  # this folder's decisions
+    HARNESS_BAND,
+    acceptance_line,
+    additivity,
+    additivity_lines,
+    in_band,
+)
 
 from harness.contract.task_spec import list_problems, load_task, shape_text
 from harness.sol.replay_clock import ReplayClock, load_shipped, shape_inputs
@@ -135,6 +141,7 @@ def main() -> int:
     out.write_text(json.dumps(rows, indent=2))
     print(f"fidelity: {_count(rows, 'harness_in_band', 'graph replay')}; "
           f"{_count(rows, 'harness_in_band_stream', 'stream replay')}")
+    print(acceptance_line(rows, "harness_in_band", "graph replay"))
     print("\n".join(additivity_lines(additivity(rows, ("harness_us", "replay_us", "stream_us")))))
     return 0
 

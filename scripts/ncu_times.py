@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clock_checks import HARNESS_BAND, NCU_BAND, NcuFloor, additivity, additivity_lines, in_band
+from clock_checks import HARNESS_BAND, NCU_BAND, NcuFloor, acceptance_line, additivity, additivity_lines, in_band
 
 from harness.contract.task_spec import load_task, shape_text
 from harness.sol.globaltimer import EMPTY_NAME, KERNEL_NAME
@@ -178,6 +178,7 @@ def table(rows: list[dict]) -> list[str]:
                  f"{_count(rows, 'replay_in_band_of_ncu')}; replay ~ ncu - floor: "
                  f"{_count(rows, 'replay_in_band_of_ncu_less_floor')}; "
                  f"{sum(r.get('harness_in_band') is None for r in rows)} rows lack the harness or replay")
+    lines.append(acceptance_line(rows, "harness_in_band", "graph replay"))
     return lines
 
 

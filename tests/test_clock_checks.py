@@ -89,3 +89,14 @@ def test_the_stream_replay_is_expected_to_charge_a_second_launch_as_the_harness_
     assert "stream +1.95" in lines[0] and "stream -" in lines[2]
     assert lines[-1] == ("second launch by the stream replay: within 0.3 us of the harness's on 1 of 2 rungs with "
                          "both (expected: all)")
+
+
+def test_issue_38s_count_keeps_the_twice_launched_ladder_apart_and_skips_rows_without_both_clocks():
+    rows = [{"file": clock_checks.ONCE, "harness_in_band": True}, {"file": "nvfp4_gemm/triton_gemm.py",
+                                                                  "harness_in_band": False},
+            {"file": "mxfp8_gemm/scaled_mm_mxfp8.py", "harness_in_band": None},
+            {"file": clock_checks.TWICE, "harness_in_band": False}, {"file": clock_checks.TWICE,
+                                                                     "harness_in_band": True}]
+    line = clock_checks.acceptance_line(rows, "harness_in_band", "graph replay")
+    assert "harness ~ graph replay: 1 of 2 in band" in line
+    assert line.endswith("the ladder launched twice (the launch-gap diagnostic): 1 of 2")

@@ -41,9 +41,9 @@
 #define STAMP_SLOTS 8192
 #define OVERHEAD_ATTEMPTS 5
 #define RETRY_SPIN_US 20000.0
-/* Before measurement attempt n > 0, the whole GPU spins n x this long, and the host waits for it: a first
- * worker on a fresh machine met an idle GPU (345 MHz) and a busy host, and three attempts back to back
- * read a spread over OVERHEAD_SPREAD_MAX_US (results.md run 28). Worst case 200 ms, never on a first success. */
+/* Before measurement attempt n > 0, the whole GPU spins n x this long, and the host waits for it: a worker
+ * that started while the GPU came back from its idle clock (345 MHz) read a spread over OVERHEAD_SPREAD_MAX_US
+ * three attempts back to back (results.md run 28). Worst case 200 ms, never on a first success. */
 #define CLOCK_SAMPLES 21
 #define CLOCK_MARGIN_US 1.0
 #define CLOCK_RELATIVE 0.002 /* the two clocks' rates may differ this much over a long call */

@@ -54,6 +54,13 @@ class HarnessFailure(RunResult):
     """
 
 
+def is_harness_error(result: RunResult) -> bool:
+    """Whether a result says nothing about the entry: the evaluator made none (HarnessFailure), or the
+    harness could not measure consistently (Status.HARNESS_FAULT, e.g. its timing core could not start).
+    Stored as the harness's record, never as the entry's result: the next run evaluates the entry again."""
+    return isinstance(result, HarnessFailure) or result.status == Status.HARNESS_FAULT
+
+
 def harness_failure(job: EvalJob, reason: str) -> HarnessFailure:
     """The record of a job that produced no RunResult (the evaluator raised, its worker died)."""
     return HarnessFailure(

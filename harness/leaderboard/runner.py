@@ -22,7 +22,7 @@ from pathlib import Path
 from harness import __version__
 from harness.contract.results import RunResult, Status
 from harness.display.progress import Progress, as_progress
-from harness.execution.eval_job import EvalJob, HarnessFailure
+from harness.execution.eval_job import EvalJob, is_harness_error
 from harness.execution.serial_executor import Executor, SerialExecutor
 from harness.judge.verdict.modes import RANKED_MODE
 from harness.leaderboard import ledger
@@ -280,14 +280,14 @@ def run_all(
             executor.submit(job)
         while (pending or unanswered) and not (stop is not None and stop.is_set()):
             for job, result in executor.completed(timeout_s=STOP_POLL_S if stop is not None else None):
-                if job.key in checks and not isinstance(result, HarnessFailure):
+                if job.key in checks and not is_harness_error(result):
                     ledger.add_gpu_sample(connection, ledger_run, checks[job.key], job.problem,
                                           hashlib.sha256(job.source).hexdigest(), result)
                 unanswered.discard(job.key)
                 if job.key not in pending:
                     continue
                 index, submission = pending.pop(job.key)
-                harness_error = isinstance(result, HarnessFailure)
+                harness_error = is_harness_error(result)
                 run_id = store.add(result, problem=submission.problem, submission_path=submission.stored_path,
                                    sha256=submission.sha256, author=submission.author, device_name=device_name,
                                    harness_error=harness_error, run_key=None if harness_error else job.key)

@@ -15,7 +15,7 @@ import logging
 import threading
 
 from harness.contract.results import RunResult
-from harness.execution.eval_job import EvalJob, HarnessFailure
+from harness.execution.eval_job import EvalJob, is_harness_error
 from harness.execution.serial_executor import Executor
 from harness.judge.verdict.modes import MODES
 from harness.leaderboard.store import Store
@@ -111,5 +111,5 @@ class Dispatcher:
         run_id = store.add(result, problem=job.problem, submission_path=jobs.board_path(job),
                            sha256=hashlib.sha256(job.source).hexdigest(), author=job.user_name,
                            device_name=str(result.device.get("name", "?")),
-                           harness_error=isinstance(result, HarnessFailure), run_key=f"service/{job.id}")
+                           harness_error=is_harness_error(result), run_key=f"service/{job.id}")
         jobs.link_run(store.connection, job.id, run_id)

@@ -154,6 +154,22 @@ def test_an_evaluator_exception_is_retried_next_time(tree, tmp_path, install):
             assert len(fake.calls) == 1
 
 
+def test_a_harness_fault_is_the_harnesss_record_and_the_entry_is_run_again(tree, tmp_path, install):
+    """A run that ends harness_fault (the timing core could not start, the overhead moved twice) says
+    nothing about the entry: stored as a harness error, listed as not run, evaluated again next time."""
+    subs = runner.discover(tree, ["nvfp4_gemv"])
+    fault = make_run(None, status=Status.HARNESS_FAULT, reason="the timing core could not start")
+    with Store.open(tmp_path / "lb.db") as store:
+        install({**_results(), "fast.py": fault})
+        outcomes = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=print)
+        assert [(o.submission.path.name, o.harness_error) for o in outcomes if o.harness_error] == [("fast.py", True)]
+        assert [run.harness_error for run in store.runs() if run.result.status == Status.HARNESS_FAULT] == [True]
+        again = install(_results())
+        outcomes = runner.run_all(subs, store, device="cuda", device_name="NVIDIA B200", progress=print)
+        assert [call["submission"].name for call in again.calls] == ["fast.py"]  # only the faulted entry
+        assert not any(o.harness_error for o in outcomes)
+
+
 def test_a_non_result_is_recorded_as_crashed(tree, tmp_path, install):
     subs = runner.discover(tree, ["nvfp4_gemv"])[:1]
     install({"broken.py": lambda **options: "passed"})

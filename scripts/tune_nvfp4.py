@@ -79,10 +79,15 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"ctas_per_sm": 1},
         {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1, "num_stages": 3},
     ],
-    "nvfp4_group_gemm": [  # default: BN 128, BK 128, 8 warps, 3 stages, scales as words
+    "nvfp4_group_gemm": [  # default: BM 128, BN 128, BK 128, 8 warps, 3 stages, scales as words
         {"block_n": 64, "num_warps": 4},
         {"scale_words": False},
         {"num_stages": 4},
+        # Narrower A tiles: less waste on groups of 40-248 rows, and two programs an SM (a CPU compile for
+        # sm_90a: BM 64 128 registers and 68 KB of shared memory, BM 32 98 and 43 KB; the default 148, one)
+        {"block_m": 64},
+        {"block_m": 64, "num_stages": 4},
+        {"block_m": 32},
     ],
 }
 

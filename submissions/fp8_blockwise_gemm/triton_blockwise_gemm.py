@@ -15,10 +15,10 @@ per column. Shape classes (tuned on the H100, scripts/tune_blockwise.py): M <= 1
 decode-like shapes) take 64 x 128 tiles on 4 warps and split K across programs when the tiles
 cannot fill the GPU (each leaves its fp32 partial; the last of a tile's programs to arrive sums them
 in split order and stores C: no second kernel, where torch's sum and cast took 9-15 us of a 22-73 us
-call on the H100, docs/baselines.md); larger M takes the same tiles in 3 stages (160 registers and
-74 KB of shared memory leave room for three programs an SM), ordered in groups of 16 row tiles: on
-the two M = 4096 shapes the tiles were 5-13% faster than 128 x 128 on 8 warps, and the groups of 16
-6-8% faster than groups of 8 (docs/results.md run 28). Rows past M or N read as zeros (their scales
+call on the H100, docs/baselines.md); larger M takes the same tiles in 3 stages (154 registers on
+the H100 and 74 KB of shared memory leave room for three programs an SM), ordered in groups of 16 row
+tiles: on the two M = 4096 shapes the tiles were 5-13% faster than 128 x 128 on 8 warps, and the
+groups of 16 6-8% faster than groups of 8 (docs/results.md run 28). Rows past M or N read as zeros (their scales
 clamped, modulo) and are never stored, so the inner loop has no masks. The result is a new bf16 tensor.
 
 Timed on the H100 (docs/baselines.md); checked under TRITON_INTERPRET=1 on the CPU

@@ -84,17 +84,20 @@ class NcuFloor:
                 f"'ncu - floor' takes {self.excess_us:.2f} us off per kernel")
 
 
+def band_count(rows: list[dict[str, Any]], key: str) -> str:
+    """'X of Y': the rows whose verdict ``key`` is true, of those with one (a row missing a clock has none)."""
+    judged = [row[key] for row in rows if row.get(key) is not None]
+    return f"{sum(judged)} of {len(judged)}"
+
+
 def acceptance_line(rows: list[dict[str, Any]], key: str, clock: str) -> str:
     """Issue 38's count: the rows it names (every ladder rung and every shipped baseline's shape) inside the
     band of ``clock``, the ladder launched twice (the diagnostic of a stream's launch gap, which a caller
     on a stream pays by construction) counted apart; rows without both figures are left out."""
-    def count(chosen: list[dict[str, Any]]) -> str:
-        judged = [row[key] for row in chosen if row.get(key) is not None]
-        return f"{sum(judged)} of {len(judged)}"
-
     named = [row for row in rows if row["file"] != TWICE]
-    return (f"issue 38's rows (every rung and baseline shape), harness ~ {clock}: {count(named)} in band; "
-            f"the ladder launched twice (the launch-gap diagnostic): {count([r for r in rows if r['file'] == TWICE])}")
+    twice = [row for row in rows if row["file"] == TWICE]
+    return (f"issue 38's rows (every rung and baseline shape), harness ~ {clock}: {band_count(named, key)} in band; "
+            f"the ladder launched twice (the launch-gap diagnostic): {band_count(twice, key)}")
 
 
 def compute_rung(shape: str) -> bool:

@@ -40,6 +40,7 @@ from clock_checks import (  # this folder's decisions
     acceptance_line,
     additivity,
     additivity_lines,
+    band_count,
     in_band,
 )
 
@@ -148,9 +149,9 @@ def main() -> int:
 
 def _count(rows: list[dict[str, Any]], key: str, clock: str) -> str:
     """How many rows with both figures have the harness inside the band of this clock."""
-    judged = [row[key] for row in rows if row[key] is not None]
-    return (f"{sum(judged)} of {len(judged)} rows with the harness and the {clock} inside max("
-            f"{100 * HARNESS_BAND[0]:.0f}%, {HARNESS_BAND[1]} us) ({len(rows) - len(judged)} rows lack one)")
+    missing = sum(row.get(key) is None for row in rows)
+    return (f"{band_count(rows, key)} rows with the harness and the {clock} inside max("
+            f"{100 * HARNESS_BAND[0]:.0f}%, {HARNESS_BAND[1]} us) ({missing} rows lack one)")
 
 
 def _clock(row: dict[str, Any], name: str) -> str:

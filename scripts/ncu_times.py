@@ -30,7 +30,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clock_checks import HARNESS_BAND, NCU_BAND, NcuFloor, acceptance_line, additivity, additivity_lines, in_band
+from clock_checks import (
+    HARNESS_BAND,
+    NCU_BAND,
+    NcuFloor,
+    acceptance_line,
+    additivity,
+    additivity_lines,
+    band_count,
+    in_band,
+)
 
 from harness.contract.task_spec import load_task, shape_text
 from harness.sol.globaltimer import EMPTY_NAME, KERNEL_NAME
@@ -183,8 +192,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def _count(rows: list[dict], key: str) -> str:
-    judged = [row[key] for row in rows if row.get(key) is not None]
-    return f"{sum(judged)} of {len(judged)} in band"
+    return f"{band_count(rows, key)} in band"
 
 
 def _verdict(value: bool | None) -> str:

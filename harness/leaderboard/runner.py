@@ -280,14 +280,14 @@ def run_all(
             executor.submit(job)
         while (pending or unanswered) and not (stop is not None and stop.is_set()):
             for job, result in executor.completed(timeout_s=STOP_POLL_S if stop is not None else None):
-                if job.key in checks and not is_harness_error(result):
+                harness_error = is_harness_error(result)
+                if job.key in checks and not harness_error:
                     ledger.add_gpu_sample(connection, ledger_run, checks[job.key], job.problem,
                                           hashlib.sha256(job.source).hexdigest(), result)
                 unanswered.discard(job.key)
                 if job.key not in pending:
                     continue
                 index, submission = pending.pop(job.key)
-                harness_error = is_harness_error(result)
                 run_id = store.add(result, problem=submission.problem, submission_path=submission.stored_path,
                                    sha256=submission.sha256, author=submission.author, device_name=device_name,
                                    harness_error=harness_error, run_key=None if harness_error else job.key)

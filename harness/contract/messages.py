@@ -67,6 +67,10 @@ WORKER_AHEAD = ("ahead", "ahead_kernels")
 """What ``Ready.steps_s`` reports of the worker's time before its Start request: from its entry until it
 was ready for Start (imports, ``eval``'s CUDA context, the draws' kernels), and of those the draws'
 kernels (harness/worker/compile_ahead.py). Overlapped with the parent's start or another file's run."""
+RECEIVED_AT, REPLYING_AT = "@received", "@replying"
+"""Two instants an ``Output.spent_ms`` carries, in ms of the monotonic clock parent and worker share: when the
+worker read the call's request, and when it began writing this reply. The parent turns them into the
+exchange's ``link.in``, ``handler`` and ``link.out`` (shown, like every figure of the worker's, never used)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import struct
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -226,11 +227,13 @@ def receive(fd: int, fetch: Mapping[str, Fetch] | None = None) -> tuple[dict[str
 
 
 class Received(NamedTuple):
-    """One message as read: its record, the header's tensor entries (the seal covers them), the tensors."""
+    """One message as read: its record, the header's tensor entries (the seal covers them), the tensors, and
+    when its reading ended (perf_counter)."""
 
     message: Any
     entries: list[dict[str, Any]]
     tensors: list[torch.Tensor | str]
+    read_at: float = 0.0
 
 
 def send_message(fd: int, message: Message, tensors: list[torch.Tensor] | None = None,
@@ -244,7 +247,7 @@ def receive_message(fd: int, expected: Mapping[str, type], fetch: Mapping[str, F
     ``fetch`` as ``receive``."""
     header, tensors = receive(fd, fetch)
     entries = header.pop("tensors", [])
-    return Received(decode(header, expected), entries, tensors)
+    return Received(decode(header, expected), entries, tensors, time.perf_counter())
 
 
 def send_descriptor(fd: int, descriptor: int) -> None:

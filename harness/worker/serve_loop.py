@@ -67,6 +67,7 @@ class Worker:
         self.steps: frozenset[str] = frozenset()  # the sandbox steps the parent chose
         self.cache_root: str | None = None  # the compile caches' root, writable until Start narrows it
         self.sandbox: dict[str, str] = {}
+        self.received_at = 0.0  # perf_counter when the request being handled was read off the channel
 
     def send(self, reply: messages.Reply, tensors: list[torch.Tensor] | None = None,
              parts: list[tuple[dict[str, Any], bytes]] | None = None) -> None:
@@ -248,6 +249,10 @@ class Worker:
         spent_ms = {name: 1e3 * (end - begin) for name, begin, end in zip(("scan", "core", "checks"), clock, clock[1:])}
         if sealed:
             spent_ms.update({f"core.{phase}": ms for phase, ms in self.timer.last_phases().items()})
+        # Two instants on the monotonic clock the parent shares: where the exchange's time outside this handler
+        # went (messages.RECEIVED_AT).
+        spent_ms[messages.RECEIVED_AT] = 1e3 * self.received_at
+        spent_ms[messages.REPLYING_AT] = 1e3 * timers._perf_counter()
         self.send(dataclasses.replace(reply, spent_ms=spent_ms), snapshot, parts)
 
     def _sealed_call(self, request: Call, data: Any, operands: list[torch.Tensor] | None, draw: int | None
@@ -345,6 +350,7 @@ class Worker:
         """Answer requests until a Stop. The handlers are looked up per request, on the instance."""
         while True:
             request = protocol.receive_message(self.commands_fd, messages.REQUESTS).message
+            self.received_at = timers._perf_counter()
             # Looked up per request, as the worker's attributes stand then (the adversarial rows that
             # shadow them, p01 and s02/s03, must reach the parent's checks).
             handler = {Start: self.start, Prepare: self.prepare, Call: self.call, Profile: self.profile,

@@ -58,9 +58,17 @@ class CallOutput:
     worker_ms: dict[str, float] = field(default_factory=dict)  # as the worker reports it (shown, never trusted)
 
 
-def _reported_ms(spent: dict[str, Any]) -> dict[str, float]:
-    """A worker's own account of its time, kept only as plain numbers (it decides nothing)."""
-    return {str(k)[:20]: float(v) for k, v in list(spent.items())[:16] if type(v) in (int, float)}
+def _reported_ms(spent: dict[str, Any], sent: float = 0.0, read_at: float = 0.0) -> dict[str, float]:
+    """A worker's own account of its time, kept only as plain numbers (it decides nothing); its two instants
+    (messages.RECEIVED_AT, REPLYING_AT) become the exchange's parts around its handler: ``link.in`` from the
+    parent's request to the worker's reading it, ``handler`` until it began its reply, ``link.out`` until the
+    parent's reader had read that (the reader's own work on the outputs included)."""
+    reported = {str(k)[:20]: float(v) for k, v in list(spent.items())[:24] if type(v) in (int, float)}
+    received, replying = reported.pop(messages.RECEIVED_AT, None), reported.pop(messages.REPLYING_AT, None)
+    if received is not None and replying is not None and read_at:
+        reported.update({"link.in": received - 1e3 * sent, "handler": replying - received,
+                         "link.out": 1e3 * read_at - replying})
+    return reported
 
 
 @dataclass(frozen=True)
@@ -348,7 +356,8 @@ class WorkerSession:
                 self._count_mac(state_opens=2)
 
         checked = self._check_copies.deliver(tensors, self.check_on, verify)
-        phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing}
+        phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing,
+                  "exchange.handoff": replied - received.read_at if received.read_at else 0.0}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in checked if isinstance(t, str)]
         if bad:
@@ -366,7 +375,7 @@ class WorkerSession:
             exposed=reply.exposed,
             clock=seal.ClockReading.of(reply),
             phases_s=phases,
-            worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms)},
+            worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms, sent, received.read_at)},
         )
 
     def _verify(self, check: Any) -> Any:

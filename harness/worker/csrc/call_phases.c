@@ -7,8 +7,8 @@
 #include "call_phases.h"
 #include "gpu_window.h"
 
-static const char *const NAMES[PHASE_COUNT] = {"begin", "quiet", "draw", "hold", "kernel", "open", "close",
-                                              "copies", "sign", "place"};
+static const char *const NAMES[PHASE_COUNT] = {"begin", "sync", "quiet", "draw", "hold", "kernel", "open", "close",
+                                              "wait", "idle", "copies", "clocks", "sign", "place"};
 static double marks[PHASE_COUNT];
 
 void phase_mark(call_phase phase) {

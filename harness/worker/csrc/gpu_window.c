@@ -24,6 +24,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "call_phases.h"
 #include "core_state.h"
 #include "gpu_window.h"
 
@@ -133,6 +134,7 @@ static int stamp_end(void) {
 int quiet_gpu(void) {
     CUI(cu.CtxSetCurrent(core.context), "cuCtxSetCurrent");
     CUI(cu.CtxSynchronize(), "synchronize every stream before the call");
+    phase_mark(PHASE_SYNCED);
     cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); /* best effort: not every device has it */
     cu.CtxResetPersistingL2Cache();
     return 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "call_phases.h"
 #include "core_state.h"
 #include "digest_tree.h"
 #include "output_copies.h"
@@ -108,7 +109,9 @@ static int copy_on_gpu(const output_view *views, int count, size_t total, output
     CUdeviceptr first = copy->in_snapshot ? ST->snapshot : ST->device_copy[0];
     if (copy_and_hash(views, count, copy->at, 0, first, ST->device_leaves)) return -1;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
+    phase_mark(PHASE_WAITED);
     CUI(cu.CtxSynchronize(), "synchronize every stream");
+    phase_mark(PHASE_IDLE);
     if (copy_and_hash(views, count, copy->at, 1, ST->device_copy[1], ST->device_leaves + leaves * LEAF_BYTES))
         return -1;
     CUI(cu.MemcpyDtoHAsync(ST->host_leaves, ST->device_leaves, 2 * leaves * LEAF_BYTES, core.stream), "leaves copy");

@@ -184,6 +184,7 @@ static PyObject *seal_call(long long index, unsigned long long seed, PyObject *r
     failed = failed || copy_outputs(views, count, total, &copied);
     phase_mark(PHASE_COPIED);
     failed = failed || (core.on_gpu && read_window(exposed, &clock));
+    phase_mark(PHASE_CLOCKED);
     const char *hook = failed ? NULL : watching_hook(&core.probes, 0);
     if (hook) snprintf(detail, sizeof detail, "%s", hook);
     why = hook ? "hooks" : NULL;

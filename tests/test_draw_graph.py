@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from problems.shared import counter_rng
-from problems.shared.draw_graph import CapturedDraw, replay
+from problems.shared.draw_graph import CapturedDraw, TableWriter, replay
 
 STREAMS = [("a", 40), ("empty", 0), ("sfa", 8), ("b[1]", 3)]
 
@@ -57,3 +57,18 @@ def test_the_keys_written_are_the_seeds_and_differ_between_seeds():
     assert second[1, 2:].tolist() == list(counter_rng.stream_keys(2, "sfa"))
     assert first[:, 2:].tolist() != second[:, 2:].tolist()
     assert counter_rng.seeded_table(rows, {}, 1).tolist() == [list(row) for row in rows]  # a codes table: as captured
+
+
+def test_the_writer_fills_in_what_seeded_table_makes_and_keeps_its_template():
+    """TableWriter (one host array, the keyed words filled in per seed) against seeded_table, the definition,
+    over tables of several rows, a table with no keyed row, and seeds one after another."""
+    rows_a, keyed_a = [(100, 40, 1, 2), (200, 8, 3, 4), (300, 5, 5, 6)], {16: "a", 64 + 16: "b[1]"}
+    rows_b, keyed_b = [(7, 8, 9)], {}
+    rows_c, keyed_c = [(400, 3, 0, 0)], {16: "sfa"}
+    tables = [(torch.zeros(len(rows) * len(rows[0]), dtype=torch.int64), rows, keyed)
+              for rows, keyed in ((rows_a, keyed_a), (rows_b, keyed_b), (rows_c, keyed_c))]
+    writer = TableWriter(tables)
+    for seed in (1, 2**63 - 1, 1, 99):
+        writer.write(seed)
+        for table, rows, keyed in tables:
+            assert table.tolist() == counter_rng.seeded_table(rows, keyed, seed).view(-1).tolist()

@@ -98,22 +98,55 @@ def test_a_snapshot_is_made_handed_over_once_and_released(fake_gpu, monkeypatch:
     snapshot = device_snapshot.DeviceSnapshot(torch.device("cuda", 0), 100 << 20 | 1)
     assert snapshot.nbytes == 102 << 20 and snapshot.base.value == 1 << 40  # rounded up to the granularity
     places: dict = {}
+    settlers: list = []
     parent_end, worker_end = socket.socketpair()
     with parent_end, worker_end:
-        snapshot.hand_over(parent_end.fileno(), places)
+        snapshot.hand_over(parent_end.fileno(), places, settlers)
         received = protocol.receive_descriptor(worker_end.fileno())
     os.close(received)
-    assert places == {device_snapshot.SNAPSHOT_KEY: snapshot.read}
+    assert places == {device_snapshot.SNAPSHOT_KEY: snapshot.read} and settlers == [snapshot.settle]
     with pytest.raises(OSError):  # the parent's own copy of the descriptor is closed once sent
         os.fstat(driver.exported)
     with pytest.raises(RuntimeError, match="already handed over"):
-        snapshot.hand_over(parent_end.fileno(), places)
+        snapshot.hand_over(parent_end.fileno(), places, settlers)
     with pytest.raises(device_snapshot.ProtocolError, match="outside"):
         snapshot.read(snapshot.nbytes - 10, 11)
     snapshot.close()
     assert driver.calls[-3:] == ["cuMemUnmap", "cuMemAddressFree", "cuMemRelease"]
     snapshot.close()  # a second close releases nothing twice
     assert driver.calls.count("cuMemRelease") == 1
+
+
+class CountingStream:
+    """A CUDA stream standing in on the CPU: counts the host's waits for it."""
+
+    def __init__(self) -> None:
+        self.waits = 0
+        self.cuda_stream = 0
+
+    def synchronize(self) -> None:
+        self.waits += 1
+
+
+def test_a_messages_copies_are_waited_for_once_not_once_per_output(fake_gpu, monkeypatch: pytest.MonkeyPatch):
+    """read queues each output's copy; settle (the reader, after the whole message) waits once for all of them,
+    and not again until another copy is queued."""
+    fake_gpu(RefusingDriver("none"))
+    stream = CountingStream()
+    monkeypatch.setattr(device_snapshot.torch.cuda, "Stream", lambda device: stream)
+    monkeypatch.setattr(device_snapshot.torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    empty = torch.empty
+    monkeypatch.setattr(device_snapshot.torch, "empty", lambda n, dtype, device: empty(n, dtype=dtype))
+    snapshot = device_snapshot.DeviceSnapshot(torch.device("cuda", 0), 4 << 20)
+    copies = [snapshot.read(at, 100) for at in (0, 4096, 8192)]
+    assert [c.numel() for c in copies] == [100, 100, 100] and stream.waits == 0
+    snapshot.settle()
+    snapshot.settle()
+    assert stream.waits == 1
+    snapshot.read(0, 0)  # an empty output queues no copy
+    snapshot.settle()
+    assert stream.waits == 1
+    snapshot.close()
 
 
 WORKER_WITHOUT_A_GPU = r"""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 
 import torch
 
@@ -62,6 +63,7 @@ class DeviceSnapshot:
         self._descriptor: int | None = None
         self.base = ctypes.c_ulonglong()
         self.nbytes = 0
+        self._pending = False  # a copy queued by ``read`` and not yet waited for
         try:
             self._make(nbytes)
         except RuntimeError:
@@ -95,9 +97,10 @@ class DeviceSnapshot:
                                             ctypes.c_size_t(1)), "cuMemSetAccess")
             self._stream = torch.cuda.Stream(self.device)
 
-    def hand_over(self, commands_fd: int, places: dict[str, protocol.Fetch]) -> None:
+    def hand_over(self, commands_fd: int, places: dict[str, protocol.Fetch],
+                  settlers: list[Callable[[], None]]) -> None:
         """Pass the descriptor to the worker (after the Start that names the snapshot), once, and read the
-        entries that lie here with ``read`` from then on."""
+        entries that lie here with ``read`` from then on, each message's copies waited for by ``settle``."""
         descriptor, self._descriptor = self._descriptor, None
         if descriptor is None:
             raise RuntimeError("the device snapshot was already handed over")
@@ -106,10 +109,12 @@ class DeviceSnapshot:
         finally:
             os.close(descriptor)
         places[SNAPSHOT_KEY] = self.read
+        settlers.append(self.settle)
 
     def read(self, at: int, nbytes: int) -> torch.Tensor:
-        """``nbytes`` from ``at`` as a uint8 tensor of the parent's own memory on the snapshot's GPU, the copy
-        finished (it runs on the reader's thread, before the reply is handed on)."""
+        """``nbytes`` from ``at`` as a uint8 tensor of the parent's own memory on the snapshot's GPU, its copy
+        queued on the reader's thread; ``settle`` waits for it, once for all of a message's outputs, before the
+        reply is handed on (one wait per output cost the grouped GEMM's eight outputs eight)."""
         if at < 0 or at + nbytes > self.nbytes:
             raise ProtocolError(f"{nbytes} bytes at {at} lie outside the {self.nbytes}-byte device snapshot")
         with torch.cuda.device(self.device), torch.cuda.stream(self._stream):
@@ -120,8 +125,14 @@ class DeviceSnapshot:
                                                       ctypes.c_size_t(nbytes),
                                                       ctypes.c_void_p(self._stream.cuda_stream)),
                       "copy out of the device snapshot")
-            self._stream.synchronize()
+                self._pending = True
         return copy
+
+    def settle(self) -> None:
+        """Wait for every copy ``read`` queued since the last wait."""
+        if self._pending:
+            self._pending = False
+            self._stream.synchronize()
 
     def close(self) -> None:
         """Unmap and release the parent's handle (the worker's mapping, if any, keeps the memory until it ends)."""

@@ -232,7 +232,7 @@ class WorkerSession:
                                         snapshot_bytes=self._snapshot.nbytes if self._snapshot else 0))
         if self._snapshot is not None:
             # The core maps it before the syscall filter exists: an opening of its page nobody counts.
-            self._snapshot.hand_over(self.worker.spawned.commands_w, self.worker.places)
+            self._snapshot.hand_over(self.worker.spawned.commands_w, self.worker.places, self.worker.settlers)
         ready, _ = self._expect(Ready, "import of the submission", limit_s)
         # The parent, not the worker, decides whether results must be sealed: a worker that says it
         # is not (a downgrade) while this install has the core is lying.

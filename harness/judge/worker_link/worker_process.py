@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.contract import messages, protocol
@@ -109,6 +110,7 @@ class WorkerProcess:
         # Where the core may put outputs instead of the pipe, and the parent's reader of each: the output
         # file from the spawn, the device snapshot once WorkerSession.start has made one.
         self.places: dict[str, protocol.Fetch] = {}
+        self.settlers: list[Callable[[], None]] = []  # run after each message is read (device_snapshot.settle)
         self.spawned: SpawnedWorker | None = None
         self.supervision = Supervision(False)  # the syscall supervisor's record, once spawned with one
         self.head_start_s = 0.0  # how long the worker had been starting before this file took it
@@ -142,7 +144,10 @@ class WorkerProcess:
             self.places[FILE_KEY] = functools.partial(output_reader.read, outputs)
         while True:
             try:
-                self.messages.put(protocol.receive_message(results_r, messages.REPLIES, self.places))
+                received = protocol.receive_message(results_r, messages.REPLIES, self.places)
+                for settle in self.settlers:
+                    settle()
+                self.messages.put(received._replace(read_at=time.perf_counter()))
             except BaseException as error:  # EOF, a malformed message: either ends the channel
                 self.messages.put(error)
                 return

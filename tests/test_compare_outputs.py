@@ -123,3 +123,42 @@ def test_elements_at_the_edge_of_the_allowance_are_judged_by_the_rule() -> None:
     judged = bs._within(got, expected, TOLERANCE)[0].flatten().tolist()
     wanted = judged_by_the_rule(got, expected, TOLERANCE)
     assert judged == wanted and 0 < sum(wanted) < len(wanted)
+
+
+@pytest.fixture
+def fused_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The fused kernel's path taken on the CPU (its count by the rule's own passes); returns the sizes of the
+    outputs it was handed, one entry per launch."""
+    launches: list[int] = []
+
+    def count(got: torch.Tensor, expected: torch.Tensor, tolerance: bs.Tolerance) -> torch.Tensor:
+        launches.append(expected.numel())
+        return (~bs._within(got, expected, tolerance)[0]).sum()
+
+    monkeypatch.setattr(bs, "_fusable", lambda got, expected: got.dtype == expected.dtype)
+    monkeypatch.setattr(bs, "fused_mismatches", count)
+    return launches
+
+
+def test_passing_outputs_are_judged_by_one_count_over_all_of_them(fused_on_the_cpu: list[int]) -> None:
+    expected = outputs(8)
+    assert bs.compare_outputs([t.clone() for t in expected], expected, TOLERANCE)[0]
+    assert fused_on_the_cpu == [8 * 12]
+
+
+def test_a_failure_among_outputs_judged_together_is_still_named(fused_on_the_cpu: list[int]) -> None:
+    expected = outputs(8)
+    got = [t.clone() for t in expected]
+    got[5][2, 1] += 1
+    ok, message = bs.compare_outputs(got, expected, TOLERANCE)
+    assert not ok and message.startswith("output[5]: 1 of 12 elements mismatch; worst at (2, 1)")
+    assert fused_on_the_cpu == [8 * 12] + [12] * 8  # the count over all, then one by one to name it
+
+
+def test_outputs_of_another_shape_are_not_judged_together(fused_on_the_cpu: list[int]) -> None:
+    expected = outputs(3)
+    got = [t.clone() for t in expected]
+    got[1] = got[1][:2]
+    ok, message = bs.compare_outputs(got, expected, TOLERANCE)
+    assert not ok and message.startswith("output[1]: shape (2, 4)")
+    assert fused_on_the_cpu == [12]  # output[0] alone, then output[1]'s shape ends it

@@ -1,6 +1,7 @@
 """The parent's copies of a call's outputs for the check (judge/worker_link/check_copies.py). The GPU's
 order, with torch's stream calls recorded on the CPU: copies and the MAC check on the copies' own stream,
-the check's stream waiting for them after, and each copy's memory kept from reuse until the check ran."""
+the parent's own work queued beside them, the check's stream waiting for them after, and each copy's memory
+kept from reuse until the check ran."""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def test_on_a_gpu_the_mac_is_checked_on_the_copies_inside_their_stream_and_the_c
     verified: list[list] = []
     received = [torch.arange(3.0), "custom_kernel returned a str"]
     out = check_copies.CheckCopies().deliver(received, torch.device("cuda", 0),
-                                             lambda copies: (events.append("verify"), verified.append(copies)))
-    assert events == ["enter copies", "copy", "verify", "leave copies", "check waits for copies", "record on check"]
+                                             lambda copies: (events.append("verify"), verified.append(copies)),
+                                             lambda: events.append("the parent's own work"))
+    assert events == ["enter copies", "copy", "verify", "leave copies", "the parent's own work",
+                      "check waits for copies", "record on check"]
     assert verified == [out] and out[1] == received[1] and torch.equal(out[0], received[0])
     assert out[0] is not received[0]  # the check reads the copy the MAC covered, not what arrived
 

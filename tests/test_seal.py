@@ -58,7 +58,7 @@ def _received(answer):
     sender.join()
     os.close(write_fd)
     os.close(read_fd)
-    return received
+    return received.message, received.entries, received.tensors
 
 
 BACKEND_CHECK = """

@@ -31,12 +31,15 @@ class CheckCopies:
     def __init__(self) -> None:
         self._stream: torch.cuda.Stream | None = None
 
-    def deliver(self, tensors: list[Any], device: torch.device | None,
-                verify: Callable[[list[Any]], None]) -> list[Any]:
+    def deliver(self, tensors: list[Any], device: torch.device | None, verify: Callable[[list[Any]], None],
+                meanwhile: Callable[[], None] = lambda: None) -> list[Any]:
         """``tensors`` (entries that are not tensors pass through) where the check on ``device`` (None:
-        the host) reads them, after ``verify`` ran on them there. The check's stream waits for them."""
+        the host) reads them, after ``verify`` ran on them there; ``meanwhile`` runs once the copies and
+        ``verify``'s work are queued, its own GPU work on the check's stream beside them. The check's stream
+        then waits for them."""
         if device is None or device.type != "cuda":
             verify(tensors)
+            meanwhile()
             return [copy_storage_to(t, device) if device is not None and isinstance(t, torch.Tensor) else t
                     for t in tensors]
         if self._stream is None:
@@ -47,6 +50,7 @@ class CheckCopies:
             checked = [copy_storage_to(t, device) if isinstance(t, torch.Tensor) and t.device != device else t
                        for t in tensors]
             verify(checked)
+        meanwhile()
         check_stream.wait_stream(self._stream)
         for copy in checked:
             if isinstance(copy, torch.Tensor):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 
 import torch
 
@@ -26,29 +27,45 @@ def _kernel(device_index: int) -> PtxModule:
         return PtxModule(leaf_hash.ptx())
 
 
-def _device_leaves(storages: list[torch.Tensor]) -> list[bytes]:
+def _device_leaves(storages: list[torch.Tensor]) -> Callable[[], list[bytes]]:
     """Each output's leaves, one after another, by one launch of the leaf kernel on torch's current stream
-    of their GPU, and one copy of every leaf back."""
+    of their GPU, and one copy of every leaf back into pinned memory, both queued; the function returned
+    waits for them (so that the parent's own GPU work can be queued meanwhile: WorkerSession.call)."""
     device = storages[0].device
     storages = [raw if raw.data_ptr() % 16 == 0 else raw.clone() for raw in storages]  # it reads 16-byte words
     words, total = leaf_hash.table([(raw.data_ptr(), raw.numel()) for raw in storages])
     out = torch.empty(32 * max(1, total), dtype=torch.uint8, device=device)
-    if total:
-        entries = torch.tensor(words, dtype=torch.uint64).to(device)
-        blocks = -(-total // leaf_hash.THREADS_PER_BLOCK)
-        arguments = [entries.data_ptr(), len(storages), out.data_ptr()]
-        with torch.cuda.device(device):
+    back = torch.empty(out.numel(), dtype=torch.uint8, pin_memory=True)
+    done = torch.cuda.Event()
+    with torch.cuda.device(device):
+        if total:
+            entries = torch.tensor(words, dtype=torch.uint64).pin_memory().to(device, non_blocking=True)
+            blocks = -(-total // leaf_hash.THREADS_PER_BLOCK)
+            arguments = [entries.data_ptr(), len(storages), out.data_ptr()]
             _kernel(device.index or 0).launch(leaf_hash.KERNEL_NAME, arguments, blocks, leaf_hash.THREADS_PER_BLOCK)
-    flat = out.cpu().numpy().tobytes()
+        back.copy_(out, non_blocking=True)
+        done.record()
     bounds = [*words[2::leaf_hash.TABLE_ENTRY_WORDS], total]
-    return [flat[32 * first:32 * last] for first, last in itertools.pairwise(bounds)]
+
+    def wait() -> list[bytes]:
+        done.synchronize()
+        flat = back.numpy().tobytes()
+        return [flat[32 * first:32 * last] for first, last in itertools.pairwise(bounds)]
+    return wait
 
 
-def leaves(tensors: list[torch.Tensor]) -> list[bytes]:
-    """Each tensor's leaves over its whole storage, one after another (empty for an empty one): on their
-    GPU where they are all on one, else on the host."""
+def start_leaves(tensors: list[torch.Tensor]) -> Callable[[], list[bytes]]:
+    """Each tensor's leaves over its whole storage, one after another (empty for an empty one), returned by
+    the function this returns: on their GPU where they are all on one (queued now, waited for by that
+    function), else on the host (computed now)."""
     storages = [storage_bytes(tensor) for tensor in tensors]
     devices = {raw.device for raw in storages}
     if len(devices) == 1 and next(iter(devices)).type == "cuda":
         return _device_leaves(storages)
-    return [b"".join(leaf_hash.cpu_leaves(memoryview(raw.cpu().numpy()))) for raw in storages]
+    leaves = [b"".join(leaf_hash.cpu_leaves(memoryview(raw.cpu().numpy()))) for raw in storages]
+    return lambda: leaves
+
+
+def leaves(tensors: list[torch.Tensor]) -> list[bytes]:
+    """``start_leaves``'s leaves, waited for."""
+    return start_leaves(tensors)()

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import importlib.util
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,20 +44,30 @@ def sealed_core_built() -> bool:
     return importlib.util.find_spec(SEALED_MODULE) is not None
 
 
-def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
+def start_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> Callable[[], bytes]:
     """SHA-256 over each output's dtype, shape, stride, offset, size and its leaves, the SHA-256 of each
-    4 KiB piece of its storage (as harness/worker/csrc/sealed_outputs.c; harness/contract/leaf_hash.py).
-    ``tensors``: the copies the parent will check, on its GPU or on the host."""
+    4 KiB piece of its storage (as harness/worker/csrc/sealed_outputs.c; harness/contract/leaf_hash.py),
+    returned by the function this returns: the leaves are started now (on the GPU, queued) and waited for
+    there. ``tensors``: the copies the parent will check, on its GPU or on the host."""
     if any("stride" not in entry or not isinstance(tensor, torch.Tensor) for entry, tensor in zip(entries, tensors)):
         raise SealBroken("an output was not sent as the sealed copy")
-    digest = hashlib.sha256()
-    for entry, leaves in zip(entries, output_leaves.leaves(tensors)):
-        digest.update(f"torch.{entry['dtype']}".encode() + b"\0")
-        for dims in (entry["shape"], entry["stride"]):
-            digest.update(struct.pack(f"<q{len(dims)}q", len(dims), *dims))
-        digest.update(struct.pack("<qq", int(entry["offset"]), int(entry["nbytes"])))
-        digest.update(leaves)
-    return digest.digest()
+    pending = output_leaves.start_leaves(tensors)
+
+    def digest() -> bytes:
+        hashed = hashlib.sha256()
+        for entry, leaves in zip(entries, pending()):
+            hashed.update(f"torch.{entry['dtype']}".encode() + b"\0")
+            for dims in (entry["shape"], entry["stride"]):
+                hashed.update(struct.pack(f"<q{len(dims)}q", len(dims), *dims))
+            hashed.update(struct.pack("<qq", int(entry["offset"]), int(entry["nbytes"])))
+            hashed.update(leaves)
+        return hashed.digest()
+    return digest
+
+
+def output_digest(entries: list[dict[str, Any]], tensors: list[Any]) -> bytes:
+    """``start_digest``'s digest, waited for."""
+    return start_digest(entries, tensors)()
 
 
 @dataclass(frozen=True)
@@ -98,18 +109,29 @@ def recheck_mac(key: bytes, nonce: bytes, overhead_us: float, fresh_us: float, s
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
+def start_verify(key: bytes, index: int, seed: int, overhead_us: float, output: Output,
+                 entries: list[dict[str, Any]], tensors: list[Any]) -> Callable[[], None]:
+    """The check of ``verify_call`` in two steps: the outputs' digest started now (``start_digest``), the
+    function returned finishes it and raises SealBroken where the MAC does not match. Nothing may read the
+    outputs for a verdict before that function returned."""
+    if not output.mac:
+        raise SealBroken("the result carries no MAC")
+    digest = start_digest(entries, tensors)
+
+    def finish() -> None:
+        expected = call_mac(key, index, seed, output.time_us, overhead_us, output.unfinished, output.exposed,
+                            digest(), ClockReading.of(output))
+        if not hmac.compare_digest(output.mac, expected):
+            raise SealBroken(f"the result of call {index} does not carry the timing core's MAC (forged, altered "
+                             "or replayed)")
+    return finish
+
+
 def verify_call(key: bytes, index: int, seed: int, overhead_us: float, output: Output, entries: list[dict[str, Any]],
                 tensors: list[Any]) -> None:
     """Raise SealBroken unless the result is the compiled core's, for this call, unchanged (``entries``:
     the header's descriptions of the tensors, as received)."""
-    if not output.mac:
-        raise SealBroken("the result carries no MAC")
-    digest = output_digest(entries, tensors)
-    expected = call_mac(key, index, seed, output.time_us, overhead_us, output.unfinished, output.exposed, digest,
-                        ClockReading.of(output))
-    if not hmac.compare_digest(output.mac, expected):
-        raise SealBroken(f"the result of call {index} does not carry the timing core's MAC (forged, altered or "
-                         "replayed)")
+    start_verify(key, index, seed, overhead_us, output, entries, tensors)()
 
 
 def verify_recheck(key: bytes, nonce: bytes, rechecked: Rechecked) -> tuple[float, float, float]:

@@ -326,9 +326,10 @@ class WorkerSession:
              staged: Any = None, drawn_seed: int | None = None) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
-        ``answered`` runs once the reply is in, before its MAC is checked: the caller's own work
-        (the parent's GPU work for the check) proceeds while the outputs are copied and digested
-        beside it (``check_copies``); its time is not booked to ``seal``. ``staged``: the call's inputs,
+        ``answered`` runs once the reply is in and its outputs' copies and digest are queued, before the
+        digest is read back and the MAC checked: the caller's own work (the parent's GPU work for the check)
+        is queued behind them and runs while the host waits for the digest (``check_copies``); its time is
+        not booked to ``seal``. ``staged``: the call's inputs,
         drawn by the parent (``case`` then carries the public seed the worker draws the layout from):
         written encrypted for this index, and the MAC's seed is 0 (the worker never learns the call's
         seed). ``drawn_seed``: the seed of a call whose inputs the worker's core draws (``draws``); it
@@ -344,19 +345,27 @@ class WorkerSession:
         reply, received = self._expect(Output, stage, timeout_s, time.perf_counter() - sent)
         tensors = received.tensors
         replied = time.perf_counter()
-        if answered is not None:
-            answered()
-        sealing = time.perf_counter()
+        finishes: list[Callable[[], None]] = []
+        answering = [0.0]
 
         def verify(copies: list[Any]) -> None:
             if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
                 seed = 0 if staged is not None else int(case["seed"]) if drawn_seed is None else drawn_seed
-                self._verify(lambda: seal.verify_call(self.worker.key, index, seed, self.overhead_us, reply,
-                                                      received.entries, copies))
-                self._count_mac(state_opens=2)
+                finishes.append(self._verify(lambda: seal.start_verify(self.worker.key, index, seed, self.overhead_us,
+                                                                       reply, received.entries, copies)))
 
-        checked = self._check_copies.deliver(tensors, self.check_on, verify)
-        phases = {"inputs_wait": sent - started, "exchange": replied - sent, "seal": time.perf_counter() - sealing,
+        def meanwhile() -> None:
+            began = time.perf_counter()
+            if answered is not None:
+                answered()
+            answering[0] = time.perf_counter() - began
+
+        checked = self._check_copies.deliver(tensors, self.check_on, verify, meanwhile)
+        for finish in finishes:
+            self._verify(finish)
+            self._count_mac(state_opens=2)
+        phases = {"inputs_wait": sent - started, "exchange": replied - sent,
+                  "seal": time.perf_counter() - replied - answering[0],
                   "exchange.handoff": replied - received.read_at if received.read_at else 0.0}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in checked if isinstance(t, str)]

@@ -8,6 +8,7 @@ import sys
 
 from harness import kernel_cache
 from harness.bytecode_cache import enable as enable_bytecode_cache
+from harness.process_exit import exit_now
 
 EXTRAS = {"fastapi": "service", "starlette": "service", "uvicorn": "service", "multipart": "service",
           "distributed": "cluster", "dask": "cluster"}  # pyproject.toml's optional dependencies
@@ -38,4 +39,4 @@ try:
 except ModuleNotFoundError as error:
     name = (error.name or "").split(".")[0]
     sys.exit(f"error: {name or error} is not installed for {sys.executable}: {_install_hint(name)}")
-sys.exit(code)
+exit_now(code)  # without the interpreter's teardown of torch (0.7-1 s): harness/process_exit.py

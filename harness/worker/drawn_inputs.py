@@ -79,7 +79,7 @@ class DrawnInputs:
         # Run once for real: it compiles its kernels (no compiler in a capture) and shows the operands.
         operands = operand_indices(reference.generate_input(**case, device=device))
         graph, data, captured = capture_draw(lambda: reference.generate_input(**case, device=device), device,
-                                             keep_graph=True)
+                                             keep_graph=True)[:3]
         tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
                    [(offset, name.encode()) for offset, name in sorted(keyed.items())])
                   for table, rows, keyed in captured]

@@ -65,7 +65,7 @@ class TableWriter:
 
 class CapturedDraw(NamedTuple):
     """The graph, the tensors it draws into (its pool holds them), the tables it reads (counter_rng.TableCapture),
-    and their writer (made on the first replay where the capture made none)."""
+    and, for whoever replays it through ``replay``, their writer (None: one made per replay)."""
 
     graph: Any
     data: Any
@@ -84,7 +84,7 @@ def capture_draw(draw: Callable[[], Any], device: torch.device, keep_graph: bool
     graph = torch.cuda.CUDAGraph(keep_graph=keep_graph)
     with counter_rng.captured_tables() as capture, torch.cuda.graph(graph, pool=pool, capture_error_mode=error_mode):
         data = draw()
-    return CapturedDraw(graph, data, capture.tables, TableWriter(capture.tables))
+    return CapturedDraw(graph, data, capture.tables)
 
 
 def replay(captured: CapturedDraw, seed: int) -> Any:

@@ -22,15 +22,16 @@ from typing import Any
 import torch
 
 from harness.contract.task_spec import shape_text
-from problems.shared.draw_graph import CapturedDraw, capture_draw, replay
+from problems.shared.draw_graph import CapturedDraw, TableWriter, capture_draw, replay
 
 Capture = Callable[[Callable[[], Any], torch.device, Any], CapturedDraw]
 
 
 def _capture(work: Callable[[], Any], device: torch.device, pool: Any) -> CapturedDraw:
     """capture_draw where the parent's other threads may use CUDA meanwhile (only this thread's calls
-    must suit a capture), into ``pool`` (None: the graph's own)."""
-    return capture_draw(work, device, error_mode="thread_local", pool=pool)
+    must suit a capture), into ``pool`` (None: the graph's own), with its tables' writer for every replay."""
+    captured = capture_draw(work, device, error_mode="thread_local", pool=pool)
+    return captured._replace(writer=TableWriter(captured.tables))
 
 
 class GraphDraws:

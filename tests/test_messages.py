@@ -26,6 +26,7 @@ SAMPLES = [
     messages.Recheck(nonce=os.urandom(16)),
     messages.Rechecked(overhead_us=2.5, fresh_us=2.6, spread_us=0.1, mac=os.urandom(32)),
     messages.Stop(),
+    messages.WindowClosed(index=3),
     messages.Error(status=Status.CUDA_ERROR, message="CUDA error: an illegal memory access", traceback="Traceback"),
 ]
 

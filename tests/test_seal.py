@@ -267,3 +267,17 @@ def test_an_unsealed_worker_is_the_parents_choice_and_never_reads_the_key():
     assert sealed_core.sealed_available() and isinstance(worker._make_timer(unsealed=True), timers.CpuTimer)
     with pytest.raises(OSError):
         os.fstat(read_fd)
+
+
+@pytest.mark.parametrize("index", [0, 7, 2**62])
+def test_the_cores_window_message_is_the_wires_window_closed(index: int) -> None:
+    """The frame the compiled core writes when a call's window is over (csrc/output_copies.c) reads back as the
+    protocol's WindowClosed record for that call."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, _sealed.window_message(index))
+        received = protocol.receive_message(read_fd, messages.REPLIES)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert received.message == messages.WindowClosed(index=index) and received.tensors == []

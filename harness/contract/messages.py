@@ -113,6 +113,16 @@ class Call:
 
 
 @dataclass(frozen=True)
+class WindowClosed:
+    """A timed call's window is over on the GPU (the compiled core says so before it copies, digests and
+    signs: csrc/output_copies.c): the parent may start its own GPU work for the check. Advisory, never
+    trusted: one sent early only runs the parent's work beside the submission's own window."""
+
+    KIND: ClassVar[str] = "window_closed"
+    index: int
+
+
+@dataclass(frozen=True)
 class Output:
     """A call's result; its tensors follow the header. ``mac``: the compiled core's seal, if any."""
 
@@ -248,7 +258,7 @@ def _kinds(*records: type) -> Mapping[str, type]:
 
 REQUESTS = _kinds(Start, Prepare, Call, Profile, Recheck, Stop)
 """What the parent may send and the worker accepts."""
-REPLIES = _kinds(Ready, Prepared, Output, Profiled, Rechecked, Error)
+REPLIES = _kinds(Ready, Prepared, WindowClosed, Output, Profiled, Rechecked, Error)
 """What the worker may send and the parent accepts."""
 
 

@@ -94,6 +94,12 @@ class SealedTimer:
         _sealed.map_snapshot(fd, nbytes, output_file.FILE_MIN_BYTES)
 
     @staticmethod
+    def signal_window(fd: int) -> None:
+        """Have the core say on ``fd`` (the result channel) when each timed call's window is over on the GPU
+        (messages.WindowClosed), before its copies, digest and MAC: the parent's check starts meanwhile."""
+        _sealed.signal_window(fd)
+
+    @staticmethod
     def map_inputs(fd: int) -> None:
         """Hand the core the parent's staging file (read-only): staged CPU calls' inputs, encrypted."""
         _sealed.map_inputs(fd)

@@ -93,6 +93,8 @@ class Worker:
         steps.mark("timer")
         if isinstance(self.timer, sealed_core.SealedTimer) and self.outputs_fd is not None:
             self.timer.map_outputs(self.outputs_fd)  # mapped before the syscall filter exists
+        if isinstance(self.timer, sealed_core.SealedTimer) and self.device.type == "cuda":
+            self.timer.signal_window(self.results_fd)
         if isinstance(self.timer, sealed_core.SealedTimer) and self.stage_fd is not None:
             self.timer.map_inputs(self.stage_fd)
         if request.snapshot_bytes:  # its descriptor follows the request; mapped before the import

@@ -141,7 +141,8 @@ class CallChecker:
 
         result = session.call(case if staged or drawn else seeded, sleep_us, stage, timeout_s, self.plain, buffers,
                               answered=answered, staged=parent["inputs"] if staged else None,
-                              drawn_seed=int(seeded["seed"]) if drawn else None)
+                              drawn_seed=int(seeded["seed"]) if drawn else None,
+                              answer_early=not (prefetch and not drawn))  # a Prepare must wait for the reply
         if "expected" not in parent:  # a session that did not run it (the tests' scripted ones)
             answered()
         if then is not None:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import torch
 
 from harness.contract import messages, protocol
-from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked
+from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked, WindowClosed
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, device_snapshot, input_stage, seal
@@ -173,10 +173,10 @@ class WorkerSession:
             raise WorkerFailure(Status.REJECTED, f"the core's key page was opened {supervision.unlocks()} times "
                                 f"for {self._macs} signed results (rule 'core': only the core's own MACs open it)")
 
-    def _expect(self, kind: type[R], stage: str, timeout_s: float,
+    def _expect(self, kind: type[R] | tuple[type[Any], ...], stage: str, timeout_s: float,
                 spent_s: float = 0.0) -> tuple[R, protocol.Received]:
-        """The reply of ``kind`` (and how it came), or the WorkerFailure that ended the request;
-        ``spent_s``: the part of ``timeout_s`` already gone since the request was sent."""
+        """The reply of ``kind`` (or of one of a tuple of kinds) and how it came, or the WorkerFailure that ended
+        the request; ``spent_s``: the part of ``timeout_s`` already gone since the request was sent."""
         try:
             message = self.worker.messages.get(timeout=max(0.0, timeout_s - spent_s))
         except queue.Empty:
@@ -323,14 +323,16 @@ class WorkerSession:
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None,
-             staged: Any = None, drawn_seed: int | None = None) -> CallOutput:
+             staged: Any = None, drawn_seed: int | None = None, answer_early: bool = False) -> CallOutput:
         """One call; ``plain`` (sanitize mode): no timer, no flush, no seal; ``buffers``: "keep" this
         call's input tensors, or "refill" the kept ones with this call's inputs (serve_loop._inputs).
         ``answered`` runs once the reply is in and its outputs' copies and digest are queued, before the
         digest is read back and the MAC checked: the caller's own work (the parent's GPU work for the check)
         is queued behind them and runs while the host waits for the digest (``check_copies``); its time is
-        not booked to ``seal``. ``staged``: the call's inputs,
-        drawn by the parent (``case`` then carries the public seed the worker draws the layout from):
+        not booked to ``seal``. ``answer_early``: where the worker's core says the call's window is over on
+        the GPU (messages.WindowClosed) before its reply, ``answered`` runs then instead, while the core still
+        copies, digests and signs (its time then booked to neither ``exchange`` nor ``seal``). ``staged``: the
+        call's inputs, drawn by the parent (``case`` then carries the public seed the worker draws the layout from):
         written encrypted for this index, and the MAC's seed is 0 (the worker never learns the call's
         seed). ``drawn_seed``: the seed of a call whose inputs the worker's core draws (``draws``); it
         travels masked for the core, which signs it unmasked. A call already sent (``send_ahead``) is
@@ -342,11 +344,27 @@ class WorkerSession:
             raise RuntimeError(f"the call sent ahead ({sent_call.case}) is not the one asked for ({case})")
         sent_call = sent_call or self._send_call(case, sleep_us, timeout_s, plain, buffers, staged, drawn_seed)
         index, started, sent = sent_call.index, sent_call.started, sent_call.sent
-        reply, received = self._expect(Output, stage, timeout_s, time.perf_counter() - sent)
+        answering = [0.0]
+
+        def meanwhile() -> None:
+            began = time.perf_counter()
+            if answered is not None:
+                answered()
+            answering[0] += time.perf_counter() - began
+
+        reply, received = self._expect((Output, WindowClosed), stage, timeout_s, time.perf_counter() - sent)
+        if isinstance(reply, WindowClosed):  # the window is over on the GPU: the parent's work for the check starts
+            if reply.index != index:
+                self.worker.kill()
+                raise WorkerFailure(Status.REJECTED, f"a window_closed message for call {reply.index} during call "
+                                    f"{index}")
+            if answer_early:
+                meanwhile()
+                answered = None
+            reply, received = self._expect(Output, stage, timeout_s, time.perf_counter() - sent)
         tensors = received.tensors
         replied = time.perf_counter()
         finishes: list[Callable[[], None]] = []
-        answering = [0.0]
 
         def verify(copies: list[Any]) -> None:
             if self.sealed and not plain:  # a plain call (sanitize mode) is neither timed nor ranked
@@ -354,18 +372,13 @@ class WorkerSession:
                 finishes.append(self._verify(lambda: seal.start_verify(self.worker.key, index, seed, self.overhead_us,
                                                                        reply, received.entries, copies)))
 
-        def meanwhile() -> None:
-            began = time.perf_counter()
-            if answered is not None:
-                answered()
-            answering[0] = time.perf_counter() - began
-
         checked = self._check_copies.deliver(tensors, self.check_on, verify, meanwhile)
         for finish in finishes:
             self._verify(finish)
             self._count_mac(state_opens=2)
-        phases = {"inputs_wait": sent - started, "exchange": replied - sent,
-                  "seal": time.perf_counter() - replied - answering[0],
+        early = answering[0] if answered is None else 0.0  # the parent's work run while the worker finished
+        phases = {"inputs_wait": sent - started, "exchange": replied - sent - early,
+                  "seal": time.perf_counter() - replied - (answering[0] - early),
                   "exchange.handoff": replied - received.read_at if received.read_at else 0.0}
         drawn_ms, self._prepared_ms = self._prepared_ms, {}
         bad = [t for t in checked if isinstance(t, str)]

@@ -9,6 +9,7 @@
  * memcpy, hashed by digest_tree.c. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,41 @@
 #define LEAF_THREADS 128u
 #define LEAF_BYTES 32ull
 #define TABLE_WORDS 3  /* a launch's table entry: data, bytes, first leaf (harness/contract/leaf_hash.py) */
+
+static int window_fd = -1;  /* signal_window's: advisory, so kept in ordinary memory */
+
+/* One ``window_closed`` message for call ``index``: a 4-byte length, then its JSON header
+ * (harness/contract/protocol.py), into ``frame``; its size in all, 0 where it does not fit. */
+static size_t window_frame(long long index, char *frame, size_t size) {
+    int length = snprintf(frame + 4, size - 4, "{\"op\": \"window_closed\", \"index\": %lld}", index);
+    if (length <= 0 || (size_t)length >= size - 4) return 0;
+    uint32_t header = (uint32_t)length;
+    memcpy(frame, &header, 4);
+    return (size_t)length + 4;
+}
+
+/* That message on the result channel. Best effort: a failed write is the parent's to notice (no reply). */
+static void window_closed(long long index) {
+    char frame[96];
+    size_t total = window_fd < 0 ? 0 : window_frame(index, frame, sizeof frame), sent = 0;
+    while (sent < total) {
+        ssize_t wrote = write(window_fd, frame + sent, total - sent);
+        if (wrote <= 0) return;
+        sent += (size_t)wrote;
+    }
+}
+
+PyObject *window_message(PyObject *self, PyObject *args) {
+    long long index;
+    char frame[96];
+    if (!PyArg_ParseTuple(args, "L", &index)) return NULL;
+    return PyBytes_FromStringAndSize(frame, (Py_ssize_t)window_frame(index, frame, sizeof frame));
+}
+
+PyObject *signal_window(PyObject *self, PyObject *args) {
+    if (!PyArg_ParseTuple(args, "i", &window_fd)) return NULL;
+    Py_RETURN_NONE;
+}
 
 static unsigned long long aligned(unsigned long long bytes) { return (bytes + DEVICE_ALIGN - 1) & ~(DEVICE_ALIGN - 1); }
 
@@ -109,6 +145,7 @@ static int copy_on_gpu(const output_view *views, int count, size_t total, output
     CUdeviceptr first = copy->in_snapshot ? ST->snapshot : ST->device_copy[0];
     if (copy_and_hash(views, count, copy->at, 0, first, ST->device_leaves)) return -1;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
+    window_closed(ST->last_index);  /* the window, its end stamp and the first copy are done on the GPU */
     phase_mark(PHASE_WAITED);
     CUI(cu.CtxSynchronize(), "synchronize every stream");
     phase_mark(PHASE_IDLE);

@@ -23,4 +23,11 @@ int copy_outputs(const output_view *views, int count, size_t total, output_copy 
  * allocation it exported as a POSIX descriptor), mapped read-write into this context; the descriptor is
  * closed. Calls of at least ``min_bytes`` of outputs that fit are copied there. */
 PyObject *map_snapshot(PyObject *self, PyObject *args);
+/* signal_window(fd): where a timed call says that its window is over on the GPU (the result channel):
+ * right after the first copy is done, a ``window_closed`` message (harness/contract/messages.py) for the
+ * call's index, so that the parent's own GPU work for the check can start while the core still copies,
+ * digests and signs. Advisory: nothing it says is trusted (a false one only runs the parent's work
+ * beside the submission's own window), and it lives in ordinary memory. -1: none (the default). */
+PyObject *signal_window(PyObject *self, PyObject *args);
+PyObject *window_message(PyObject *self, PyObject *args); /* window_message(index): the bytes sent (self-test) */
 #endif

@@ -354,6 +354,8 @@ static PyMethodDef methods[] = {
     {"map_outputs", map_outputs, METH_VARARGS, "Take the parent's output file: large outputs go there, not the pipe."},
     {"map_snapshot", map_snapshot, METH_VARARGS, "Take the parent's device snapshot: outputs that fit are copied there."},
     {"map_inputs", map_inputs, METH_VARARGS, "Take the parent's staging file: ranked CPU calls' inputs, encrypted."},
+    {"signal_window", signal_window, METH_VARARGS, "Say on this fd when a timed call's window is over (advisory)."},
+    {"window_message", window_message, METH_VARARGS, "The window_closed message for a call index (self-test)."},
     {"add_draw", add_draw, METH_VARARGS, "Take a captured draw (graph and kernel tables) for drawn calls."},
     {"chacha20", chacha20_bytes, METH_VARARGS, "ChaCha20 (RFC 8439) over bytes (self-test)."},
     {"stream_keys", stream_keys_bytes, METH_VARARGS, "A counter-generator stream's keys under a seed (self-test)."},

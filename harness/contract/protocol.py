@@ -134,7 +134,7 @@ def _dims(entry: dict[str, Any], key: str) -> list[int]:
 
 
 def _view_of_storage(entry: dict[str, Any], dtype: torch.dtype, payload: bytes | torch.Tensor) -> torch.Tensor:
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = dtype.itemsize
     if len(payload) % itemsize:
         raise ProtocolError(f"a {len(payload)}-byte storage cannot hold {entry['dtype']} elements")
     shape, stride = _dims(entry, "shape"), _dims(entry, "stride")
@@ -158,7 +158,7 @@ def tensor_from_wire(entry: dict[str, Any], payload: bytes | torch.Tensor) -> to
     count = 1
     for size in shape:
         count *= size
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = dtype.itemsize
     if count * itemsize != len(payload):
         raise ProtocolError(f"tensor of shape {shape} and dtype {entry['dtype']} cannot have {len(payload)} bytes")
     if count == 0:

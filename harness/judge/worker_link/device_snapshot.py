@@ -117,12 +117,13 @@ class DeviceSnapshot:
         reply is handed on (one wait per output cost the grouped GEMM's eight outputs eight)."""
         if at < 0 or at + nbytes > self.nbytes:
             raise ProtocolError(f"{nbytes} bytes at {at} lie outside the {self.nbytes}-byte device snapshot")
-        with torch.cuda.device(self.device), torch.cuda.stream(self._stream):
+        # Allocated on the reader's current stream and copied on the snapshot's: safe, since ``settle`` waits for
+        # the copy before anything can use or free the tensor. The device made current for the driver's call.
+        with torch.cuda.device(self.device):
             copy = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
             if nbytes:
                 check(self._cuda.cuMemcpyDtoDAsync_v2(ctypes.c_ulonglong(copy.data_ptr()),
-                                                      ctypes.c_ulonglong(self.base.value + at),
-                                                      ctypes.c_size_t(nbytes),
+                                                      ctypes.c_ulonglong(self.base.value + at), ctypes.c_size_t(nbytes),
                                                       ctypes.c_void_p(self._stream.cuda_stream)),
                       "copy out of the device snapshot")
                 self._pending = True

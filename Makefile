@@ -15,10 +15,12 @@ harness = @echo $(PYTHON) -m harness $(1); $(PYTHON) -m harness $(1)$(if $(EXIT_
 .PHONY: install eval test lint leaderboard sol calibrate gpu-check
 
 # torch first: where none is installed, the pinned release (a CPU build on CPU-only hosts);
-# where one is (a GPU image), it is kept.
+# where one is (a GPU image), it is kept. Then the bytecode a run imports, where the environment
+# keeps none of its own (harness/bytecode_cache.py: as pip does at install time).
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "torch==2.13.0"
 	$(PYTHON) -m pip install -q -e ".[$(EXTRAS)]"
+	$(PYTHON) -m harness.bytecode_cache
 
 # Correctness on every test shape, then timing on every benchmark shape (CPU when no GPU).
 # The problem comes from PROBLEM or from the file's '#!POPCORN leaderboard' line.

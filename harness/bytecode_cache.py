@@ -13,10 +13,17 @@ rules grant no writes there, and as uid 65534 (a root evaluator's workers) it ca
 folder. Bytecode is code the parent runs, so the folder is used only where it is this user's and no one
 else may write it: no more trust than the installed sources themselves. NVFP4_BYTECODE_CACHE=DIR moves
 it, NVFP4_BYTECODE_CACHE=off leaves Python's own choice.
+
+``python -m harness.bytecode_cache`` (``make install`` and the GPU check's ``build`` run it) writes it
+ahead, as pip writes bytecode at install time: it imports what a harness process and its workers import,
+so that a machine's first ``make eval`` does not compile torch in the parent and again in its worker at
+once (17-19 s against 8-9 s for the next one on the H100, docs/results.md runs 25-27).
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import os
 import sys
@@ -61,3 +68,35 @@ def enable(probe: str = PROBE) -> Path | None:
     sys.dont_write_bytecode = False
     os.environ["PYTHONPYCACHEPREFIX"] = str(chosen)
     return chosen
+
+
+WARMED = ("torch", "numpy", "triton", "triton.compiler.compiler", "triton.runtime.jit", "jinja2",
+          "harness.commands.main", "harness.worker.serve_loop", "harness.worker.compile_ahead",
+          "problems.shared.counter_rng", "problems.shared.draw_graph", "problems.shared.blockscaled")
+"""What ``warm`` imports (with every command's module and every problem's reference): the parent's commands
+and the worker's request loop, with torch and triton."""
+
+
+def harness_modules() -> list[str]:
+    """``WARMED``, every command's module and every problem's reference module."""
+    from harness.commands.main import COMMAND_MODULES
+    from harness.contract.task_spec import list_problems, load_task
+
+    return [*WARMED, *COMMAND_MODULES, *(load_task(problem).reference_module for problem in list_problems())]
+
+
+def warm(probe: str = PROBE, modules: list[str] | None = None) -> Path | None:
+    """Write the bytecode of ``modules`` (None: ``harness_modules``) where ``needed``, by importing them; the
+    folder, or None where the harness keeps none (a module that is not installed is passed over)."""
+    chosen = enable(probe)
+    if chosen is not None:
+        for name in harness_modules() if modules is None else modules:
+            with contextlib.suppress(ImportError):  # an extra that is not installed (triton on some CPUs)
+                importlib.import_module(name)
+    return chosen
+
+
+if __name__ == "__main__":
+    written = warm()
+    print(f"bytecode: written under {written}" if written else
+          "bytecode: none kept by the harness (Python writes its own, or NVFP4_BYTECODE_CACHE=off)")

@@ -88,3 +88,26 @@ def test_the_worker_reads_the_cache_and_writes_none(monkeypatch: pytest.MonkeyPa
     env = worker_environment("cpu", None)
     assert env["PYTHONPYCACHEPREFIX"] == "/var/cache/nvfp4-harness/bytecode"
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+
+
+def test_warm_writes_ahead_what_a_run_will_import(package: Path, tmp_path: Path) -> None:
+    """What `make install` runs: every module named compiled into the cache now, a missing one passed over."""
+    folder = bytecode_cache.warm("probe_pkg", ["probe_pkg", "no_such_module_anywhere"])
+    assert folder == tmp_path / "bytecode"
+    import probe_pkg
+
+    assert Path(probe_pkg.__cached__).is_file() and Path(probe_pkg.__cached__).is_relative_to(folder)
+
+
+def test_warm_writes_nothing_where_python_keeps_its_own(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert bytecode_cache.warm("probe_pkg", ["probe_pkg"]) is None
+
+
+def test_the_harness_modules_it_warms_exist() -> None:
+    """Every module name warm imports by default is one of this install (a renamed module would be passed
+    over in silence, and its bytecode no longer written ahead)."""
+    import importlib.util
+
+    missing = [name for name in bytecode_cache.harness_modules() if importlib.util.find_spec(name) is None]
+    assert missing in ([], ["triton"], ["triton", "triton.compiler.compiler", "triton.runtime.jit"])

@@ -117,9 +117,11 @@ class DeviceSnapshot:
         reply is handed on (one wait per output cost the grouped GEMM's eight outputs eight)."""
         if at < 0 or at + nbytes > self.nbytes:
             raise ProtocolError(f"{nbytes} bytes at {at} lie outside the {self.nbytes}-byte device snapshot")
-        # Allocated on the reader's current stream and copied on the snapshot's: safe, since ``settle`` waits for
-        # the copy before anything can use or free the tensor. The device made current for the driver's call.
-        with torch.cuda.device(self.device):
+        # Allocated on the snapshot's own stream, the one its copy runs on: the parent's draw and reference run
+        # meanwhile on its main thread's stream (WorkerSession.call, window_closed), and a block freed there, its
+        # kernels still queued, is handed out again on that stream only (a copy into one on this thread, this
+        # stream, overwrote the reference's work and its own: results.md run 29, call 5).
+        with torch.cuda.device(self.device), torch.cuda.stream(self._stream):
             copy = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
             if nbytes:
                 check(self._cuda.cuMemcpyDtoDAsync_v2(ctypes.c_ulonglong(copy.data_ptr()),

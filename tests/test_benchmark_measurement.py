@@ -70,7 +70,7 @@ class _RecheckingSession(WorkerSession):
         return answer, None
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None, staged=None,
-             drawn_seed=None):
+             drawn_seed=None, answer_early=False):
         assert self.core_us == self.overhead_us, "the call's MAC would not check: parent and core disagree"
         data = self.reference.generate_input(**case, device="cpu")
         if stage == "a timed call":
@@ -128,7 +128,7 @@ class _ExposingSession(_RecheckingSession):
         self.always = always
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None, staged=None,
-             drawn_seed=None):
+             drawn_seed=None, answer_early=False):
         output = super().call(case, sleep_us, stage, timeout_s, plain, answered=answered)
         if stage != "a timed call":
             return output
@@ -161,7 +161,7 @@ class _ClockSession(_RecheckingSession):
         self.gaps_us, self.timed = gaps_us, 0
 
     def call(self, case, sleep_us, stage, timeout_s, plain=False, buffers="", answered=None, staged=None,
-             drawn_seed=None):
+             drawn_seed=None, answer_early=False):
         output = super().call(case, sleep_us, stage, timeout_s, plain, answered=answered)
         if stage == "a timed call":
             gap = self.gaps_us[self.timed % len(self.gaps_us)]

@@ -42,7 +42,8 @@ class Session:
     def __init__(self, wrong: set[int] = frozenset()) -> None:
         self.wrong, self.calls = wrong, 0
 
-    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None,
+             answer_early=False):
         self.calls += 1
         value = seeded["seed"] * 2 + (1 if self.calls in self.wrong else 0)
         return CallOutput(time_us=1.0, host_us=1.0, output=torch.full((seeded["n"],), float(value)), unfinished=False)
@@ -91,7 +92,8 @@ class SealingSession(Session):
     def prepare(self, case):
         self.events.append(("prepare", case["seed"]))
 
-    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+    def call(self, seeded, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None,
+             answer_early=False):
         self.events.append(("reply", seeded["seed"]))
         output = super().call(seeded, sleep_us, stage, timeout_s, plain, buffers)
         answered()
@@ -141,7 +143,8 @@ class StagingSession:
     def prepare(self, case):
         self.prepared.append(case)
 
-    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None,
+             answer_early=False):
         self.sent.append((dict(case), staged))
         answered()
         return CallOutput(time_us=1.0, host_us=1.0, output=staged[0] * 2, unfinished=False)
@@ -153,7 +156,8 @@ class DrawingSession(StagingSession):
     def draws(self, case) -> bool:
         return True
 
-    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None,
+             answer_early=False):
         self.sent.append((dict(case), (staged, drawn_seed)))
         answered()
         return CallOutput(time_us=1.0, host_us=1.0, output=torch.full((case["n"],), 2.0 * drawn_seed),
@@ -207,7 +211,8 @@ class OwnDraw(Session):
     def stages(self) -> bool:
         return self.can_stage
 
-    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None):
+    def call(self, case, sleep_us, stage, timeout_s, plain, buffers, answered=None, staged=None, drawn_seed=None,
+             answer_early=False):
         self.sent.append((dict(case), staged, drawn_seed))
         return super().call(case, sleep_us, stage, timeout_s, plain, buffers)
 

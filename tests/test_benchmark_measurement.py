@@ -16,7 +16,8 @@ from harness.judge.verdict import queued_sleep
 from harness.judge.verdict.modes import MODES
 from harness.judge.verdict.run_options import RunOptions
 from harness.judge.worker_link import seal, worker_spawn
-from harness.judge.worker_link.worker_channel import CallOutput, WorkerSession
+from harness.judge.worker_link.call_output import CallOutput
+from harness.judge.worker_link.worker_channel import WorkerSession
 
 REPO = Path(__file__).resolve().parent.parent
 

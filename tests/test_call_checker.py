@@ -11,7 +11,8 @@ import torch
 
 from harness.contract.results import Status
 from harness.judge.verdict.call_checker import CallChecker, _case_key
-from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure
+from harness.judge.worker_link.call_output import CallOutput
+from harness.judge.worker_link.worker_channel import WorkerFailure
 from problems.shared import blockscaled as bs
 
 MODULE = "fake_problem_for_call_checker"

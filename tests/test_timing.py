@@ -5,7 +5,7 @@ import pytest
 from harness.judge.verdict.benchmark_case import BenchmarkCase
 from harness.judge.verdict.stopping import StoppingRule, WarmupRule, summarize
 from harness.judge.verdict.wall_clock import WallClock
-from harness.judge.worker_link.worker_channel import CallOutput
+from harness.judge.worker_link.call_output import CallOutput
 from harness.worker.timers import CpuTimer
 
 

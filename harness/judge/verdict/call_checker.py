@@ -24,7 +24,8 @@ from harness.contract.results import Status
 from harness.contract.task_spec import Task
 from harness.judge.verdict import seeds
 from harness.judge.verdict.graph_draws import GraphDraws
-from harness.judge.worker_link.worker_channel import CallOutput, WorkerFailure, WorkerSession
+from harness.judge.worker_link.call_output import CallOutput
+from harness.judge.worker_link.worker_channel import WorkerFailure, WorkerSession
 
 
 class CallChecker:

@@ -12,7 +12,6 @@ import os
 import queue
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +22,7 @@ from harness.contract.messages import Output, Prepared, Profiled, Ready, Recheck
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, device_snapshot, input_stage, seal
+from harness.judge.worker_link.call_output import CallOutput, SentCall, reported_ms
 from harness.judge.worker_link.check_copies import CheckCopies
 from harness.judge.worker_link.device_snapshot import DeviceSnapshot
 from harness.judge.worker_link.hang_report import hung_at
@@ -41,48 +41,6 @@ class WorkerFailure(Exception):
         self.status = status
         self.reason = reason
         self.traceback = traceback
-
-
-@dataclass
-class CallOutput:
-    """One call's result; ``sealed`` when its MAC was verified against the parent's key."""
-
-    time_us: float
-    host_us: float
-    output: Any  # a tensor, a list of tensors, or a string saying why it is neither
-    unfinished: bool
-    sealed: bool = False
-    exposed: bool = False  # the queued sleep ran out before the call was queued: time not trusted
-    clock: seal.ClockReading = field(default_factory=seal.ClockReading)  # signed second-clock reading (0 off GPU)
-    phases_s: dict[str, float] = field(default_factory=dict)  # the parent's clock: inputs_wait, exchange, seal
-    worker_ms: dict[str, float] = field(default_factory=dict)  # as the worker reports it (shown, never trusted)
-
-
-def _reported_ms(spent: dict[str, Any], sent: float = 0.0, read_at: float = 0.0) -> dict[str, float]:
-    """A worker's own account of its time, kept only as plain numbers (it decides nothing); its two instants
-    (messages.RECEIVED_AT, REPLYING_AT) become the exchange's parts around its handler: ``link.in`` from the
-    parent's request to the worker's reading it, ``handler`` until it began its reply, ``link.out`` until the
-    parent's reader had read that (the reader's own work on the outputs included)."""
-    reported = {str(k)[:20]: float(v) for k, v in list(spent.items())[:24] if type(v) in (int, float)}
-    received, replying = reported.pop(messages.RECEIVED_AT, None), reported.pop(messages.REPLYING_AT, None)
-    if received is not None and replying is not None and read_at:
-        reported.update({"link.in": received - 1e3 * sent, "handler": replying - received,
-                         "link.out": 1e3 * read_at - replying})
-    return reported
-
-
-@dataclass(frozen=True)
-class _SentCall:
-    """A call request on its way: what was asked, its index (its MAC covers it) and when it left."""
-
-    case: dict[str, Any]
-    sleep_us: float
-    plain: bool
-    buffers: str
-    index: int
-    started: float
-    sent: float
-    drawn_seed: int | None = None
 
 
 class WorkerSession:
@@ -106,7 +64,7 @@ class WorkerSession:
         self._drawn: set[tuple] = set()  # the cases whose inputs the worker's core draws (start's ``draws``)
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
         self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
-        self._ahead: _SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
+        self._ahead: SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
         self.check_on: torch.device | None = None  # a GPU the check reads outputs on: copied there in call()
         self._check_copies = CheckCopies()
         self._snapshot: DeviceSnapshot | None = None  # the worker's device snapshot (start), released at close
@@ -277,7 +235,7 @@ class WorkerSession:
     def _await_prepared(self, timeout_s: float) -> Prepared:
         self._prepare_pending = False
         prepared, _ = self._expect(Prepared, "drawing the inputs", timeout_s)
-        self._prepared_ms = _reported_ms(prepared.spent_ms)
+        self._prepared_ms = reported_ms(prepared.spent_ms)
         return prepared
 
     def prepare_inputs(self, case: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
@@ -286,7 +244,7 @@ class WorkerSession:
         return self._await_prepared(timeout_s).placements
 
     def _send_call(self, case: dict[str, Any], sleep_us: float, timeout_s: float, plain: bool, buffers: str,
-                   staged: Any = None, drawn_seed: int | None = None) -> _SentCall:
+                   staged: Any = None, drawn_seed: int | None = None) -> SentCall:
         index, self._next_index = self._next_index, self._next_index + 1
         started = time.perf_counter()
         if staged is not None:
@@ -296,7 +254,7 @@ class WorkerSession:
                                     limit_s=timeout_s, staged=staged is not None,
                                     sealed_seed=b"" if drawn_seed is None else input_stage.sealed_seed(
                                         self.worker.key, index, drawn_seed)))
-        return _SentCall(case, sleep_us, plain, buffers, index, started, time.perf_counter(), drawn_seed)
+        return SentCall(case, sleep_us, plain, buffers, index, started, time.perf_counter(), drawn_seed)
 
     def send_ahead(self, case: dict[str, Any], timeout_s: float, plain: bool = False, buffers: str = "",
                    drawn_seed: int | None = None) -> bool:
@@ -397,7 +355,7 @@ class WorkerSession:
             exposed=reply.exposed,
             clock=seal.ClockReading.of(reply),
             phases_s=phases,
-            worker_ms={**drawn_ms, **_reported_ms(reply.spent_ms, sent, received.read_at)},
+            worker_ms={**drawn_ms, **reported_ms(reply.spent_ms, sent, received.read_at)},
         )
 
     def _verify(self, check: Any) -> Any:

@@ -73,3 +73,22 @@ def test_a_window_closed_for_another_call_is_refused(monkeypatch):
         with pytest.raises(WorkerFailure, match="a window_closed message for call 1 during call 0") as failure:
             session.call(case, 0.0, "a test", 30.0, answer_early=True)
     assert failure.value.status == Status.REJECTED
+
+
+def test_a_failure_of_the_parents_own_work_ends_the_worker_with_the_call(monkeypatch):
+    """The parent's draw failing while the worker still finishes its call: the failure goes up and the
+    worker, its reply still on the way, is ended (no later request could trust what it sends next)."""
+    session, events = _session_with_window_signal(monkeypatch)
+    case = {**session.task.tests[0], "seed": 7}
+
+    def failing() -> None:
+        raise RuntimeError("the parent's draw failed")
+
+    with session:
+        session.start()
+        events.clear()
+        with pytest.raises(RuntimeError, match="the parent's draw failed"):
+            session.call(case, 0.0, "a test", 30.0, answered=failing, answer_early=True)
+        assert events == ["WindowClosed"]
+        session.worker.process.wait(timeout=30)
+        assert not session.alive()

@@ -317,7 +317,11 @@ class WorkerSession:
                 raise WorkerFailure(Status.REJECTED, f"a window_closed message for call {reply.index} during call "
                                     f"{index}")
             if answer_early:
-                meanwhile()
+                try:
+                    meanwhile()
+                except BaseException:  # the parent's own failure while the reply is on its way: the worker
+                    self.worker.kill()  # ends with the call (its reply would otherwise meet the next request)
+                    raise
                 answered = None
             reply, received = self._expect(Output, stage, timeout_s, time.perf_counter() - sent)
         tensors = received.tensors

@@ -14,7 +14,6 @@ import json
 import os
 import socket
 import struct
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -228,7 +227,7 @@ def receive(fd: int, fetch: Mapping[str, Fetch] | None = None) -> tuple[dict[str
 
 class Received(NamedTuple):
     """One message as read: its record, the header's tensor entries (the seal covers them), the tensors, and
-    when its reading ended (perf_counter)."""
+    when the parent's reader had it whole (perf_counter; 0 where no one stamped it)."""
 
     message: Any
     entries: list[dict[str, Any]]
@@ -247,7 +246,7 @@ def receive_message(fd: int, expected: Mapping[str, type], fetch: Mapping[str, F
     ``fetch`` as ``receive``."""
     header, tensors = receive(fd, fetch)
     entries = header.pop("tensors", [])
-    return Received(decode(header, expected), entries, tensors, time.perf_counter())
+    return Received(decode(header, expected), entries, tensors)
 
 
 def send_descriptor(fd: int, descriptor: int) -> None:

@@ -47,21 +47,10 @@ def test_a_replay_writes_the_tables_an_ordinary_draw_under_its_seed_launches_wit
         assert torch.equal(read[:, 0], torch.tensor([w.data_ptr() for w in words if w.numel()]))  # the graph's own
 
 
-def test_the_keys_written_are_the_seeds_and_differ_between_seeds():
-    """The bookkeeping itself: only the named rows' key words change with the seed."""
-    rows = [(100, 40, 1, 2), (200, 8, 3, 4)]
-    keyed = {16: "a", 32 + 16: "sfa"}
-    first, second = (counter_rng.seeded_table(rows, keyed, seed) for seed in (1, 2))
-    assert first[:, :2].tolist() == second[:, :2].tolist() == [[100, 40], [200, 8]]
-    assert first[0, 2:].tolist() == list(counter_rng.stream_keys(1, "a"))
-    assert second[1, 2:].tolist() == list(counter_rng.stream_keys(2, "sfa"))
-    assert first[:, 2:].tolist() != second[:, 2:].tolist()
-    assert counter_rng.seeded_table(rows, {}, 1).tolist() == [list(row) for row in rows]  # a codes table: as captured
-
-
-def test_the_writer_fills_in_what_seeded_table_makes_and_keeps_its_template():
-    """TableWriter (one host array, the keyed words filled in per seed) against seeded_table, the definition,
-    over tables of several rows, a table with no keyed row, and seeds one after another."""
+def test_the_writer_writes_each_named_rows_keys_for_the_seed_and_keeps_the_rest_as_captured():
+    """The bookkeeping itself, over tables of several rows, a table with no keyed row (a codes table) and
+    seeds one after another (the template kept): only a named row's two key words change, to its stream's
+    keys under the seed."""
     rows_a, keyed_a = [(100, 40, 1, 2), (200, 8, 3, 4), (300, 5, 5, 6)], {16: "a", 64 + 16: "b[1]"}
     rows_b, keyed_b = [(7, 8, 9)], {}
     rows_c, keyed_c = [(400, 3, 0, 0)], {16: "sfa"}
@@ -70,5 +59,9 @@ def test_the_writer_fills_in_what_seeded_table_makes_and_keeps_its_template():
     writer = TableWriter(tables)
     for seed in (1, 2**63 - 1, 1, 99):
         writer.write(seed)
-        for table, rows, keyed in tables:
-            assert table.tolist() == counter_rng.seeded_table(rows, keyed, seed).view(-1).tolist()
+        a, b, c = (table.view(-1, len(rows[0])).tolist() for table, rows, _ in tables)
+        assert a == [[100, 40, *counter_rng.stream_keys(seed, "a")], [200, 8, 3, 4],
+                     [300, 5, *counter_rng.stream_keys(seed, "b[1]")]]
+        assert b == [[7, 8, 9]]
+        assert c == [[400, 3, *counter_rng.stream_keys(seed, "sfa")]]
+    assert counter_rng.stream_keys(1, "a") != counter_rng.stream_keys(2, "a")

@@ -195,18 +195,6 @@ def captured_tables() -> Iterator[TableCapture]:
         _capturing.remove(capture)
 
 
-def seeded_table(rows: list[tuple[int, ...]], keyed: dict[int, str], seed: int) -> torch.Tensor:
-    """A captured table's contents (int64, host) for a replay under ``seed``: the rows as captured, each
-    named row's two key words (at byte offset ``keyed``'s key) those of its stream under ``seed``. What the
-    worker's core writes for a drawn call (drawn_inputs.c) and the parent's replay writes
-    (problems/shared/draw_graph.py): the table an ordinary draw under ``seed`` would launch with."""
-    table = torch.tensor(rows, dtype=torch.int64)
-    flat = table.view(-1)
-    for offset, name in keyed.items():
-        flat[offset // 8], flat[offset // 8 + 1] = stream_keys(seed, name)  # 32-bit keys: int64 holds them
-    return table
-
-
 def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, str] | None = None) -> torch.Tensor:
     """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
     draw never waits for work already queued on the GPU; under ``captured_tables``, left unwritten and

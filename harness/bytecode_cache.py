@@ -17,7 +17,7 @@ it, NVFP4_BYTECODE_CACHE=off leaves Python's own choice.
 ``python -m harness.bytecode_cache`` (``make install`` and the GPU check's ``build`` run it) writes it
 ahead, as pip writes bytecode at install time: it imports what a harness process and its workers import,
 so that a machine's first ``make eval`` does not compile torch in the parent and again in its worker at
-once (17-19 s against 8-9 s for the next one on the H100, docs/results.md runs 25-27).
+once (17.1-19.3 s against 7.6-8.8 s for the next one on the H100, docs/results.md runs 25 and 27).
 """
 
 from __future__ import annotations

@@ -110,4 +110,4 @@ def test_the_harness_modules_it_warms_exist() -> None:
     import importlib.util
 
     missing = [name for name in bytecode_cache.harness_modules() if importlib.util.find_spec(name) is None]
-    assert missing in ([], ["triton"], ["triton", "triton.compiler.compiler", "triton.runtime.jit"])
+    assert missing == []  # triton and jinja2 are dependencies of this install

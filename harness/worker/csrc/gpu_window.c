@@ -341,7 +341,7 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, cons
     CUI(cu.ModuleGetFunction(&core.leaf_kernel, leaf_module, "leaf_sha256"), "cuModuleGetFunction");
     if (allocate_buffers(l2_bytes) || size_hold_grid()) return -1;
     double queued = clock_gap_us(0, &ST->stamp_wait_us[0]), idle = clock_gap_us(1, &ST->stamp_wait_us[1]);
-    if (queued < -1e8 || idle < -1e8) return cuda_failed(1, "second clock calibration") ? -1 : -1;
+    if (queued < -1e8 || idle < -1e8) { cuda_failed(1, "second clock calibration"); return -1; }
     for (int mode = 0; mode < 2; mode++) ST->stamp_wait_us[mode] += CLOCK_MARGIN_US;
     if (ST->stamp_wait_us[1] < ST->stamp_wait_us[0]) ST->stamp_wait_us[1] = ST->stamp_wait_us[0];
     ST->clock_slack_us[0] = (queued > 0 ? queued : 0) + CLOCK_MARGIN_US;
@@ -349,9 +349,9 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, cons
     core.overhead_from_graph = graph_empty_kernel_us() > 0.0;
     for (int attempt = 0; attempt < OVERHEAD_ATTEMPTS; attempt++) {
         if (attempt && (hold(RETRY_SPIN_US * attempt, 0, 0) || cu.StreamSynchronize(core.stream)))
-            return cuda_failed(1, "the clocks' warm-up before measuring the event overhead again") ? -1 : -1;
+            { cuda_failed(1, "the clocks' warm-up before measuring the event overhead again"); return -1; }
         ST->overhead_us = measure_overhead(&ST->overhead_spread_us);
-        if (ST->overhead_us < -0.5) return cuda_failed(1, "overhead measurement") ? -1 : -1;
+        if (ST->overhead_us < -0.5) { cuda_failed(1, "overhead measurement"); return -1; }
         if (overhead_consistent(ST->overhead_us, ST->overhead_spread_us)) {
             ST->first_overhead_us = ST->overhead_us;
             return 0;

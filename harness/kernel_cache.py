@@ -62,7 +62,11 @@ def warm_kernels(problems: list[str] | None = None, kinds: tuple[str, ...] = KIN
     if device.type == "cuda":
         from problems.shared import counter_rng
 
-        counter_rng.compile_kernels()
+        try:
+            counter_rng.compile_kernels()
+        except Exception as error:  # the workers compile them at their start instead
+            print(f"kernels: the workers' draw kernels not compiled ahead ({type(error).__name__}: "
+                  f"{str(error).splitlines()[0] if str(error) else ''})")
     warmed = []
     for problem in contest_problems() if problems is None else problems:
         task = load_task(problem)

@@ -16,11 +16,12 @@ harness = @echo $(PYTHON) -m harness $(1); $(PYTHON) -m harness $(1)$(if $(EXIT_
 
 # torch first: where none is installed, the pinned release (a CPU build on CPU-only hosts);
 # where one is (a GPU image), it is kept. Then the bytecode a run imports, where the environment
-# keeps none of its own (harness/bytecode_cache.py: as pip does at install time).
+# keeps none of its own, and on a GPU the harness's own kernels (harness/warm.py: as pip writes
+# bytecode at install time).
 install:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "torch==2.13.0"
 	$(PYTHON) -m pip install -q -e ".[$(EXTRAS)]"
-	$(PYTHON) -m harness.bytecode_cache
+	$(PYTHON) -m harness.warm
 
 # Correctness on every test shape, then timing on every benchmark shape (CPU when no GPU).
 # The problem comes from PROBLEM or from the file's '#!POPCORN leaderboard' line.

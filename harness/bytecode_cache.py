@@ -14,7 +14,7 @@ folder. Bytecode is code the parent runs, so the folder is used only where it is
 else may write it: no more trust than the installed sources themselves. NVFP4_BYTECODE_CACHE=DIR moves
 it, NVFP4_BYTECODE_CACHE=off leaves Python's own choice.
 
-``python -m harness.bytecode_cache`` (``make install`` and the GPU check's ``build`` run it) writes it
+``warm`` (``python -m harness.warm``: ``make install`` and the GPU check's ``build`` run it) writes it
 ahead, as pip writes bytecode at install time: it imports what a harness process and its workers import,
 so that a machine's first ``make eval`` does not compile torch in the parent and again in its worker at
 once (17.1-19.3 s against 7.6-8.8 s for the next one on the H100, docs/results.md runs 25 and 27).
@@ -94,9 +94,3 @@ def warm(probe: str = PROBE, modules: list[str] | None = None) -> Path | None:
             with contextlib.suppress(ImportError):  # an extra that is not installed (triton on some CPUs)
                 importlib.import_module(name)
     return chosen
-
-
-if __name__ == "__main__":
-    written = warm()
-    print(f"bytecode: written under {written}" if written else
-          "bytecode: none kept by the harness (Python writes its own, or NVFP4_BYTECODE_CACHE=off)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from harness.contract.cache_home import HARNESS_KERNELS, cache_home, evaluators_folder
 
@@ -32,3 +33,58 @@ def enable() -> Path | None:
     os.environ["TRITON_CACHE_DIR"] = str(folder)
     os.environ[HARNESS_KERNELS] = str(folder)
     return folder
+
+
+KINDS = ("tests", "benchmarks")
+"""The shapes ``warm_kernels`` runs: every test and benchmark shape of a problem (each specializes its own)."""
+
+
+def warm_kernels(problems: list[str] | None = None, kinds: tuple[str, ...] = KINDS,
+                 device: Any = None) -> list[str]:
+    """Compile now, into the Triton cache in use (``enable``'s), the harness's own kernels a run on this GPU
+    uses: each problem's input draw, reference and check on every shape of ``kinds`` (a shape specializes
+    them), and the workers' draw kernels (problems/shared/counter_rng.py). What `make install` runs on a
+    GPU machine, so that a machine's first run compiles only the submission's kernels (the parent's and
+    its worker's first use cost the H100's first ranked run 1.4 s of its worker's start and 2 s of its
+    tests, docs/results.md run 29 call 6). ``device``: None for the first CUDA GPU ([] without one).
+    Returns the problems warmed; a problem this device cannot run is passed over."""
+    import importlib
+    import inspect
+
+    import torch
+
+    from harness.contract.task_spec import contest_problems, load_task
+
+    if device is None:
+        if not torch.cuda.is_available():
+            return []
+        device = torch.device("cuda")
+    if device.type == "cuda":
+        from problems.shared import counter_rng
+
+        try:
+            counter_rng.compile_kernels()
+        except Exception as error:  # the workers compile them at their start instead
+            print(f"kernels: the workers' draw kernels not compiled ahead ({type(error).__name__}: "
+                  f"{str(error).splitlines()[0] if str(error) else ''})")
+    warmed = []
+    for problem in contest_problems() if problems is None else problems:
+        task = load_task(problem)
+        reference = importlib.import_module(task.reference_module)
+        takes_expected = "expected" in inspect.signature(reference.check_implementation).parameters
+        try:
+            for case in (case for kind in kinds for case in getattr(task, kind)):
+                inputs = reference.generate_input(**case, device=device)
+                expected = reference.ref_kernel(inputs)
+                ok, why = (reference.check_implementation(inputs, expected, expected=expected) if takes_expected
+                           else reference.check_implementation(inputs, expected))
+                if not ok:
+                    raise RuntimeError(f"the reference fails its own check ({why})")
+                del inputs, expected
+            warmed.append(problem)
+        except Exception as error:  # this GPU lacks what the problem needs: its own first run says so
+            print(f"kernels: {problem} not compiled ahead ({type(error).__name__}: {str(error).splitlines()[0]})")
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+    return warmed

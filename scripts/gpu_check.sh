@@ -7,8 +7,8 @@
 #   env         nvidia-smi, torch and triton versions
 #   reference   every test and benchmark shape's reference on the GPU, checked against the CPU's
 #   calibrate   this GPU's measured copy bandwidth and matmul rate; sol: the speed-of-light tables
-#   build       compile the timing core (harness.worker._sealed) in place, and write the bytecode a run imports
-#               (harness/bytecode_cache.py; `make install` does both on a machine with a package index)
+#   build       compile the timing core (harness.worker._sealed) in place, and write the bytecode a run imports and
+#               the harness's own Triton kernels (harness/warm.py; `make install` does both on a machine with a package index)
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
 #   house       `make eval` of the Triton GEMV (the README's path) and its medians and timing method
 #   ladder_b2b  ten back-to-back ranked runs of the timing ladder's 2 us and 10 us rungs (first use of
@@ -234,7 +234,7 @@ for step in $steps; do
     reference) run_step reference python3 scripts/reference_check.py "$WORK/reference.json" ;;
     calibrate) run_step calibrate python3 -m harness calibrate --force ;;
     sol) run_step sol bash -c 'for p in nvfp4_gemv nvfp4_gemm nvfp4_dual_gemm nvfp4_group_gemm; do python3 -m harness sol $p; done' ;;
-    build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness.worker._sealed; print(\"core OK\")" && python3 -m harness.bytecode_cache' ;;
+    build) run_step build bash -c 'python3 setup.py build_ext --inplace && python3 -c "import harness.worker._sealed; print(\"core OK\")" && python3 -m harness.warm' ;;
     b2b) run_step b2b b2b ;;
     house) run_step house house ;;
     ladder_b2b) run_step ladder_b2b ladder_b2b ;;

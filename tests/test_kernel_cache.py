@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness import kernel_cache
 from harness.contract.cache_home import HARNESS_KERNELS, evaluators_folder
@@ -62,3 +63,39 @@ def test_a_triton_cache_others_may_write_is_kept_for_the_parent_but_never_named_
     assert kernel_cache.enable() is None
     assert os.environ["TRITON_CACHE_DIR"] == str(shared)
     assert HARNESS_KERNELS not in worker_environment("cuda", None)
+
+
+def test_warm_kernels_runs_every_shape_of_a_problem_through_draw_reference_and_check() -> None:
+    """On the CPU (no Triton kernel there, the same loop): every CPU-sized shape drawn, computed and checked."""
+    assert kernel_cache.warm_kernels(["nvfp4_gemv", "nvfp4_group_gemm"], ("cpu_tests",),
+                                     torch.device("cpu")) == ["nvfp4_gemv", "nvfp4_group_gemm"]
+
+
+def test_a_problem_this_device_cannot_run_is_passed_over_in_one_line(monkeypatch, capsys) -> None:
+    import problems.nvfp4_gemm.reference as gemm_reference
+
+    def refuse(**case):
+        raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED\nand more")
+
+    monkeypatch.setattr(gemm_reference, "generate_input", refuse)
+    warmed = kernel_cache.warm_kernels(["nvfp4_gemm", "nvfp4_gemv"], ("cpu_tests",), torch.device("cpu"))
+    assert warmed == ["nvfp4_gemv"]
+    assert capsys.readouterr().out == ("kernels: nvfp4_gemm not compiled ahead (RuntimeError: "
+                                       "CUBLAS_STATUS_NOT_SUPPORTED)\n")
+
+
+def test_without_a_gpu_nothing_is_compiled(monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert kernel_cache.warm_kernels() == []
+
+
+def test_python_m_harness_warm_says_what_it_wrote_and_exits_0() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "harness.warm"], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1],
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 2
+    assert lines[0].startswith("bytecode: ") and lines[1].startswith("kernels: no CUDA GPU here")

@@ -20,18 +20,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.contract.cache_home import HARNESS_KERNELS, cache_home, evaluators_folder
+from harness import triton_key
+from harness.contract.cache_home import HARNESS_KERNELS, TRITON_KEY, cache_home, evaluators_folder
 
 
 def enable() -> Path | None:
     """The parent's Triton cache, made in the harness's cache folder where TRITON_CACHE_DIR names none;
-    returned (and named to the workers) where they may read it, else None."""
+    returned (and named to the workers) where they may read it, else None. Triton's key, where it is
+    remembered there for this install (harness/triton_key.py), is named to this process and its workers;
+    one named by anything else is dropped."""
+    os.environ.pop(TRITON_KEY, None)
     chosen = os.environ.get("TRITON_CACHE_DIR")
     folder = Path(chosen) if chosen else cache_home() / "triton"
     if not evaluators_folder(folder, make=not chosen):
         return None
     os.environ["TRITON_CACHE_DIR"] = str(folder)
     os.environ[HARNESS_KERNELS] = str(folder)
+    if key := triton_key.remembered(folder):
+        os.environ[TRITON_KEY] = key
     return folder
 
 

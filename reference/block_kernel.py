@@ -34,7 +34,7 @@ import math
 import torch
 
 from reference.formats import BLOCK_SIZE, as_bytes
-from reference.triton_cache import writable_triton_cache
+from reference.triton_cache import prepare_triton
 
 BYTES_PER_BLOCK = BLOCK_SIZE // 2
 EXACT_LIMIT = 2.0**33
@@ -59,7 +59,7 @@ def exact_bound(k: int, max_scale_a: float, max_scale_b: float) -> float:
 @functools.cache
 def _kernel():
     """The fused kernel (reference/block_triton.py), imported on first use."""
-    writable_triton_cache()
+    prepare_triton()
     from reference.block_triton import product_kernel
 
     return product_kernel

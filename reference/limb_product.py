@@ -33,7 +33,7 @@ import functools
 import torch
 
 from reference.formats import BLOCK_SIZE, as_bytes
-from reference.triton_cache import writable_triton_cache
+from reference.triton_cache import prepare_triton
 
 DIGITS = 3
 """Signed base-256 digits an operand element needs (|x| < 2^22)."""
@@ -48,7 +48,7 @@ COMBINE_TILE = (64, 64)
 @functools.cache
 def _kernels():
     """(split_kernel, combine_kernel) of reference/limb_triton.py, imported on first use."""
-    writable_triton_cache()
+    prepare_triton()
     from reference.limb_triton import combine_kernel, split_kernel
 
     return split_kernel, combine_kernel

@@ -1,4 +1,5 @@
-"""Where Triton compiles, made writable: the reference's and the input draws' Triton kernels.
+"""What the harness's own Triton kernels (the reference's, the input draws') need before Triton is
+imported for them: a cache it can write, and the key of Triton's install where the harness remembered it.
 
 Shared by reference/ (the block kernel) and problems/ (the counter RNG's kernels), so it lives at
 the bottom of the two.
@@ -9,6 +10,42 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+
+TRITON_KEY = "NVFP4_TRITON_KEY"
+"""The key of Triton's install (``triton.runtime.cache.triton_key``) as the harness remembered it
+(harness/triton_key.py), named by the parent to itself and its workers (harness/contract/cache_home.py
+names the same variable: reference/ imports nothing of the harness); unset: Triton computes it."""
+
+
+def prepare_triton() -> None:
+    """Called before a harness module imports Triton for its kernels."""
+    writable_triton_cache()
+    adopt_remembered_key()
+
+
+def adopt_remembered_key() -> None:
+    """Triton's key taken from ``TRITON_KEY`` instead of hashed again by this process (0.4-0.6 s before its
+    first compile or cache lookup); nothing where it is unset."""
+    key = os.environ.get(TRITON_KEY)
+    if not key:
+        return
+    import sys
+
+    try:
+        from triton.runtime import cache
+    except ImportError:  # no Triton here: nothing to adopt
+        return
+    original = cache.triton_key
+    if getattr(original, "remembered", False):
+        return
+
+    def triton_key() -> str:
+        return key
+
+    triton_key.remembered = True  # type: ignore[attr-defined]
+    for module in list(sys.modules.values()):  # the modules that imported it by name (triton.runtime.autotuner)
+        if getattr(module, "__name__", "").startswith("triton") and getattr(module, "triton_key", None) is original:
+            module.triton_key = triton_key
 
 
 def writable_triton_cache() -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from harness import kernel_cache
-from harness.contract.cache_home import HARNESS_KERNELS, evaluators_folder
+from harness.contract.cache_home import HARNESS_KERNELS, TRITON_KEY, evaluators_folder
 from harness.judge.worker_link.worker_spawn import worker_environment
 
 
@@ -38,7 +38,7 @@ def test_a_folder_the_user_named_is_only_looked_at(tmp_path: Path) -> None:
 
 @pytest.fixture
 def no_triton_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("TRITON_CACHE_DIR", HARNESS_KERNELS):  # recorded, so that what enable() sets is undone after
+    for name in ("TRITON_CACHE_DIR", HARNESS_KERNELS, TRITON_KEY):  # recorded: what enable() sets is undone after
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     monkeypatch.setattr(kernel_cache, "cache_home", lambda: tmp_path / "home")

@@ -15,6 +15,9 @@ from pathlib import Path
 HARNESS_KERNELS = "NVFP4_HARNESS_KERNELS"
 """The worker's variable naming the parent's Triton cache, where it finds the draws' kernels compiled
 (harness/worker/compile_ahead.py): read there, never written."""
+TRITON_KEY = "NVFP4_TRITON_KEY"
+"""The variable naming the key of Triton's install the parent remembered (harness/triton_key.py) to itself and
+its workers; the same name as reference/triton_cache.py's, where the harness's kernels adopt it."""
 
 
 def cache_home() -> Path:

@@ -25,7 +25,7 @@ import yaml
 from problems.shared.counter_rng import random_words, words_to_bytes
 from problems.shared.operand_formats import NVFP4, OperandFormat
 from reference.layouts import ceil_div, to_permuted
-from reference.triton_cache import writable_triton_cache
+from reference.triton_cache import prepare_triton
 
 
 @dataclass(frozen=True)
@@ -216,8 +216,8 @@ def _limits(tolerance: Tolerance, device: torch.device) -> torch.Tensor:
 
 @functools.cache
 def _mismatch_kernel() -> Any:
-    """The fused kernel, imported once (importing it imports triton) with a writable Triton cache."""
-    writable_triton_cache()
+    """The fused kernel, imported once (importing it imports triton), Triton prepared first."""
+    prepare_triton()
     from problems.shared.compare_triton import mismatch_kernel
 
     return mismatch_kernel

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import torch
 
 from reference.formats import E4M3, E8M0
-from reference.triton_cache import writable_triton_cache
+from reference.triton_cache import prepare_triton
 
 WORD_MASK = 0xFFFFFFFF
 WORD_RANGE = 1 << 32
@@ -134,7 +134,7 @@ HASH_OPTIONS = {"BLOCK": TRITON_BLOCK_WORDS, "num_warps": 4}
 def _triton_kernels():
     """The fused hash and scale-code kernels (problems/shared/rng_kernels.py), imported on first use;
     None where triton cannot be imported."""
-    writable_triton_cache()
+    prepare_triton()
     try:
         from problems.shared.rng_kernels import codes_kernel, hash_kernel
     except ImportError:

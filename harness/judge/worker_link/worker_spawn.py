@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from harness.contract.cache_home import HARNESS_KERNELS
+from harness.contract.cache_home import HARNESS_KERNELS, TRITON_KEY
 from harness.contract.output_file import FILE_BYTES
 from harness.judge.worker_link import channel_sockets, compile_cache, host_share, input_stage, worker_confinement
 from harness.judge.worker_link.supervision import Supervision
@@ -81,8 +81,9 @@ def worker_environment(device: str, visible_devices: str | None) -> dict[str, st
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # it reads the parent's bytecode (PYTHONPYCACHEPREFIX) and writes none
-    if os.environ.get(HARNESS_KERNELS):  # the parent's Triton cache, read for the draws' kernels (kernel_cache)
-        env[HARNESS_KERNELS] = os.environ[HARNESS_KERNELS]
+    for name in (HARNESS_KERNELS, TRITON_KEY):  # the parent's Triton cache and the key of Triton's install
+        if os.environ.get(name):  # (harness/kernel_cache.py, harness/triton_key.py): read, never written
+            env[name] = os.environ[name]
     env.update(host_share.thread_env(env))  # torch's threads and the core's digest: this evaluation's share
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"  # Triton submissions run through the interpreter

@@ -14,6 +14,7 @@ tests/test_user_paths.py checks that each of the harness's own paths resolves in
 from __future__ import annotations
 
 import contextlib
+import gc
 import site
 import sqlite3
 import tempfile
@@ -97,3 +98,10 @@ def _no_blank_workers_between_tests() -> Iterator[None]:
     yield
     blank_workers.SHELF.ahead = False
     blank_workers.SHELF.discard()
+
+
+def pytest_sessionfinish() -> None:
+    """Tests run evaluations in this process, and the parent freezes its objects before its first one
+    (harness/contract/long_lived.py): thawed at the end, so that the interpreter's last collection frees them
+    (nanobind reports Triton's objects as leaked otherwise)."""
+    gc.unfreeze()

@@ -2,20 +2,23 @@
 
 Landlock binds the thread that applies it and the threads it starts afterwards, not those already
 running, and importing torch (numpy's OpenBLAS among its imports) starts threads that a
-submission with native code could take over. So nothing but the sandbox (ctypes and os) is
-imported before ``sandbox.in_worker``; the request loop, torch with it, comes after.
+submission with native code could take over. So nothing but the sandbox (ctypes and os) and the
+collector's switch (gc: harness/contract/long_lived.py) is imported before ``sandbox.in_worker``; the request
+loop, torch with it, comes after.
 """
 
 from __future__ import annotations
 
 import time
 
+from harness.contract import long_lived
 from harness.worker import sandbox, worker_args
 
 
 def main(argv: list[str]) -> int:
     entered = time.perf_counter()  # the worker's seconds ahead of Start count from here
     confinement = sandbox.in_worker(worker_args.workdir(), worker_args.steps(argv), worker_args.cache_root(argv))
+    long_lived.hold()  # no collection over torch's imports: serve_loop releases it once they are done
     from harness.worker import serve_loop  # torch, and its threads, only now
 
     return serve_loop.main(argv, confinement, entered)

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from harness.contract import messages, protocol
+from harness.contract import long_lived, messages, protocol
 from harness.contract.messages import Call, Prepare, Profile, Recheck, Start
 from harness.contract.results import Status
 from harness.contract.tensor_tree import tensors_in
@@ -379,6 +379,7 @@ def main(argv: list[str], confinement: dict[str, str], entered: float) -> int:
     worker.workdir, worker.steps = worker_args.workdir(), worker_args.steps(argv)
     worker.sandbox = confinement  # travels in the Ready reply
     worker.ahead_s = compile_ahead.ahead_of_start(argv, entered)
+    long_lived.release()  # the imports done (boot held collection off): one full collection over them
     try:
         worker.serve()
     except BaseException as error:  # everything a submission can raise ends as one classified line

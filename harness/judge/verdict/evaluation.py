@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from harness.contract import messages
+from harness.contract import long_lived, messages
 from harness.contract.results import CaseResult, Status
 from harness.contract.task_spec import PROBLEMS_DIR, Task, case_text, load_task
 from harness.display import report
@@ -221,6 +221,7 @@ class Evaluation:
         return send
 
     def run(self, cases: list[tuple[str, dict[str, Any]]]) -> list[CaseResult]:
+        long_lived.freeze_once()  # the process's imports and setup out of every later full collection's way
         results: list[CaseResult] = []
         pending = list(cases)
         self.checker.share_draws([case for _, case in cases], CPU_TEST_CALLS)  # a case listed twice: drawn once

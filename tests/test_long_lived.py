@@ -65,3 +65,19 @@ def test_the_parent_freezes_once_and_a_later_evaluations_garbage_is_freed() -> N
 
 def test_a_worker_holds_collection_while_it_imports_then_collects_once_and_freezes_nothing() -> None:
     run(WORKER)
+
+
+def test_the_collector_clock_counts_the_collections_inside_its_span_only() -> None:
+    import gc
+
+    from harness.contract import long_lived
+
+    gc.collect()  # outside: not counted
+    with long_lived.CollectorClock() as clock:
+        assert clock.ms == 0.0
+        gc.collect()
+        inside = clock.ms
+    assert inside > 0.0
+    gc.collect()
+    assert clock.ms == inside, "the callback is gone once the span ends"
+    assert clock._tick not in gc.callbacks

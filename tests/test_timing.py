@@ -62,6 +62,9 @@ class FakeChecker:
     def reset_phases(self):
         self.phase_calls = 0
 
+    def book(self, phase, ms):
+        pass
+
     def per_call(self):
         return {}, {}
 

@@ -14,11 +14,16 @@ loop lengthens that case's harness time per call (about 1 ms a call over a hundr
   (``hold``, harness/worker/boot.py), where each young collection would scan the imports again, and
   then makes one full collection over them (``release``): they are old from then on, and the next full
   collection waits until a quarter as many again have been made.
+
+``CollectorClock`` measures the collector's own time over a span (a case's timed loop: the report's
+``collector`` per call), so that a run shows whether a collection fell inside it.
 """
 
 from __future__ import annotations
 
 import gc
+import time
+from typing import Any
 
 FROZEN_ONCE: list[bool] = [False]
 
@@ -39,3 +44,24 @@ def release() -> None:
     """A worker's, once its imports are done: one full collection over them, then collection on."""
     gc.collect()
     gc.enable()
+
+
+class CollectorClock:
+    """The milliseconds the collector ran, any generation and thread, while the span is open (``ms``)."""
+
+    def __init__(self) -> None:
+        self.ms = 0.0
+        self._began = 0.0
+
+    def _tick(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.ms += 1e3 * (time.perf_counter() - self._began)
+
+    def __enter__(self) -> CollectorClock:
+        gc.callbacks.append(self._tick)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._tick)

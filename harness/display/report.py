@@ -83,7 +83,8 @@ def _vendor_lines(timed: list[CaseResult]) -> list[str]:
 PHASE_WORDS = {"start": "start and imports", "setup": "setup", "worker_start": "worker start", "tests": "tests",
                "warmup": "warm-up", "timed": "timed calls", "recheck": "rechecks", "profile": "profiles",
                "close": "worker stop", "vendor": "the vendor's first measurement", "other": "other"}
-CALL_WORDS = {"inputs_wait": "inputs wait", "exchange": "exchange", "seal": "MAC", "draw": "draw", "check": "check"}
+CALL_WORDS = {"inputs_wait": "inputs wait", "exchange": "exchange", "seal": "MAC", "draw": "draw", "check": "check",
+              "collector": "of these the garbage collector"}
 
 
 def _wall_lines(result: RunResult) -> list[str]:

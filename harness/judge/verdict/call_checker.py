@@ -67,6 +67,10 @@ class CallChecker:
     def reset_phases(self) -> None:
         self.phases_ms, self.worker_ms, self.phase_calls = {}, {}, 0
 
+    def book(self, phase: str, ms: float) -> None:
+        """``ms`` more of the parent's time in ``phase`` since ``reset_phases`` (shown per call by ``per_call``)."""
+        self.phases_ms[phase] = self.phases_ms.get(phase, 0.0) + ms
+
     def per_call(self) -> tuple[dict[str, float], dict[str, float]]:
         """(the parent's phases, the worker's account) in ms per call since ``reset_phases``."""
         calls = max(1, self.phase_calls)
@@ -153,7 +157,7 @@ class CallChecker:
         spent = {**{k: 1e3 * v for k, v in result.phases_s.items()}, "draw": parent["draw"],
                  "check": 1e3 * (time.perf_counter() - checking)}
         for phase, ms in spent.items():
-            self.phases_ms[phase] = self.phases_ms.get(phase, 0.0) + ms
+            self.book(phase, ms)
         for phase, ms in result.worker_ms.items():
             self.worker_ms[phase] = self.worker_ms.get(phase, 0.0) + ms
         self.phase_calls += 1

@@ -26,6 +26,7 @@ import contextlib
 import importlib
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -77,6 +78,16 @@ WARMED = ("torch", "numpy", "triton", "triton.compiler.compiler", "triton.runtim
 and the worker's request loop, with torch and triton."""
 
 
+CHILD_STARTS = ("harness.judge.worker_link.worker_reaper", "harness.worker.boot", "torch.utils.cpp_extension")
+"""What a worker's two interpreters (its reaper's and its own) import as they start, and what the worker
+imports ahead of its Start (torch's extension builders, which bring setuptools). Written by a child that
+starts under the cache as they do: what an interpreter imports before any line of ours (``site`` and the
+.pth files' hooks) is read through the cache only by one started with PYTHONPYCACHEPREFIX, never by the
+parent, which enables it after its own start. Without them the H100's workers compiled about 0.25 s of
+start-up modules in each interpreter and 0.4-0.5 s of torch's builders (docs/results.md run 31)."""
+CHILD_LIMIT_S = 600
+
+
 def harness_modules() -> list[str]:
     """``WARMED``, every command's module and every problem's reference module."""
     from harness.commands.main import COMMAND_MODULES
@@ -93,4 +104,21 @@ def warm(probe: str = PROBE, modules: list[str] | None = None) -> Path | None:
         for name in harness_modules() if modules is None else modules:
             with contextlib.suppress(ImportError):  # an extra that is not installed (triton on some CPUs)
                 importlib.import_module(name)
+        warm_child_start(chosen, CHILD_STARTS if modules is None else modules)
     return chosen
+
+
+def warm_child_start(chosen: Path, modules: tuple[str, ...] | list[str]) -> bool:
+    """Start one interpreter under ``chosen`` that writes its bytecode there (its start-up's modules
+    included) and imports ``modules``; whether it ran. A module that is not installed is passed over."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(chosen)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    code = ("import contextlib, importlib, sys\n"
+            "for name in sys.argv[1:]:\n"
+            "    with contextlib.suppress(ImportError):\n"
+            "        importlib.import_module(name)\n")
+    try:
+        return subprocess.run([sys.executable, "-c", code, *modules], env=env, capture_output=True,
+                              timeout=CHILD_LIMIT_S).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):  # only a slower start: the workers compile what they lack
+        return False

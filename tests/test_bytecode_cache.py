@@ -99,6 +99,18 @@ def test_warm_writes_ahead_what_a_run_will_import(package: Path, tmp_path: Path)
     assert Path(probe_pkg.__cached__).is_file() and Path(probe_pkg.__cached__).is_relative_to(folder)
 
 
+def test_warm_writes_what_a_child_interpreter_imports_as_it_starts(package: Path, tmp_path: Path) -> None:
+    """A worker's interpreters start under the cache: what Python imports before any line of ours (here
+    ``encodings``, which every start imports) must be there too, written by a child started as they are."""
+    import encodings
+
+    folder = tmp_path / "bytecode"
+    assert bytecode_cache.warm_child_start(folder, [])
+    source = Path(encodings.__file__)
+    written = list((folder / source.parent.relative_to(source.anchor)).glob("**/__init__*.pyc"))
+    assert written, f"no bytecode of {source} under {folder}"
+
+
 def test_warm_writes_nothing_where_python_keeps_its_own(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     assert bytecode_cache.warm("probe_pkg", ["probe_pkg"]) is None

@@ -23,7 +23,6 @@ from typing import Any
 
 from harness.contract.output_file import FILE_BYTES
 from harness.contract.tensor_tree import storage_bytes, tensors_in
-from harness.judge.worker_link.chacha20 import chacha20
 
 STAGE_ALIGN = 64
 """Each tensor's bytes start at a multiple of one ChaCha20 block (staged_inputs.h: STAGE_ALIGN)."""
@@ -63,7 +62,10 @@ def stage(fd: int, key: bytes, index: int, inputs: Any) -> None:
     """Write call ``index``'s inputs, encrypted, into the staging file: every tensor's whole storage,
     each from the next multiple of STAGE_ALIGN, under block counter offset / STAGE_ALIGN. The core's own
     ChaCha20 in numpy (about 60 MB a second: a CPU's inputs are small; a GPU's are drawn by its core,
-    ``sealed_seed``)."""
+    ``sealed_seed``). Imported here, not at the top: this module is on the path that starts a worker,
+    before the parent's heavy imports, and numpy would delay that worker by 50-120 ms (issue 33)."""
+    from harness.judge.worker_link.chacha20 import chacha20
+
     at = 0
     for tensor in tensors_in(inputs):
         plain = memoryview(storage_bytes(tensor).cpu().numpy())

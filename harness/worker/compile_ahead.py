@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.contract.cache_home import HARNESS_KERNELS
-from harness.worker import worker_args
+from harness.worker import cuda_context, worker_args
 
 QUERIES = ("get_current_device", "get_current_stream", "get_device_capability")
 """What Triton's CUDA driver asks torch (and so CUDA) for: answered here instead."""
@@ -116,7 +116,8 @@ def ahead_of_start(argv: list[str], entered: float) -> dict[str, float]:
     (extension_arch). Returns its seconds (messages.WORKER_AHEAD): from ``entered`` (its
     entry's perf_counter) until it is ready for Start, and of those the kernels'."""
     capability = worker_args.ahead_capability(argv)
-    if len(argv) > 6 and argv[6] == "cuda":
+    cuda_context.join()  # the context boot began on a thread (torch's first CUDA call finds it made)
+    if worker_args.ahead_device(argv) == "cuda":
         capability = warm_cuda()
     kernels = time.perf_counter()
     if capability is not None:

@@ -30,6 +30,11 @@ def optional_fd(argv: list[str], position: int) -> int | None:
     return int(argv[position]) if len(argv) > position and argv[position] != "-" else None
 
 
+def ahead_device(argv: list[str]) -> str:
+    """"cuda" where the parent asked this worker to make its CUDA context before Start (``eval``'s own)."""
+    return argv[6] if len(argv) > 6 else "-"
+
+
 def ahead_capability(argv: list[str]) -> int | None:
     """The compute capability (90: sm_90) a blank worker compiles the draws' kernels for before its
     file comes (harness/worker/compile_ahead.py); None: it does not."""

@@ -107,3 +107,26 @@ def test_the_draw_kernels_are_looked_for_in_the_parents_cache_first_then_built_i
     compile_ahead.draw_kernels(90)
     compile_ahead.load()
     assert tried == [own], "no parent's cache named: the worker's own only"
+
+
+def test_the_driver_is_made_with_the_parents_cache_named(monkeypatch, tmp_path):
+    """Triton's driver, made on its first use inside answered_driver, builds its C module in the cache named
+    at that moment: the parent's, where it was built at install, not the worker's empty one."""
+    from problems.shared import counter_rng
+
+    parent = str(tmp_path / "parent")
+    monkeypatch.setattr(compile_ahead, "FOUND_IN", [None])
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "own"))
+    monkeypatch.setenv(compile_ahead.HARNESS_KERNELS, parent)
+    named_at_driver = []
+
+    @contextlib.contextmanager
+    def answered_driver(capability):
+        named_at_driver.append(os.environ["TRITON_CACHE_DIR"])
+        yield
+
+    monkeypatch.setattr(compile_ahead, "answered_driver", answered_driver)
+    monkeypatch.setattr(counter_rng, "compile_kernels", lambda: [])
+    compile_ahead.draw_kernels(90)
+    assert named_at_driver == [parent]
+

@@ -77,7 +77,9 @@ def draw_kernels(capability: int) -> None:
     not make), else compiled into the worker's own folder; any failure leaves them to Start."""
     parent = os.environ.get(HARNESS_KERNELS)
     for folder in ([parent] if parent else []) + [None]:
-        with contextlib.suppress(Exception), answered_driver(capability), triton_cache(folder):
+        # The cache first: the driver that answered_driver makes builds its own C module (cuda_utils, a gcc
+        # compile of 0.3-0.4 s on the H100, docs/results.md run 31) in whatever cache is named then.
+        with contextlib.suppress(Exception), triton_cache(folder), answered_driver(capability):
             from problems.shared import counter_rng
 
             COMPILED.extend(counter_rng.compile_kernels())

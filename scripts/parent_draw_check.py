@@ -17,7 +17,6 @@ of every call is identical and every shape's draw and reference replay from thei
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import secrets
 import statistics
@@ -33,7 +32,7 @@ from drawn_check import draw_check_arguments, same_bits
 
 from harness.contract.task_spec import load_task, shape_text
 from harness.contract.tensor_tree import tensors_in
-from harness.judge.verdict.graph_draws import GraphDraws
+from harness.judge.verdict.graph_draws import GraphDraws, expected_kernel
 
 
 def timed_ms(gpu: torch.device, draw: Callable[..., object], /, *args: object,
@@ -50,14 +49,14 @@ def check(problem: str, calls: int, device: torch.device) -> list[dict]:
     eager and replayed."""
     task = load_task(problem)
     reference = importlib.import_module(task.reference_module)
-    takes_expected = "expected" in inspect.signature(reference.check_implementation).parameters
-    graphs = GraphDraws(reference.generate_input, device, reference.ref_kernel if takes_expected else None)
+    expected_by = expected_kernel(reference)
+    graphs = GraphDraws(reference.generate_input, device, expected_by)
     cases = list({shape_text(c): c for c in list(task.tests) + list(task.benchmarks)}.values())
     figures: dict[str, dict[str, list]] = {shape_text(c): {"identical": [], "before": [], "after": []} for c in cases}
 
     def eager(seeded: dict) -> tuple[object, object]:
         inputs = reference.generate_input(**seeded, device=device)
-        return inputs, reference.ref_kernel(inputs) if takes_expected else None
+        return inputs, expected_by(inputs) if expected_by is not None else None
 
     for call in range(calls):
         for case in cases:
@@ -75,7 +74,7 @@ def check(problem: str, calls: int, device: torch.device) -> list[dict]:
         mine = figures[shape_text(case)]
         rows.append({"problem": problem, "shape": shape_text(case), "identical": all(mine["identical"]),
                      "replayed": graphs.replays(case),
-                     "reference_replayed": graphs.replays_reference(case) if takes_expected else None,
+                     "reference_replayed": graphs.replays_reference(case) if expected_by is not None else None,
                      "before_ms": round(statistics.median(mine["before"]), 3),
                      "after_ms": round(statistics.median(mine["after"]), 3) if mine["after"] else None})
         print(json.dumps(rows[-1]), flush=True)

@@ -3,9 +3,11 @@ replayed; a capture that fails leaves only its own part eager."""
 
 from __future__ import annotations
 
+import types
+
 import torch
 
-from harness.judge.verdict.graph_draws import GraphDraws
+from harness.judge.verdict.graph_draws import GraphDraws, expected_kernel
 from problems.shared.draw_graph import CapturedDraw
 
 
@@ -105,3 +107,16 @@ def test_a_reference_that_cannot_be_captured_runs_eagerly_on_the_replayed_draw()
     assert recorder.log == [("draw", 2, 1), ("reference", 2, 1), ("captured draw", 2, 2), ("replayed draw", 2, 2),
                             ("reference", 2, 2), ("replayed draw", 2, 3), ("reference", 2, 3)]
     assert draws.replays({"n": 2}) and not draws.replays_reference({"n": 2})
+
+
+def test_the_expected_output_is_computed_only_for_a_check_that_takes_it() -> None:
+    def ref_kernel(data):
+        return data
+
+    takes = types.SimpleNamespace(check_implementation=lambda data, output, expected=None: (True, ""),
+                                  ref_kernel=ref_kernel)
+    computes_its_own = types.SimpleNamespace(check_implementation=lambda data, output: (True, ""),
+                                             ref_kernel=ref_kernel)
+    assert expected_kernel(takes) is ref_kernel
+    assert expected_kernel(computes_its_own) is None
+

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,7 +22,7 @@ import torch
 from harness.contract.results import Status
 from harness.contract.task_spec import Task
 from harness.judge.verdict import seeds
-from harness.judge.verdict.graph_draws import GraphDraws
+from harness.judge.verdict.graph_draws import GraphDraws, expected_kernel
 from harness.judge.worker_link.call_output import CallOutput
 from harness.judge.worker_link.worker_channel import WorkerFailure, WorkerSession
 
@@ -45,11 +44,10 @@ class CallChecker:
         self._shared_calls = 0
         self._kept: dict[tuple, tuple[Any, Any]] = {}  # seeded case -> (inputs, expected output)
         self._early: dict[tuple, Future] = {}  # seeded case -> its (inputs, expected) computed ahead (expect_early)
-        check = self.reference.check_implementation
-        self._takes_expected = "expected" in inspect.signature(check).parameters
+        expected_by = expected_kernel(self.reference)
+        self._takes_expected = expected_by is not None
         # On a CUDA check device a shape's later draws, and the reference on them where the check takes it,
         # replay graphs of the shape's (graph_draws); the CPU draws and computes plainly.
-        expected_by = self.reference.ref_kernel if self._takes_expected else None
         self._graphs = (GraphDraws(self.reference.generate_input, check_device, expected_by)
                         if check_device.type == "cuda" else None)
 

@@ -16,7 +16,9 @@ still runs, eagerly, on the replayed inputs.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -25,6 +27,13 @@ from harness.contract.task_spec import shape_text
 from problems.shared.draw_graph import CapturedDraw, TableWriter, capture_draw, replay
 
 Capture = Callable[[Callable[[], Any], torch.device, Any], CapturedDraw]
+
+
+def expected_kernel(reference: ModuleType) -> Callable[[Any], Any] | None:
+    """The reference's kernel where the problem's check takes the expected output (``expected=``), else None:
+    a check without it computes its own reference, so nothing is computed or replayed for it beforehand."""
+    takes = "expected" in inspect.signature(reference.check_implementation).parameters
+    return reference.ref_kernel if takes else None
 
 
 def _capture(work: Callable[[], Any], device: torch.device, pool: Any) -> CapturedDraw:

@@ -198,6 +198,19 @@ def test_the_eval_commands_worker_comes_off_the_shelf(tmp_path):
     assert wall["worker_head_start"] > 0 and "worker_start" in wall
 
 
+def test_the_eval_commands_worker_reports_when_its_first_line_ran(tmp_path):
+    """``worker_entry``: from the worker's spawn to its first line (the reaper's and its own interpreter's
+    starts), which comes before everything the worker did ahead and the parent's wait for it."""
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, "-m", "harness", "eval", "nvfp4_gemv",
+                          str(REPO / "submissions" / "nvfp4_gemv" / "torch_reference.py"), "--device", "cpu",
+                          "--mode", "test", "--json", str(out), "--no-history"], capture_output=True, text=True,
+                         cwd=REPO, timeout=300, env=without_user_settings())
+    assert run.returncode == 0, run.stderr
+    wall = json.loads(out.read_text())["wall_s"]
+    assert 0 < wall["worker_entry"] < wall["worker_head_start"] + wall["worker_start"]
+
+
 def test_the_wall_line_books_the_head_start_apart_from_the_phases():
     from harness.contract.results import RunResult, Status
     from harness.display import report

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from harness.contract import messages
 from harness.contract.cache_home import HARNESS_KERNELS
 from harness.worker import cuda_context, worker_args
 
@@ -116,7 +117,8 @@ def ahead_of_start(argv: list[str], entered: float) -> dict[str, float]:
     H100 until then, results.md run 23), a blank worker kept ahead compiles them for the capability the
     parent named, with no context; both import torch's extension builders, which Start wraps
     (extension_arch). Returns its seconds (messages.WORKER_AHEAD): from ``entered`` (its
-    entry's perf_counter) until it is ready for Start, and of those the kernels'."""
+    entry's perf_counter) until it is ready for Start, and of those the kernels'; and ``entered`` itself
+    (messages.ENTERED_AT)."""
     capability = worker_args.ahead_capability(argv)
     cuda_context.join()  # the context boot began on a thread (torch's first CUDA call finds it made)
     if worker_args.ahead_device(argv) == "cuda":
@@ -127,4 +129,4 @@ def ahead_of_start(argv: list[str], entered: float) -> dict[str, float]:
     kernels_s = time.perf_counter() - kernels
     with contextlib.suppress(Exception):  # Start wraps its builders (extension_arch): imported now, not then
         from torch.utils import cpp_extension  # noqa: F401
-    return {"ahead": time.perf_counter() - entered, "ahead_kernels": kernels_s}
+    return {"ahead": time.perf_counter() - entered, "ahead_kernels": kernels_s, messages.ENTERED_AT: entered}

@@ -244,6 +244,9 @@ class Evaluation:
                 for step, seconds in ready.steps_s.items():  # the same, per step of its Start before the import
                     if type(seconds) in (int, float) and step in messages.WORKER_STEPS + messages.WORKER_AHEAD:
                         self.clock.add(f"worker_{step}", float(seconds))
+                entry = session.worker_entry_s(ready.steps_s.get(messages.ENTERED_AT))
+                if entry is not None:
+                    self.clock.add("worker_entry", entry)
                 if not announced:
                     self.progress.detail(f"imported in {ready.import_s:.1f} s; timing: {self.timer_method}")
                     sandbox = {**ready.sandbox, "syscalls": session.syscalls_line()}

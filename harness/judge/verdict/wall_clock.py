@@ -30,7 +30,8 @@ handed to them (``python -m harness eval`` starts its worker beside the parent's
 queue of files starts the next file's worker during the current one: issue 33), overlapped with
 ``start`` or another file's run; nor are ``worker_ahead`` and ``worker_ahead_kernels``, the worker's own
 seconds before the file came (harness.contract.messages.WORKER_AHEAD): where ``worker_ahead`` exceeds
-``worker_head_start``, the parent waited for the worker."""
+``worker_head_start``, the parent waited for the worker; nor is ``worker_entry``, from the worker's spawn to its
+first line (its two interpreters' starts, before ``worker_ahead`` begins: messages.ENTERED_AT)."""
 
 
 class WallClock:

@@ -244,7 +244,7 @@ class Evaluation:
                 for step, seconds in ready.steps_s.items():  # the same, per step of its Start before the import
                     if type(seconds) in (int, float) and step in messages.WORKER_STEPS + messages.WORKER_AHEAD:
                         self.clock.add(f"worker_{step}", float(seconds))
-                entry = session.worker_entry_s(ready.steps_s.get(messages.ENTERED_AT))
+                entry = session.worker.entry_s(ready.steps_s.get(messages.ENTERED_AT), self.task.timeouts_s["import"])
                 if entry is not None:
                     self.clock.add("worker_entry", entry)
                 if not announced:

@@ -93,16 +93,6 @@ class WorkerSession:
     def output_tail(self, limit: int = 2000) -> str:
         return self.worker.output_tail(limit)
 
-    def worker_entry_s(self, entered: object) -> float | None:
-        """Seconds from this worker's spawn to its first line, from the instant it reported
-        (``messages.ENTERED_AT``: its own word, shown and never used); None where it sent none or one
-        that cannot be (before its spawn, or after its import's limit)."""
-        spawned = self.worker.spawned
-        if spawned is None or type(entered) is not float:
-            return None
-        seconds = entered - spawned.started_at
-        return seconds if 0.0 <= seconds <= self.task.timeouts_s["import"] else None
-
     def syscalls_line(self) -> str:
         """The sandbox line's 'syscalls' entry, from the supervisor's own record (not the worker's)."""
         return self.worker.supervision.sandbox_line()

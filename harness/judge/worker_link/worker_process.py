@@ -139,6 +139,15 @@ class WorkerProcess:
         threading.Thread(target=self._read_results, args=(self.spawned.results_r, self.spawned.outputs),
                          daemon=True).start()
 
+    def entry_s(self, entered: object, limit_s: float) -> float | None:
+        """Seconds from this worker's spawn to its first line, from the instant it reported
+        (``messages.ENTERED_AT``: its own word, shown and never used); None where it sent none or one
+        that cannot be (before its spawn, or after ``limit_s``)."""
+        if self.spawned is None or type(entered) is not float:
+            return None
+        seconds = entered - self.spawned.started_at
+        return seconds if 0.0 <= seconds <= limit_s else None
+
     def _read_results(self, results_r: int, outputs: int | None) -> None:
         if outputs is not None:
             self.places[FILE_KEY] = functools.partial(output_reader.read, outputs)

@@ -70,7 +70,7 @@ kernels (harness/worker/compile_ahead.py). Overlapped with the parent's start or
 ENTERED_AT = "@entered"
 """An instant ``Ready.steps_s`` carries, in seconds of the monotonic clock parent and worker share: the worker's
 first line (harness.worker.boot). The parent books ``worker_entry``, its spawn to that line: the two
-interpreters' starts (the reaper's and the worker's), 0.52-0.67 s on the H100 when the worker compiled their
+interpreters' starts (the reaper's and the worker's), 0.52-0.71 s on the H100 when the worker compiled their
 start-up modules, 0.11-0.18 s once the bytecode cache held them (docs/results.md run 31)."""
 RECEIVED_AT, REPLYING_AT = "@received", "@replying"
 """Two instants an ``Output.spent_ms`` carries, in ms of the monotonic clock parent and worker share: when the

@@ -23,6 +23,10 @@ and read once; no float64 work but one conversion an output element. On the H100
 graph (docs/results.md run 27 call 3): 0.17-0.70 ms on the GEMM's benchmark shapes, 0.34-0.99 on the
 dual GEMM's, 0.31-1.79 on the grouped GEMM's, 1.4-2.8x faster than the block kernel on each. The choice
 on CUDA where the shape fits (``fits``); the block kernel serves the rest (the GEMV's vector, ragged N).
+Five launches a product: the rows' NaN flags zeroed, the two splits (which set them), the int8 GEMM and
+the shifted sum, which also rounds to fp16 where asked (the GEMM and grouped GEMM's outputs): torch's
+NaN tests and round_once's passes over the float64 result were a dozen launches more a product, 0.05-0.51
+ms a call of GPU time on those problems' benchmark shapes (docs/results.md run 32).
 """
 
 from __future__ import annotations
@@ -60,21 +64,24 @@ def fits(rows_a: int, rows_b: int, k: int) -> bool:
     return 3 * rows_a >= MIN_STACKED_ROWS and rows_b % 8 == 0 and k % 8 == 0 and 0 < k <= MAX_K
 
 
-def _digits(packed: torch.Tensor, scales: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """((3 rows, K) int8 digit planes stacked along rows, (rows,) int8 flags of a NaN scale) of one batch."""
+def _digits(packed: torch.Tensor, scales: torch.Tensor, nan_rows: torch.Tensor) -> torch.Tensor:
+    """(3 rows, K) int8 digit planes of one batch stacked along rows; ``nan_rows`` (int32, zeroed) gets a 1
+    for each row whose scales hold a NaN."""
     rows, half_k = packed.shape
     k = 2 * half_k
     planes = torch.empty((3 * rows, k), dtype=torch.int8, device=packed.device)
     tile_r, tile_k = SPLIT_TILE
     grid = (-(-rows // tile_r), -(-k // tile_k))
-    _kernels()[0][grid](packed, scales, planes, rows, k, packed.stride(0), scales.stride(0), rows * k,
+    _kernels()[0][grid](packed, scales, planes, nan_rows, rows, k, packed.stride(0), scales.stride(0), rows * k,
                         BLOCK_R=tile_r, BLOCK_K=tile_k, num_warps=4)
-    nan_rows = ((scales & 0x7F) == 0x7F).any(dim=1).to(torch.int8)
-    return planes, nan_rows
+    return planes
 
 
-def limb_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor) -> torch.Tensor:
-    """C (M, N, L) float64 = A (M, K, L) @ B (N, K, L)^T per batch, exactly (module docstring).
+def limb_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor,
+                 fp16: bool = False) -> torch.Tensor:
+    """C (M, N, L) float64 = A (M, K, L) @ B (N, K, L)^T per batch, exactly (module docstring); ``fp16``: C
+    rounded once to fp16 (reference/formats.py: round_once, the NVFP4 problems' output) in the kernel that
+    adds the digit products, not by a dozen passes over the float64 result afterwards.
 
     ``a``/``b``: packed (rows, K/2, L) e2m1 (fp4x2 or uint8) with unit stride along K; ``sfa``/``sfb``:
     their (rows, K/16, L) e4m3 scales (or raw bytes), unit stride along K/16; the shape must ``fits``.
@@ -87,14 +94,16 @@ def limb_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch
                          f"strides {a.stride()}, scales {tuple(sfa.shape)}")
     if not fits(rows_a, rows_b, k):
         raise ValueError(f"limb_product does not take M={rows_a}, N={rows_b}, K={k} (reference/limb_product.fits)")
-    out = torch.empty((batches, rows_a, rows_b), dtype=torch.float64, device=a.device)
+    out = torch.empty((batches, rows_a, rows_b), dtype=torch.float16 if fp16 else torch.float64, device=a.device)
+    nan_rows = torch.zeros((batches, rows_a + rows_b), dtype=torch.int32, device=a.device)  # A's rows, then B's
     tile_m, tile_n = COMBINE_TILE
     with torch.cuda.device(a.device) if a.device.type == "cuda" else contextlib.nullcontext():
         for batch in range(batches):
-            digits_a, nan_a = _digits(a[:, :, batch], sfa[:, :, batch])
-            digits_b, nan_b = _digits(b[:, :, batch], sfb[:, :, batch])
+            digits_a = _digits(a[:, :, batch], sfa[:, :, batch], nan_rows[batch, :rows_a])
+            digits_b = _digits(b[:, :, batch], sfb[:, :, batch], nan_rows[batch, rows_a:])
             products = torch._int_mm(digits_a, digits_b.t())  # (3M, 3N): the nine G_ij
             grid = (-(-rows_a // tile_m), -(-rows_b // tile_n))
-            _kernels()[1][grid](products, nan_a, nan_b, out[batch], rows_a, rows_b, products.stride(0),
-                                out.stride(1), BLOCK_M=tile_m, BLOCK_N=tile_n, num_warps=4)
+            _kernels()[1][grid](products, nan_rows[batch], out[batch], rows_a, rows_b, products.stride(0),
+                                out.stride(1), BLOCK_M=tile_m, BLOCK_N=tile_n, ROUND_ONCE=fp16,
+                                num_warps=4)
     return out.permute(1, 2, 0)

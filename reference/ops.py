@@ -31,7 +31,7 @@ from typing import Literal
 import torch
 
 from reference.block_kernel import block_product
-from reference.formats import BLOCK_SIZE, E4M3, as_fp4
+from reference.formats import BLOCK_SIZE, E4M3, as_fp4, round_once
 from reference.fp8 import ACTIVATION_BLOCK, WEIGHT_BLOCK, dequantize_blockwise, dequantize_mxfp8
 from reference.layouts import ceil_div, to_blocked
 from reference.limb_product import fits as limbs_fit
@@ -106,18 +106,24 @@ def block_scaled_mm(
     b: torch.Tensor,
     sfb: torch.Tensor,
     backend: Backend | None = None,
+    rounded: torch.dtype | None = None,
 ) -> torch.Tensor:
     """C (M, N, L) = A (M, K, L) @ B (N, K, L)^T per batch, at float32 precision or better.
 
     ``a``/``b`` are packed (rows, K/2, L) e2m1 data (fp4x2 or uint8); ``sfa``/``sfb`` are their
-    (rows, K/16, L) e4m3 scales. Returns float64 (decode, blocks, limbs) or float32 (scaled_mm).
+    (rows, K/16, L) e4m3 scales. Returns float64 (decode, blocks, limbs) or float32 (scaled_mm);
+    ``rounded`` (fp16 or bf16): that result rounded once (``round_once``), which the digits' route does
+    to fp16 in its last kernel (the same bits: tests/test_block_kernel.py).
     """
     if a.shape[1] != b.shape[1] or a.shape[2] != b.shape[2]:
         raise ValueError(f"A {tuple(a.shape)} and B {tuple(b.shape)} disagree on K/2 or L")
     chosen = backend or pick_backend(a.device, (a.shape[0], b.shape[0], 2 * a.shape[1]))
+    if chosen == "limbs" and rounded in (None, torch.float16):
+        return limb_product(a, sfa, b, sfb, fp16=rounded is not None)
     products = {"decode": _decode_product, "blocks": block_product, "limbs": limb_product,
                 "scaled_mm": _scaled_mm_product}
-    return products[chosen](a, sfa, b, sfb)
+    product = products[chosen](a, sfa, b, sfb)
+    return product if rounded is None else round_once(product, rounded)
 
 
 def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

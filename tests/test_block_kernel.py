@@ -98,6 +98,58 @@ b = torch.randint(0, 256, (3, 128, 24), generator=g, dtype=torch.uint8).permute(
 sfb = torch.randint(0, 0x60, (3, 128, 3), generator=g, dtype=torch.uint8).permute(1, 2, 0)[:8]
 digits = ops.block_scaled_mm(a, sfa, b, sfb, backend="limbs")
 out["views_limbs"] = [list(digits.shape), torch.equal(digits, ops.block_scaled_mm(a, sfa, b, sfb, backend="decode"))]
+
+# One rounding in the digits' last kernel: fp16 against round_once of the float64 decode (bf16 rounds the
+# float64 result: the interpreter truncates float32 to bf16, so a fused bf16 could not be checked here), on sums
+# built to land on fp16 ties, one 2^-20 either side of them (where rounding through float32 first goes wrong),
+# past fp16's largest value, in its subnormals, and on random operands with NaN scales.
+from reference import formats
+def operand(rows, values, scales):  # (rows, K) values and (rows, K/16) scales -> packed (rows, K/2, 1), scales
+    codes = formats.encode_e2m1(torch.tensor(values, dtype=torch.float32))
+    return one(formats.pack_nibbles(codes)), one(formats.encode_e4m3(torch.tensor(scales, dtype=torch.float32)))
+k = 64
+rows_a, rows_b = [], []
+for sums in ([16, 16, 1, 0], [16, 16, 3, 0], [16, 16, 1, 1], [16, 16, 1, -1], [16, 16, 3, -1], [-16, -16, -1, -1]):
+    # block 0: sums[0] + sums[1] under scales 8 x 8 (2048 for 16 + 16); block 1: sums[2]; block 3: 2^-20 steps
+    row = [0.0] * k
+    row[0], row[1] = 4.0 * (1 if sums[0] > 0 else -1), 4.0 * (1 if sums[1] > 0 else -1)
+    row[16] = float(sums[2])
+    row[48] = 0.5 * sums[3]
+    rows_a.append(row)
+scales_a = [[8.0, 1.0, 1.0, 2.0**-9]] * len(rows_a)
+b_row = [0.0] * k
+b_row[0] = b_row[1] = 4.0
+b_row[16], b_row[48] = 1.0, 0.5
+rows_b = [b_row] * 8
+scales_b = [[8.0, 1.0, 1.0, 2.0**-9]] * 8
+ties_a, ties_sfa = operand(6, rows_a, scales_a)
+ties_b, ties_sfb = operand(8, rows_b, scales_b)
+g = torch.Generator().manual_seed(9)
+rand_a = torch.randint(0, 256, (40, 128, 1), generator=g, dtype=torch.uint8)
+rand_sfa = torch.randint(0, 0x80, (40, 16, 1), generator=g, dtype=torch.uint8)
+rand_sfa[3, 5, 0] = 0x7F  # a NaN scale: its row NaN
+rand_b = torch.randint(0, 256, (24, 128, 1), generator=g, dtype=torch.uint8)
+rand_sfb = torch.randint(0, 0x80, (24, 16, 1), generator=g, dtype=torch.uint8)
+rand_sfb[7, 2, 0] = 0xFF
+big = [[6.0] * 16 + [0.0] * 48] * 6, [[448.0, 1.0, 1.0, 1.0]] * 6  # 16 * 36 * 448^2: past fp16's largest
+big_a, big_sfa = operand(6, *big)
+big_b, big_sfb = operand(8, big[0][:1] * 8, big[1][:1] * 8)
+tiny = [[0.5] + [0.0] * 63] * 6, [[2.0**-9, 1.0, 1.0, 1.0]] * 6  # 2^-20: an fp16 subnormal
+tiny_a, tiny_sfa = operand(6, *tiny)
+tiny_b, tiny_sfb = operand(8, tiny[0][:1] * 8, tiny[1][:1] * 8)
+def same(x, y):
+    return bool(torch.equal(x.isnan(), y.isnan())) and bool(torch.equal(bits(x.nan_to_num()), bits(y.nan_to_num())))
+out["rounded"] = {}
+sets = {"ties": (ties_a, ties_sfa, ties_b, ties_sfb), "random": (rand_a, rand_sfa, rand_b, rand_sfb),
+        "big": (big_a, big_sfa, big_b, big_sfb), "tiny": (tiny_a, tiny_sfa, tiny_b, tiny_sfb)}
+for name, (a, sfa, b, sfb) in sets.items():
+    exact = ops.block_scaled_mm(a, sfa, b, sfb, backend="decode")
+    for dtype in (torch.float16, torch.bfloat16):
+        fused = ops.block_scaled_mm(a, sfa, b, sfb, backend="limbs", rounded=dtype)
+        expected = formats.round_once(exact, dtype)
+        out["rounded"][f"{name} {dtype}"] = [same(fused, expected), fused.dtype == dtype,
+                                            not same(exact.to(dtype), expected)]
+out["tie_values"] = ops.block_scaled_mm(ties_a, ties_sfa, ties_b, ties_sfb, backend="decode")[:, 0, 0].tolist()
 print(json.dumps(out))
 """
 
@@ -162,6 +214,21 @@ def test_every_code_and_scale_byte_decodes_as_the_format_defines(interpreted):
 def test_every_code_and_scale_byte_through_the_int8_digits(interpreted):
     nan_pattern_equal, values_equal, nans = interpreted["codes_limbs"]
     assert nan_pattern_equal and values_equal and nans > 0
+
+
+def test_the_digits_round_once_as_round_once_does(interpreted):
+    """The digits' last kernel rounds to fp16 as reference/formats.py's round_once, bit for bit (and a bf16
+    result, rounded after the product, is round_once's too)."""
+    rounded = interpreted["rounded"]
+    assert set(rounded) == {f"{name} {dtype}" for name in ("ties", "random", "big", "tiny")
+                            for dtype in ("torch.float16", "torch.bfloat16")}
+    assert all(same and right_dtype for same, right_dtype, _ in rounded.values()), rounded
+    assert rounded["ties torch.float16"][2], "the ties must be where rounding through float32 goes wrong"
+
+
+def test_the_tie_operands_sum_to_fp16_ties_and_one_step_either_side(interpreted):
+    step = 2.0**-20
+    assert interpreted["tie_values"] == [2049.0, 2051.0, 2049.0 + step, 2049.0 - step, 2051.0 - step, -2049.0 - step]
 
 
 def test_strided_batches_and_a_one_row_slice_need_no_copy(interpreted):

@@ -23,6 +23,7 @@ int load_driver(void) {
         {(void **)&cu.CtxSetCurrent, {"cuCtxSetCurrent", NULL}},
         {(void **)&cu.CtxSynchronize, {"cuCtxSynchronize", NULL}},
         {(void **)&cu.CtxSetLimit, {"cuCtxSetLimit", NULL}},
+        {(void **)&cu.CtxGetLimit, {"cuCtxGetLimit", NULL}},
         {(void **)&cu.CtxResetPersistingL2Cache, {"cuCtxResetPersistingL2Cache", NULL}},
         {(void **)&cu.StreamSynchronize, {"cuStreamSynchronize", NULL}},
         {(void **)&cu.MemAlloc, {"cuMemAlloc_v2", NULL}},

@@ -31,6 +31,7 @@ typedef union {
         CUresult (*CtxSetCurrent)(CUcontext);
         CUresult (*CtxSynchronize)(void);
         CUresult (*CtxSetLimit)(int, size_t);
+        CUresult (*CtxGetLimit)(size_t *, int);
         CUresult (*CtxResetPersistingL2Cache)(void);
         CUresult (*StreamSynchronize)(CUstream);
         CUresult (*MemAlloc)(CUdeviceptr *, size_t);

@@ -24,9 +24,9 @@ graph (docs/results.md run 27 call 3): 0.17-0.70 ms on the GEMM's benchmark shap
 dual GEMM's, 0.31-1.79 on the grouped GEMM's, 1.4-2.8x faster than the block kernel on each. The choice
 on CUDA where the shape fits (``fits``); the block kernel serves the rest (the GEMV's vector, ragged N).
 Five launches a product: the rows' NaN flags zeroed, the two splits (which set them), the int8 GEMM and
-the shifted sum, which also rounds to fp16 where asked (the GEMM and grouped GEMM's outputs): torch's
-NaN tests and round_once's passes over the float64 result were a dozen launches more a product, 0.05-0.51
-ms a call of GPU time on those problems' benchmark shapes (docs/results.md run 32).
+the shifted sum, which also rounds to fp16 where asked (the GEMM and grouped GEMM's outputs). torch's
+NaN tests and round_once's passes over the float64 result were at least eighteen launches more a
+product, 0.05-0.51 ms a call of GPU time on those problems' benchmark shapes (docs/results.md run 32).
 """
 
 from __future__ import annotations

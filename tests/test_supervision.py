@@ -46,6 +46,10 @@ def test_the_sandbox_line_lists_every_rule_or_says_why_it_is_off():
     line = armed.sandbox_line()
     assert all(f"{name} on" in line for name in rules.RULE_NAMES)
     assert armed.counts() == (7, 0.003)
+    assert "another CPU" not in line
+    slow = fed({"state": "armed", "rules": list(rules.RULE_NAMES), "sync_wake": False})
+    assert slow.not_armed() is None
+    assert slow.sandbox_line().endswith("(answers wake the worker on another CPU: Linux 6.6 hands them over on one)")
     off = fed({"state": "off", "why": "seccomp(SECCOMP_SET_MODE_FILTER) refused: Invalid argument"})
     assert "Invalid argument" in off.not_armed() and off.sandbox_line().startswith("off (seccomp")
     assert supervision.Supervision(False).sandbox_line().startswith("off (not chosen")

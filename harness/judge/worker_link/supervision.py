@@ -165,7 +165,9 @@ class Supervision:
         if self.state.get("state") not in ("armed", "ended"):
             return f"off ({self.state.get('why') or 'the supervisor did not arm'})"
         line = "supervised: " + ", ".join(f"{name} on" for name in self.state.get("rules", []))
-        return line + ("" if self.state.get("kcmp", True) else " (no kcmp: a CLONE_VM child is not the worker's)")
+        line += "" if self.state.get("kcmp", True) else " (no kcmp: a CLONE_VM child is not the worker's)"
+        return line + ("" if self.state.get("sync_wake", True) else
+                       " (answers wake the worker on another CPU: Linux 6.6 hands them over on one)")
 
     def counts(self) -> tuple[int, float]:
         """(notifications answered, seconds the supervisor spent answering them)."""

@@ -133,19 +133,32 @@ def test_a_messages_copies_are_waited_for_once_not_once_per_output(fake_gpu, mon
     and not again until another copy is queued."""
     fake_gpu(RefusingDriver("none"))
     stream = CountingStream()
+    held: list[str] = []  # the snapshot's stream entered (and not yet left) on this thread
+
+    @contextlib.contextmanager
+    def entered(s):
+        held.append("stream")
+        yield
+        held.remove("stream")
     monkeypatch.setattr(device_snapshot.torch.cuda, "Stream", lambda device: stream)
-    monkeypatch.setattr(device_snapshot.torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(device_snapshot.torch.cuda, "stream", entered)
     empty = torch.empty
-    monkeypatch.setattr(device_snapshot.torch, "empty", lambda n, dtype, device: empty(n, dtype=dtype))
+
+    def allocate(n, dtype, device):
+        assert held == ["stream"], "a copy allocated outside the snapshot's stream"
+        return empty(n, dtype=dtype)
+    monkeypatch.setattr(device_snapshot.torch, "empty", allocate)
     snapshot = device_snapshot.DeviceSnapshot(torch.device("cuda", 0), 4 << 20)
     copies = [snapshot.read(at, 100) for at in (0, 4096, 8192)]
     assert [c.numel() for c in copies] == [100, 100, 100] and stream.waits == 0
+    assert held == ["stream"]  # entered once for the message's three outputs, not once each
     snapshot.settle()
+    assert held == []
     snapshot.settle()
     assert stream.waits == 1
     snapshot.read(0, 0)  # an empty output queues no copy
     snapshot.settle()
-    assert stream.waits == 1
+    assert stream.waits == 1 and held == []
     snapshot.close()
 
 

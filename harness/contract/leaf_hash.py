@@ -98,46 +98,63 @@ def _sigma(out: str, value: str, rotations: tuple[int, int, int], shift: bool) -
             f"xor.b32 {out}, {out}, %y;"]
 
 
-def _round(t: int, names: list[str]) -> list[str]:
+def _round(t: int, names: list[str], extend: bool) -> list[str]:
     """Round t (0..15) of a group of sixteen on the working registers ``names`` (a..h as they stand): the new
-    a goes into h's register and the new e into d's, so the caller only rotates the names. After the first
-    group (%q set) a round first extends the schedule in place (W[t] into w[t % 16]); its constant is
-    read from the group's slice of the table (%kb)."""
+    a goes into h's register and the new e into d's, so the caller only rotates the names. ``extend`` (every
+    group but the first): the round first extends the schedule in place (W[t] into w[t % 16]). Its constant
+    is read from the group's slice of the table (%kb). h + K + W is summed before Sigma1(e) and Ch, which the
+    round's chain from e then meets in two adds, not four; and no branch splits a group, so the driver's
+    compiler may overlap the schedule and the round (docs/results.md run 33: one leaf's chain took 0.3 ms)."""
     a, b, c, d, e, f, g, h = names
     w = f"%w{t}"
-    lines = ["@!%q bra $Lw" + str(t) + ";"]
-    lines += _sigma("%s0", f"%w{(t + 1) % 16}", (7, 18, 3), shift=True)  # W[t - 15]
-    lines += _sigma("%s1", f"%w{(t + 14) % 16}", (17, 19, 10), shift=True)  # W[t - 2]
-    lines += [f"add.u32 {w}, {w}, %s0;", f"add.u32 {w}, {w}, %s1;", f"add.u32 {w}, {w}, %w{(t + 9) % 16};",  # W[t - 7]
-              f"$Lw{t}:", f"ld.const.u32 %k, [%kb+{4 * t}];"]
+    lines: list[str] = []
+    if extend:
+        lines += _sigma("%s0", f"%w{(t + 1) % 16}", (7, 18, 3), shift=True)  # W[t - 15]
+        lines += _sigma("%s1", f"%w{(t + 14) % 16}", (17, 19, 10), shift=True)  # W[t - 2]
+        lines += [f"add.u32 {w}, {w}, %s0;", f"add.u32 {w}, {w}, %s1;",
+                  f"add.u32 {w}, {w}, %w{(t + 9) % 16};"]  # W[t - 7]
+    lines += [f"ld.const.u32 %k, [%kb+{4 * t}];", f"add.u32 %t1, {h}, %k;", f"add.u32 %t1, %t1, {w};"]
     lines += _sigma("%s1", e, (6, 11, 25), shift=False)
     lines += [f"and.b32 %x, {e}, {f};", f"not.b32 %y, {e};", f"and.b32 %y, %y, {g};", "xor.b32 %x, %x, %y;",
-              f"add.u32 %t1, {h}, %s1;", "add.u32 %t1, %t1, %x;", "add.u32 %t1, %t1, %k;", f"add.u32 %t1, %t1, {w};"]
+              "add.u32 %x, %x, %s1;", "add.u32 %t1, %t1, %x;"]
     lines += _sigma("%s0", a, (2, 13, 22), shift=False)
     lines += [f"and.b32 %x, {a}, {b};", f"and.b32 %y, {a}, {c};", "xor.b32 %x, %x, %y;", f"and.b32 %y, {b}, {c};",
               "xor.b32 %x, %x, %y;", "add.u32 %t2, %s0, %x;", f"add.u32 {d}, {d}, %t1;", f"add.u32 {h}, %t1, %t2;"]
     return lines
 
 
+def _group(names: list[str], extend: bool) -> list[str]:
+    """Sixteen rounds; sixteen rotations of the names bring them back where they began."""
+    lines: list[str] = []
+    for t in range(16):
+        lines += _round(t, names, extend)
+        names = [names[7], *names[:7]]  # the new a was written into h's register, the new e into d's
+    return lines
+
+
 def _compression() -> list[str]:
-    """One block's 64 rounds on %w0..%w15 and the state %h0..%h7: four passes of a loop over sixteen
-    unrolled rounds (sixteen rotations of the names bring them back where they began). Rolled so that the
-    driver's JIT, which every worker pays at its start, compiles a quarter of the text."""
+    """One block's 64 rounds on %w0..%w15 and the state %h0..%h7: the first sixteen (the block's own words),
+    then a loop of three passes over sixteen rounds that extend the schedule. Rolled so that the driver's
+    JIT, which every worker pays at its start, compiles half of the text."""
     state = [f"%h{i}" for i in range(8)]
     names = [f"%v{i}" for i in range(8)]
     lines = [f"mov.b32 {n}, {s};" for n, s in zip(names, state)]
-    lines += ["mov.u64 %kb, ROUND_K;", "mov.u32 %j, 0;", "$Lgroup:", "setp.ne.u32 %q, %j, 0;"]
-    for t in range(16):
-        lines += _round(t, names)
-        names = [names[7], *names[:7]]  # the new a was written into h's register, the new e into d's
+    lines += ["mov.u64 %kb, ROUND_K;", *_group(names, extend=False), "add.u64 %kb, %kb, 64;", "mov.u32 %j, 1;",
+              "$Lgroup:", *_group(names, extend=True)]
     lines += ["add.u64 %kb, %kb, 64;", "add.u32 %j, %j, 1;", "setp.lt.u32 %p, %j, 4;", "@%p bra $Lgroup;"]
     lines += [f"add.u32 {s}, {s}, {n};" for s, n in zip(state, names)]
     return lines
 
 
-def _load_block(space: str) -> list[str]:
-    """The 16 big-endian words of the block at %addr (``space``: global or local)."""
-    lines = [f"ld.{space}.v4.u32 {{%w{4 * q}, %w{4 * q + 1}, %w{4 * q + 2}, %w{4 * q + 3}}}, [%addr+{16 * q}];"
+def _load_next() -> list[str]:
+    """Where %p holds: the next full block's 16 words from %addr (global) into %n0..%n15, as they lie."""
+    return [f"@%p ld.global.v4.u32 {{%n{4 * q}, %n{4 * q + 1}, %n{4 * q + 2}, %n{4 * q + 3}}}, [%addr+{16 * q}];"
+            for q in range(4)]
+
+
+def _load_tail() -> list[str]:
+    """The 16 big-endian words of the tail buffer's block at %addr (the local buffer ``_tail_block`` fills)."""
+    lines = [f"ld.local.v4.u32 {{%w{4 * q}, %w{4 * q + 1}, %w{4 * q + 2}, %w{4 * q + 3}}}, [%addr+{16 * q}];"
              for q in range(4)]
     return lines + [f"prmt.b32 %w{i}, %w{i}, 0, 0x0123;" for i in range(16)]
 
@@ -174,20 +191,25 @@ def ptx() -> str:
         "shr.b64 %full, %len, 6;", "and.b64 %rest, %len, 63;", "add.u64 %blocks, %len, 8;",
         "shr.b64 %blocks, %blocks, 6;", "add.u64 %blocks, %blocks, 1;",
     ]
+    # The full blocks are loaded one ahead into %n0..%n15: a block's load is in flight while the one before it is
+    # compressed (the first one's while the tail is set up), not waited for at the top of each block.
+    body += ["setp.ne.u64 %p, %full, 0;", "mov.u64 %addr, %base;", *_load_next()]
     body += _tail_block()
     body += [f"mov.b32 %h{i}, {value};" for i, value in enumerate(INITIAL_STATE)]
     body += ["mov.u64 %b, 0;", "$Lblock:", "setp.ge.u64 %p, %b, %blocks;", "@%p bra $Lfinish;",
-             "setp.lt.u64 %p, %b, %full;", "@!%p bra $Ltail;", "shl.b64 %i, %b, 6;", "add.u64 %addr, %base, %i;"]
-    body += _load_block("global")
+             "setp.lt.u64 %p, %b, %full;", "@!%p bra $Ltail;"]
+    body += [f"prmt.b32 %w{i}, %n{i}, 0, 0x0123;" for i in range(16)]
+    body += ["add.u64 %i, %b, 1;", "setp.lt.u64 %p, %i, %full;", "shl.b64 %i, %i, 6;", "add.u64 %addr, %base, %i;",
+             *_load_next()]
     body += ["bra $Lloaded;", "$Ltail:", "sub.u64 %i, %b, %full;", "shl.b64 %i, %i, 6;", "add.u64 %addr, %tl, %i;"]
-    body += _load_block("local")
+    body += _load_tail()
     body += ["$Lloaded:", *_compression(), "add.u64 %b, %b, 1;", "bra $Lblock;", "$Lfinish:", "shl.b64 %i, %leaf, 5;",
              "add.u64 %addr, %out, %i;"]
     body += [f"prmt.b32 %h{i}, %h{i}, 0, 0x0123;" for i in range(8)]
     body += ["st.global.v4.u32 [%addr], {%h0, %h1, %h2, %h3};", "st.global.v4.u32 [%addr+16], {%h4, %h5, %h6, %h7};",
              "$Ldone:", "ret;"]
     declarations = [
-        ".reg .pred %p, %q;", ".reg .b32 %w<16>, %h<8>, %v<8>, %s0, %s1, %t1, %t2, %x, %y, %k, %j;",
+        ".reg .pred %p, %q;", ".reg .b32 %w<16>, %n<16>, %h<8>, %v<8>, %s0, %s1, %t1, %t2, %x, %y, %k, %j;",
         ".reg .b64 %tab, %count, %base, %n, %out, %leaf, %start, %len, %full, %rest, %blocks, %b, %i, %addr, %src,"
         " %tl, %bits, %kb;",
         ".local .align 16 .b8 tail[128];",

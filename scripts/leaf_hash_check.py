@@ -53,13 +53,13 @@ def main() -> int:
     mismatched = [n for n, g, e in zip(LENGTHS, got, expected) if g != e]
     unaligned_source = torch.frombuffer(bytearray(os.urandom(10_001)), dtype=torch.uint8).cuda()
     unaligned = unaligned_source[3:]
-    unaligned_ok = output_leaves._device_leaves([unaligned]) == [b"".join(leaf_hash.cpu_leaves(
+    unaligned_ok = output_leaves._device_leaves([unaligned])() == [b"".join(leaf_hash.cpu_leaves(
         memoryview(unaligned.cpu().numpy().tobytes())))]
     speeds = {}
     for name, sizes in SIZES.items():
         data = [torch.randint(0, 256, (size,), dtype=torch.uint8, device="cuda") for size in sizes]
         hosts = [memoryview(d.cpu().numpy()) for d in data]
-        assert output_leaves._device_leaves(data) == [b"".join(leaf_hash.cpu_leaves(h)) for h in hosts], name
+        assert output_leaves._device_leaves(data)() == [b"".join(leaf_hash.cpu_leaves(h)) for h in hosts], name
         words, total = leaf_hash.table([(d.data_ptr(), d.numel()) for d in data])
         table = torch.tensor(words, dtype=torch.uint64, device="cuda")
         leaves_out = torch.empty(32 * total, dtype=torch.uint8, device="cuda")
@@ -68,7 +68,7 @@ def main() -> int:
                                    leaves_out.data_ptr()], -(-total // leaf_hash.THREADS_PER_BLOCK),
                                    leaf_hash.THREADS_PER_BLOCK)
         speeds[name] = {"kernel_ms": _best_ms(launch),
-                        "with_copy_back_ms": _best_ms(lambda d=data: output_leaves._device_leaves(d)),
+                        "with_copy_back_ms": _best_ms(lambda d=data: output_leaves._device_leaves(d)()),
                         "host_one_thread_ms": _best_ms(lambda h=hosts: [leaf_hash.cpu_leaves(x) for x in h], 2)}
     result = {"device": torch.cuda.get_device_name(), "lengths": LENGTHS, "mismatched_lengths": mismatched,
               "unaligned_ok": unaligned_ok, "speeds": speeds}

@@ -147,9 +147,9 @@ def _compression() -> list[str]:
 
 
 def _load_next() -> list[str]:
-    """Where %p holds: the next full block's 16 words from %addr (global) into %n0..%n15, as they lie."""
-    return [f"@%p ld.global.v4.u32 {{%n{4 * q}, %n{4 * q + 1}, %n{4 * q + 2}, %n{4 * q + 3}}}, [%addr+{16 * q}];"
-            for q in range(4)]
+    """Where %p holds: the next full block's 16 words from %addr (global) into %next0..%next15, as they lie."""
+    return [f"@%p ld.global.v4.u32 {{%next{4 * q}, %next{4 * q + 1}, %next{4 * q + 2}, %next{4 * q + 3}}}, "
+            f"[%addr+{16 * q}];" for q in range(4)]
 
 
 def _load_tail() -> list[str]:
@@ -191,14 +191,14 @@ def ptx() -> str:
         "shr.b64 %full, %len, 6;", "and.b64 %rest, %len, 63;", "add.u64 %blocks, %len, 8;",
         "shr.b64 %blocks, %blocks, 6;", "add.u64 %blocks, %blocks, 1;",
     ]
-    # The full blocks are loaded one ahead into %n0..%n15: a block's load is in flight while the one before it is
+    # The full blocks are loaded one ahead into %next0..%next15: a block's load is in flight while the one before it is
     # compressed (the first one's while the tail is set up), not waited for at the top of each block.
     body += ["setp.ne.u64 %p, %full, 0;", "mov.u64 %addr, %base;", *_load_next()]
     body += _tail_block()
     body += [f"mov.b32 %h{i}, {value};" for i, value in enumerate(INITIAL_STATE)]
     body += ["mov.u64 %b, 0;", "$Lblock:", "setp.ge.u64 %p, %b, %blocks;", "@%p bra $Lfinish;",
              "setp.lt.u64 %p, %b, %full;", "@!%p bra $Ltail;"]
-    body += [f"prmt.b32 %w{i}, %n{i}, 0, 0x0123;" for i in range(16)]
+    body += [f"prmt.b32 %w{i}, %next{i}, 0, 0x0123;" for i in range(16)]
     body += ["add.u64 %i, %b, 1;", "setp.lt.u64 %p, %i, %full;", "shl.b64 %i, %i, 6;", "add.u64 %addr, %base, %i;",
              *_load_next()]
     body += ["bra $Lloaded;", "$Ltail:", "sub.u64 %i, %b, %full;", "shl.b64 %i, %i, 6;", "add.u64 %addr, %tl, %i;"]
@@ -209,7 +209,7 @@ def ptx() -> str:
     body += ["st.global.v4.u32 [%addr], {%h0, %h1, %h2, %h3};", "st.global.v4.u32 [%addr+16], {%h4, %h5, %h6, %h7};",
              "$Ldone:", "ret;"]
     declarations = [
-        ".reg .pred %p, %q;", ".reg .b32 %w<16>, %n<16>, %h<8>, %v<8>, %s0, %s1, %t1, %t2, %x, %y, %k, %j;",
+        ".reg .pred %p;", ".reg .b32 %w<16>, %next<16>, %h<8>, %v<8>, %s0, %s1, %t1, %t2, %x, %y, %k, %j;",
         ".reg .b64 %tab, %count, %base, %n, %out, %leaf, %start, %len, %full, %rest, %blocks, %b, %i, %addr, %src,"
         " %tl, %bits, %kb;",
         ".local .align 16 .b8 tail[128];",

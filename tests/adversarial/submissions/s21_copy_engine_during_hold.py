@@ -3,8 +3,10 @@ side stream that does not wait for the caller's (the inputs were ready before th
 the caller's stream waits for them and runs the Triton GEMV on the copies. custom_kernel is called
 while the core's hold kernel still holds the GPU: the hold takes every SM, but a device-to-device
 copy runs on a copy engine, so the copies are done during the hold, before the start event, and
-only the GEMV is timed. KNOWN HOLE (docs/security.md, "What remains open"): nothing stops or detects
-it yet; the row shows its gain against s22 on the GPU."""
+only the GEMV is timed. On the H100 the second clock rejected it; since the core draws a call's inputs
+on the caller's stream just before the hold, copies that do not wait for that stream also race the draw
+and may read A before it is written (a wrong output). The row accepts either verdict; the class stays
+open in principle (docs/security.md, "What remains open")."""
 
 import s22_honest_staged_twin as twin
 import torch

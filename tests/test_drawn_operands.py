@@ -15,7 +15,7 @@ from harness.contract.tensor_tree import tensors_in
 from harness.worker import sealed_core, serve_loop
 from harness.worker.drawn_inputs import Draw, DrawnInputs, operand_indices
 from harness.worker.failures import SubmissionError
-from harness.worker.outputs import any_shares_memory, operand_tensors
+from harness.worker.outputs import any_shares_memory, operand_tensors, storage_spans
 from problems.nvfp4_gemv import reference
 
 CASE = {"m": 128, "k": 256, "l": 1, "seed": 1111}
@@ -35,7 +35,7 @@ def test_a_capture_not_yet_replayed_hides_its_output_buffer():
     captured, operands = captured_stand_in()
     c = captured[-1]
     assert any(t is c for t in operand_tensors(captured))
-    assert any_shares_memory([c], operand_tensors(captured))
+    assert any_shares_memory([c], storage_spans(operand_tensors(captured)))
     assert len(captured) - 1 not in operands and 0 in operands
 
 
@@ -44,7 +44,7 @@ def drawn_worker(result_of: Any, sent: list) -> serve_loop.Worker:
     ``result_of`` on the tensors and answers as the core does."""
     worker = serve_loop.Worker(-1, -1, -1)
     captured, operands = captured_stand_in()
-    worker.drawn._draws[shape_text(CASE)] = Draw(0, captured, operands, None)
+    worker.drawn._draws[shape_text(CASE)] = Draw.of(0, captured, operands, None)
     worker.device = torch.device("cpu")
     worker.guard = SimpleNamespace(violations=lambda: [])
     worker.send = lambda reply, *rest: sent.append(reply)
@@ -75,7 +75,8 @@ def test_the_recorded_operands_are_the_capture_tensors_themselves():
     """inputs() hands back the very tensors of the capture (the ones custom_kernel receives)."""
     drawn = DrawnInputs()
     captured, operands = captured_stand_in()
-    drawn._draws[shape_text(CASE)] = Draw(5, captured, operands, None)
-    slot, data, kept = drawn.inputs(CASE)
-    assert slot == 5 and data is captured
-    assert [id(t) for t in kept] == [id(captured[i]) for i in operands]
+    drawn._draws[shape_text(CASE)] = Draw.of(5, captured, operands, None)
+    draw = drawn.inputs(CASE)
+    assert draw.slot == 5 and draw.data is captured
+    assert [id(t) for t in draw.operands] == [id(captured[i]) for i in operands]
+    assert draw.spans == storage_spans(draw.operands)  # found once, at the capture

@@ -27,7 +27,7 @@ from harness.contract.results import Status
 from harness.contract.task_spec import shape_text
 from harness.contract.tensor_tree import tensors_in
 from harness.worker.failures import SubmissionError
-from harness.worker.outputs import operand_tensors
+from harness.worker.outputs import Span, operand_tensors, storage_spans
 
 
 def operand_indices(data: Any) -> tuple[int, ...]:
@@ -41,13 +41,22 @@ def operand_indices(data: Any) -> tuple[int, ...]:
 
 
 class Draw(NamedTuple):
-    """One captured draw: the core's slot, the tensors the graph draws into, which of them are operands
-    (``operand_indices`` of the eager draw of the same case), and the graph (its pool holds the tensors)."""
+    """One captured draw: the core's slot, the tensors the graph draws into, those of them that are operands
+    (``operand_indices`` of the eager draw of the same case) and their storages, and the graph (its pool
+    holds the tensors, at the same addresses for the worker's life: found once, not once a call)."""
 
     slot: int
     data: Any
-    operands: tuple[int, ...]
+    operands: list[torch.Tensor]
+    spans: list[Span]
     graph: Any
+
+    @classmethod
+    def of(cls, slot: int, data: Any, operands: tuple[int, ...], graph: Any) -> Draw:
+        """The draw whose operands are ``data``'s tensors at these positions (``operand_indices``)."""
+        tensors = tensors_in(data)
+        chosen = [tensors[i] for i in operands]
+        return cls(slot, data, chosen, storage_spans(chosen), graph)
 
 
 class DrawnInputs:
@@ -83,14 +92,13 @@ class DrawnInputs:
         tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
                    [(offset, name.encode()) for offset, name in sorted(keyed.items())])
                   for table, rows, keyed in captured]
-        return Draw(add_draw(graph.raw_cuda_graph(), tables), data, operands, graph)
+        return Draw.of(add_draw(graph.raw_cuda_graph(), tables), data, operands, graph)
 
-    def inputs(self, case: dict[str, Any]) -> tuple[int, Any, list[torch.Tensor]]:
-        """(the core's slot for ``case``'s draw, the tensors it draws into, the operands among them: the
-        ones custom_kernel must not return)."""
-        if shape_text(case) not in self._draws:
+    def inputs(self, case: dict[str, Any]) -> Draw:
+        """``case``'s draw: the core's slot, the tensors it draws into, the operands among them (the ones
+        custom_kernel must not return) and their storages."""
+        draw = self._draws.get(shape_text(case))
+        if draw is None:
             raise SubmissionError(Status.HARNESS_FAULT, f"a drawn call for {shape_text(case)}, whose draw was "
                                   "not captured at Start")
-        draw = self._draws[shape_text(case)]
-        tensors = tensors_in(draw.data)
-        return draw.slot, draw.data, [tensors[i] for i in draw.operands]
+        return draw

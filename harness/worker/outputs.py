@@ -98,19 +98,27 @@ def active_modes() -> list[str]:
     return names
 
 
-def _storage_span(t: torch.Tensor) -> tuple[torch.device, int, int]:
+Span = tuple[torch.device, int, int]
+
+
+def _storage_span(t: torch.Tensor) -> Span:
     """(device, first byte, end) of the whole storage under ``t``."""
     storage = t.untyped_storage()
     start = storage.data_ptr()
     return t.device, start, start + storage.nbytes()
 
 
-def any_shares_memory(outputs: list[torch.Tensor], operands: list[torch.Tensor]) -> bool:
-    """Whether a non-empty output's storage overlaps a non-empty operand's on the same device. Each
-    storage is read once, not once per pair of tensors: on the grouped GEMM (8 outputs, every group's
-    operands) the worker's `checks` read about 0.9 ms a call in docs/results.md run 23, against 0.12-0.2
-    on the one-output problems."""
-    spans = [_storage_span(t) for t in operands if t.numel()]
+def storage_spans(tensors: list[torch.Tensor]) -> list[Span]:
+    """The storages under the non-empty ``tensors``, for ``any_shares_memory`` (a drawn call's operands keep
+    theirs for the worker's life: drawn_inputs.Draw)."""
+    return [_storage_span(t) for t in tensors if t.numel()]
+
+
+def any_shares_memory(outputs: list[torch.Tensor], spans: list[Span]) -> bool:
+    """Whether a non-empty output's storage overlaps one of the operands' storages (``storage_spans``) on the
+    same device. Each storage is read once, not once per pair of tensors: on the grouped GEMM (8 outputs,
+    every group's operands) the worker's `checks` read about 0.9 ms a call in docs/results.md run 23, against
+    0.12-0.2 on the one-output problems."""
     for out in outputs:
         if out.numel():
             device, start, end = _storage_span(out)

@@ -44,6 +44,7 @@ from harness.worker.outputs import (
     changed_any,
     operand_tensors,
     output_tensors,
+    storage_spans,
 )
 from harness.worker.stack_dump import arm_stack_dump, stacks_before_the_limit
 
@@ -224,26 +225,27 @@ class Worker:
             raise SubmissionError(Status.HARNESS_FAULT, "a ranked call reached a worker without the timing core")
         # A drawn call's tensors are its captured draw's, filled by the core inside the call: until then they
         # hold the graph pool's leftovers, so its operands are the ones its draw's eager run showed at Start.
-        draw, data, operands = self.drawn.inputs(request.case) if request.sealed_seed else (None, None, None)
-        data = self._inputs(request.case, request.buffers) if draw is None else data
+        drawn = self.drawn.inputs(request.case) if request.sealed_seed else None
+        data = self._inputs(request.case, request.buffers) if drawn is None else drawn.data
         if request.plain:
             self.call_plain(data)
             return
-        operands = operand_tensors(data) if operands is None else operands
+        operands = operand_tensors(data) if drawn is None else drawn.operands
         # A staged call's tensors hold the public draw until the core decrypts the parent's inputs into
         # them; the core itself checks afterwards that custom_kernel left the operands unchanged.
         staged = request.staged
-        pristine = [] if staged or draw is not None else [bytes_of(t).clone() for t in operands]
+        pristine = [] if staged or drawn is not None else [bytes_of(t).clone() for t in operands]
         clock.append(timers._perf_counter())
         if sealed:
-            reply, parts, outputs = self._sealed_call(request, data, operands if staged else None, draw)
+            reply, parts, outputs = self._sealed_call(request, data, operands if staged else None,
+                                                      None if drawn is None else drawn.slot)
             snapshot = None
         else:
             reply, snapshot, outputs = self._python_call(request, data)
             parts = None
         clock.append(timers._perf_counter())
         self._check_integrity("during a call")
-        if any_shares_memory(outputs, operands):
+        if any_shares_memory(outputs, storage_spans(operands) if drawn is None else drawn.spans):
             raise SubmissionError(Status.REJECTED, "custom_kernel returned one of its input tensors as output")
         if pristine and changed_any(pristine, operands):
             raise SubmissionError(Status.REJECTED, "custom_kernel modified its input tensors")

@@ -81,7 +81,7 @@ def limb_product(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch
                  fp16: bool = False) -> torch.Tensor:
     """C (M, N, L) float64 = A (M, K, L) @ B (N, K, L)^T per batch, exactly (module docstring); ``fp16``: C
     rounded once to fp16 (reference/formats.py: round_once, the NVFP4 problems' output) in the kernel that
-    adds the digit products, not by a dozen passes over the float64 result afterwards.
+    adds the digit products, not by round_once's passes over the float64 result afterwards.
 
     ``a``/``b``: packed (rows, K/2, L) e2m1 (fp4x2 or uint8) with unit stride along K; ``sfa``/``sfb``:
     their (rows, K/16, L) e4m3 scales (or raw bytes), unit stride along K/16; the shape must ``fits``.

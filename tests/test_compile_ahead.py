@@ -129,4 +129,3 @@ def test_the_driver_is_made_with_the_parents_cache_named(monkeypatch, tmp_path):
     monkeypatch.setattr(counter_rng, "compile_kernels", lambda: [])
     compile_ahead.draw_kernels(90)
     assert named_at_driver == [parent]
-

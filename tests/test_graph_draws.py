@@ -119,4 +119,3 @@ def test_the_expected_output_is_computed_only_for_a_check_that_takes_it() -> Non
                                              ref_kernel=ref_kernel)
     assert expected_kernel(takes) is ref_kernel
     assert expected_kernel(computes_its_own) is None
-

@@ -69,12 +69,7 @@ def test_the_core_opens_its_key_through_the_gate_and_nobody_else_does():
     state = supervised(run, start_the_core)
     assert state["exit"] == 0
     assert state["unlocks"] == 1 and state["refused"] == {"core": 1} and state["gate_pages"] == 2  # key, call state
-    assert state["sync_wake"] == (_kernel_release() >= (6, 6))  # answers handed over on one CPU where Linux can
-
-
-def _kernel_release() -> tuple[int, int]:
-    major, minor = os.uname().release.split(".")[:2]
-    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+    assert state["sync_wake"] == (rules.kernel_release() >= (6, 6))  # answers handed over on one CPU where Linux can
 
 
 def state_page_openings() -> dict:

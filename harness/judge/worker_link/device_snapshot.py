@@ -123,8 +123,9 @@ class DeviceSnapshot:
         # meanwhile on its main thread's stream (WorkerSession.call, window_closed), and a block freed there, its
         # kernels still queued, is handed out again on that stream only (a copy into one on this thread, this
         # stream, overwrote the reference's work and its own: results.md run 29, call 5). The device and stream
-        # are entered once a message, left by ``settle``: entered per output they cost 36 us each on the H100's
-        # host, 0.31 ms of the grouped GEMM's eight outputs against 0.10 (docs/results.md run 33).
+        # are entered once a message, left by ``settle``: entered per output they cost up to 36 us each on the
+        # H100's host, 0.31 ms of the grouped GEMM's eight outputs against 0.10 (0.16 against 0.14 on another
+        # host: docs/results.md run 33).
         if self._entered is None:
             self._entered = contextlib.ExitStack()
             self._entered.enter_context(torch.cuda.device(self.device))

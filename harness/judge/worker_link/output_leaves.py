@@ -4,7 +4,7 @@ a pool of eight read half as fast, 34 ms against 18 for 15 MB on the H100's host
 
 The digest the MAC covers is made of these leaves (harness.judge.worker_link.seal.output_digest). On a
 GPU the worker's core hashed its copy there; the parent hashes the copy it will check, on its own GPU,
-so that a 200 MB output costs 0.38 ms of kernel (about 1 ms with its leaves copied back) where the
+so that a 200 MB output costs 0.31 ms of kernel (0.64 ms with its leaves copied back, run 33 call 8) where the
 host's SHA-256 took 25-31 ms (docs/results.md run 22, calls 2 and 5: the Triton fp8 GEMM's largest output).
 """
 

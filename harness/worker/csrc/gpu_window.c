@@ -7,9 +7,10 @@
  * that comes first (a custom_kernel that waits for the GPU); then flushes the L2 by reading its buffer
  * (clean lines only), then waits for all its blocks (a grid barrier) and stamps %globaltimer. So no
  * host launch time lies between the events, and the GPU waits no longer than the host's launch. Its
- * grid takes every thread slot of every SM: no kernel of any other stream can start before it ends,
- * so nothing the submission queues on a side stream runs before the start event; and the flush comes
- * after the hold, so L2 lines a copy engine warmed during it are gone.
+ * grid takes every thread slot of every SM, and the core calls custom_kernel only once every block is
+ * resident (the kernel says so in a pinned word): no kernel of any other stream can start before it
+ * ends, so nothing the submission queues on a side stream runs before the start event; and the flush
+ * comes after the hold, so L2 lines a copy engine warmed during it are gone.
  *
  * After the end event: a one-thread kernel stamps %globaltimer again. The two stamps are the second
  * clock, which the submission cannot re-arm the way it can re-record an event. The core judges no
@@ -40,6 +41,8 @@
  * kernel can end. Chosen, not measured against a shorter margin (the fidelity table held with it). */
 #define RELEASE_GRACE_NS "50000"
 #define STAMP_SLOTS 8192
+#define RESIDENT_WORD 16 /* uint32 index of the resident word: 64 bytes after the release word */
+#define RESIDENT_TIMEOUT_US 5e6
 #define OVERHEAD_ATTEMPTS 5
 #define RETRY_SPIN_US 20000.0
 /* Before measurement attempt n > 0, the whole GPU spins n x this long, and the host waits for it: a worker
@@ -52,6 +55,10 @@
 static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     /* hold_flush(ns, buffer, words, counter, target, slot, mask, release, generation): thread 0 of each
+     * block counts the block in (the word 128 bytes after the counter); in a timed call's hold (`release`
+     * not 0) block 0 waits until every block is in, or ns pass, and writes `generation` to the pinned word
+     * 64 bytes after `release`, or `generation` with its top bit flipped where not every block came in:
+     * the core calls custom_kernel only once every block is resident (await_resident). Thread 0 of each
      * block spins ns on %globaltimer while the others wait at the block barrier, or less: where
      * `release` (a pinned host word) is not 0, block 0 ends its spin once that word reaches `generation`
      * (compared modulo 2^32) and passes it on in the device word 64 bytes after the counter, which the
@@ -71,7 +78,13 @@ static const char PTX[] =
     "ld.param.u64 %mask, [mask];\nld.param.u64 %rel, [release];\nld.param.u32 %gen, [generation];\n"
     "add.u64 %passed, %ctr, 64;\nmov.u32 %th, %tid.x;\nmov.u32 %nth, %ntid.x;\nmov.u32 %blk, %ctaid.x;\n"
     "mov.u32 %nblk, %nctaid.x;\nsetp.ne.u32 %p, %th, 0;\n@%p bra HELD;\n"
-    "mov.u64 %t0, %globaltimer;\nSPIN:\nmov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\n"
+    "mov.u64 %t0, %globaltimer;\nadd.u64 %addr, %ctr, 128;\natom.global.add.u32 %seen, [%addr], 1;\n"
+    "setp.eq.u64 %p, %rel, 0;\n@%p bra SPIN;\nsetp.ne.u32 %p, %blk, 0;\n@%p bra SPIN;\n"
+    "ARRIVE:\nld.volatile.global.u32 %seen, [%addr];\nsub.s32 %seen, %seen, %target;\nsetp.ge.s32 %p, %seen, 0;\n"
+    "@%p bra RESIDENT;\nmov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\nsetp.lt.u64 %p, %d, %n;\n@%p bra ARRIVE;\n"
+    "xor.b32 %seen, %gen, 0x80000000;\nbra ANSWER;\nRESIDENT:\nmov.u32 %seen, %gen;\n"
+    "ANSWER:\nadd.u64 %addr, %rel, 64;\nst.relaxed.sys.global.u32 [%addr], %seen;\n"
+    "SPIN:\nmov.u64 %t1, %globaltimer;\nsub.u64 %d, %t1, %t0;\n"
     "setp.ge.u64 %p, %d, %n;\n@%p bra HELD;\nsetp.eq.u64 %p, %rel, 0;\n@%p bra SPIN;\n"
     "setp.ne.u32 %p, %blk, 0;\n@%p bra WATCH;\nld.relaxed.sys.global.u32 %seen, [%rel];\n"
     "sub.s32 %seen, %seen, %gen;\nsetp.lt.s32 %p, %seen, 0;\n@%p bra SPIN;\n"
@@ -146,10 +159,38 @@ int quiet_gpu(void) {
     return 0;
 }
 
+/* Wait until the hold kernel of this call has every block resident (the word it writes 64 bytes after the
+ * release word). Until then another stream's kernel could take a thread slot and run before the start
+ * event: the core's draw runs ahead of the hold on the caller's stream, and a side stream that does not
+ * wait for it started work beside the draw (row s16 read 0.91x its twin, docs/security.md). Where the
+ * occupancy calculator says the hold cannot fill the GPU (reported in the armed line) there is nothing
+ * to wait for. */
+static int await_resident(double ceiling_us) {
+    const uint32_t generation = ST->holds;
+    volatile uint32_t *resident = ST->release + RESIDENT_WORD;
+    double started = host_clock_us();
+    for (;;) {
+        uint32_t seen = *resident;
+        if (seen == generation) return 0;
+        if (seen == (generation ^ 0x80000000u)) {
+            char why[200];
+            snprintf(why, sizeof why, "harness fault: the hold kernel's blocks were not all resident within its "
+                     "%.0f us ceiling (another process using this GPU?)", ceiling_us);
+            PyErr_SetString(PyExc_RuntimeError, why);
+            return -1;
+        }
+        if (host_clock_us() - started > RESIDENT_TIMEOUT_US) {
+            PyErr_SetString(PyExc_RuntimeError, "harness fault: the hold kernel did not start within 5 s");
+            return -1;
+        }
+    }
+}
+
 int start_window(double sleep_us) {
-    if (draw_stamps() || hold(sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US, 1, 1)) return -1;
+    double ceiling_us = sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US;
+    if (draw_stamps() || hold(ceiling_us, 1, 1)) return -1;
     CUI(cu.EventRecord(ST->start_event, core.stream), "start event");
-    return 0;
+    return core.fills_gpu ? await_resident(ceiling_us) : 0;
 }
 
 int close_window(int *exposed) {
@@ -323,8 +364,8 @@ static int allocate_buffers(unsigned long long l2_bytes) {
     CUI(cu.MemsetD8Async(ST->counter, 0, 256, core.stream), "barrier counter");
     CUI(cu.MemcpyHtoD(ST->stamps, noise, sizeof noise), "stamp slots");
     CUI(cu.MemAllocHost((void **)&ST->stamp_host, 2 * sizeof(uint64_t)), "pinned stamp copies");
-    CUI(cu.MemAllocHost((void **)&ST->release, 64), "pinned release word");
-    *ST->release = 0;
+    CUI(cu.MemAllocHost((void **)&ST->release, 128), "pinned release and resident words");
+    ST->release[0] = ST->release[RESIDENT_WORD] = 0;
     CUI(cu.StreamSynchronize(core.stream), "synchronize after the setup");
     return 0;
 }

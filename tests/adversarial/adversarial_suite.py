@@ -55,15 +55,13 @@ class Row:
     known_hole: bool = False  # the attack is expected to work (docs/security.md); reported, not a failure
     supervised: bool = False  # its verdict is the syscall supervisor's: skipped where it cannot run (not root)
     or_reason: str | None = None  # as right as reason: which channel sees a race first, or another platform's call
-    or_status: str | None = None  # the status that goes with or_reason where it is not status (a race's two ends)
     sandbox: str | None = None  # NVFP4_SANDBOX for this row (one layer alone); default: the harness's steps
 
     def accepts(self, status: str, reason: str) -> bool:
-        """Whether a run that ended ``status`` for ``reason`` is this row's verdict: status with reason, or
-        or_reason with its own status (or_status, else status)."""
-        if status == self.status and self.reason in reason:
-            return True
-        return self.or_reason is not None and status == (self.or_status or self.status) and self.or_reason in reason
+        """Whether a run that ended ``status`` for ``reason`` is this row's verdict: its status, with reason
+        or or_reason."""
+        either = self.reason in reason or (self.or_reason is not None and self.or_reason in reason)
+        return status == self.status and either
 
     @property
     def path(self) -> Path:
@@ -97,8 +95,6 @@ def load_rows(path: Path = VERDICTS) -> list[Row]:
         if row.platform not in PLATFORMS or row.mode not in MODES:
             raise ValueError(problems + f"platform must be one of {PLATFORMS}, mode one of {MODES}")
         Status(row.status)  # raises for a value that is not a Status
-        if row.or_status is not None:
-            Status(row.or_status)
         if not row.path.is_file():
             raise ValueError(problems + "no such file under submissions/")
         if row.secret_via not in ("argument", "env") or (row.secret is None) != (row.mode != "leaderboard"):
@@ -207,7 +203,7 @@ def markdown_table(rows: list[Row], observed: dict[str, Observed] | None = None)
         reason = f"`{row.reason}`" + (f" or `{row.or_reason}`" if row.or_reason else "") if row.reason else ""
         cells = [str(row.vector or "fault"), f"`{row.file}`", row.problem, row.platform,
                  row.mode + (f" (secret via {row.secret_via})" if row.secret is not None else ""),
-                 row.status + (f" or {row.or_status}" if row.or_status else ""), reason, row.attack]
+                 row.status, reason, row.attack]
         if observed is not None:
             seen = observed.get(row.file)
             cells += [f"{seen.status}: {seen.reason[:90]}" if seen else "not run",

@@ -1,8 +1,10 @@
 """Issue 40, head start (plain torch): half of the call's work on a side stream that does not wait for
 the caller's stream, so that it runs while the core's queued sleep still holds the caller's stream,
 before the start event; the other half on the caller's stream, which then waits for the side one.
-The core's hold kernel now takes every thread slot of every SM until the start event: the side
-half cannot start before it, and is timed (passes at its twin's time)."""
+The core's hold kernel takes every thread slot of every SM until the start event, and the core calls
+custom_kernel only once every block of the hold is resident: the side half cannot start before it, and
+is timed (passes at its twin's time). Before that wait, the side half could start beside the core's draw
+of the inputs, which runs ahead of the hold (0.91x its twin in two of four pairs on the H100, run 33-34)."""
 
 import _honest
 import torch

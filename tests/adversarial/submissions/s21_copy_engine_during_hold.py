@@ -3,10 +3,10 @@ side stream that does not wait for the caller's (the inputs were ready before th
 the caller's stream waits for them and runs the Triton GEMV on the copies. custom_kernel is called
 while the core's hold kernel still holds the GPU: the hold takes every SM, but a device-to-device
 copy runs on a copy engine, so the copies are done during the hold, before the start event, and
-only the GEMV is timed. On the H100 the second clock rejected it; since the core draws a call's inputs
-on the caller's stream just before the hold, copies that do not wait for that stream also race the draw
-and may read A before it is written (a wrong output). The row accepts either verdict; the class stays
-open in principle (docs/security.md, "What remains open")."""
+only the GEMV is timed. On the H100 the second clock rejects it (while custom_kernel could begin before
+the core's draw of the inputs had finished, the copies read A before it was written: a wrong output in
+run 33; the core now waits for its hold, behind the draw). The class stays open in principle
+(docs/security.md, "What remains open")."""
 
 import s22_honest_staged_twin as twin
 import torch

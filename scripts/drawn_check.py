@@ -63,7 +63,8 @@ def check(problem: str, calls: int) -> list[dict]:
     timer.bind(lambda _: types.SimpleNamespace(custom_kernel=kernel), "drawn_check")
     rows, index = [], 0
     for case in {shape_text(c): c for c in cases}.values():
-        slot, data, _ = drawn.inputs(case)
+        draw = drawn.inputs(case)
+        slot, data = draw.slot, draw.data
         drawn_ms, plain_ms, identical = [], [], []
         for _ in range(calls):
             seed = secrets.randbits(63)

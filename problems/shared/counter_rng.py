@@ -125,8 +125,11 @@ def _words_batched(seed: int, streams: Sequence[tuple[str, int]], device: torch.
 
 
 TRITON_BLOCK_WORDS = 1024
-"""Words per Triton program (8 per thread at 4 warps)."""
-HASH_OPTIONS = {"BLOCK": TRITON_BLOCK_WORDS, "num_warps": 4}
+"""Words per codes_kernel program (8 per thread at 4 warps)."""
+HASH_BLOCK_WORDS = 4096
+"""Words per hash_kernel program (16 per thread at 8 warps): on the H100 its blocks of 1024 took 48.9 us for the
+GEMV's first draw and 74.0 for the grouped GEMM's, 4096 took 35.2 and 62.9 (docs/results.md run 34)."""
+HASH_OPTIONS = {"BLOCK": HASH_BLOCK_WORDS, "num_warps": 8}
 """hash_kernel's constants and launch options: every launch and the compile ahead (compile_kernels) take them."""
 
 
@@ -157,17 +160,23 @@ def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device,
     number of streams (a grouped GEMM of 8 groups has 32), no copy of any stream.
     """
     words = [torch.empty(count, dtype=torch.int32, device=device) for count, _, _ in keyed]
-    rows = [(w.data_ptr(), count, k0, k1) for w, (count, k0, k1) in zip(words, keyed) if count]
-    if rows:
+    filled = [w for w in words if w.numel()]
+    if filled:
+        base = filled[0]
+        if any(w.data_ptr() % 16 for w in filled):  # the kernel's vector stores assume it (torch's allocators)
+            raise RuntimeError("counter_rng: a stream's words are not 16-byte aligned")
+        rows = [((w.data_ptr() - base.data_ptr()) // 4, count, k0, k1)
+                for w, (count, k0, k1) in zip(words, keyed) if count]
         kept = [name for name, (count, _, _) in zip(names, keyed) if count]
         table = _table(rows, device, {HASH_ROW_BYTES * i + HASH_KEY_OFFSET: name for i, name in enumerate(kept)})
         with _on_device(device):
-            _triton_kernels()[0][_grid(rows, 1)](table, **HASH_OPTIONS)
+            _triton_kernels()[0][_grid(rows, 1, HASH_BLOCK_WORDS)](table, base, **HASH_OPTIONS)
     return words
 
 
 HASH_ROW_BYTES, HASH_KEY_OFFSET = 32, 16
-"""hash_kernel's table row: (address, count, k0, k1) as int64; the keys from byte 16 of a row."""
+"""hash_kernel's table row: (offset in words from its first stream's, count, k0, k1) as int64; the keys from byte
+16 of a row."""
 
 
 @dataclass
@@ -208,9 +217,9 @@ def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, s
     return host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
 
 
-def _grid(rows: list[tuple[int, ...]], count_column: int) -> tuple[int, int]:
+def _grid(rows: list[tuple[int, ...]], count_column: int, block: int = TRITON_BLOCK_WORDS) -> tuple[int, int]:
     """(programs for the longest tensor, tensors): the shorter tensors' extra programs return at once."""
-    return -(-max(row[count_column] for row in rows) // TRITON_BLOCK_WORDS), len(rows)
+    return -(-max(row[count_column] for row in rows) // block), len(rows)
 
 
 def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
@@ -256,7 +265,7 @@ def compile_kernels() -> list:
     table = ScaleTable.build(-8.0, 0.0)
     depth = _device_buckets(table.thresholds, table.first_code, torch.device("cpu"))[1].shape[0]
     compiled = [
-        hash_kernel.warmup(torch.int64, grid=(1,), **HASH_OPTIONS),
+        hash_kernel.warmup(torch.int64, torch.int32, grid=(1,), **HASH_OPTIONS),
         codes_kernel.warmup(torch.int64, torch.uint8, torch.int32, grid=(1,), **codes_options(depth)),
     ]
     for kernel in compiled:  # a launcher is built on first launch; built now, its compiled module is cached

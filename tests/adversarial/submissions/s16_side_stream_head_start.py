@@ -4,7 +4,7 @@ before the start event; the other half on the caller's stream, which then waits 
 The core's hold kernel takes every thread slot of every SM until the start event, and the core calls
 custom_kernel only once every block of the hold is resident: the side half cannot start before it, and
 is timed (passes at its twin's time). Before that wait, the side half could start beside the core's draw
-of the inputs, which runs ahead of the hold (0.91x its twin in two of four pairs on the H100, run 33-34)."""
+of the inputs, which runs ahead of the hold (0.91x its twin in 3 of 11 runs on the H100, runs 33-34)."""
 
 import _honest
 import torch

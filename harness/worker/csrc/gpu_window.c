@@ -180,7 +180,8 @@ static int await_resident(double ceiling_us) {
             return -1;
         }
         if (host_clock_us() - started > RESIDENT_TIMEOUT_US) {
-            PyErr_SetString(PyExc_RuntimeError, "harness fault: the hold kernel did not start within 5 s");
+            PyErr_Format(PyExc_RuntimeError, "harness fault: the hold kernel did not start within %d s",
+                         (int)(RESIDENT_TIMEOUT_US / 1e6));
             return -1;
         }
     }

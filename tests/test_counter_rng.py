@@ -225,7 +225,7 @@ def test_scale_tables_exist_for_e4m3_and_e8m0_only():
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = rng.TRITON_BLOCK_WORDS  # codes_kernel's
-HASH = rng.HASH_BLOCK_WORDS  # hash_kernel's: whole blocks take its unmasked stores, a ragged end its masked ones
+HASH = rng.HASH_BLOCK_WORDS  # hash_kernel's: counts at and around its block edges
 KEY_PAIRS = [(0, 0), (1, 1), (2**31 - 1, 2**31), (2**31, 2**32 - 1), (2**32 - 1, 0), (0x9E3779B9, 0x7F4A7C15)]
 COUNTS = [1, HASH - 1, HASH, HASH + 1, 3 * HASH + 7]
 SEEDS = [0, 7, 11, 2**63 - 2, 2**63 - 1]

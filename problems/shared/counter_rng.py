@@ -128,7 +128,7 @@ TRITON_BLOCK_WORDS = 1024
 """Words per codes_kernel program (8 per thread at 4 warps)."""
 HASH_BLOCK_WORDS = 4096
 """Words per hash_kernel program (16 per thread at 8 warps): on the H100 its blocks of 1024 took 48.9 us for the
-GEMV's first draw and 74.0 for the grouped GEMM's, 4096 took 35.2 and 62.9 (docs/results.md run 34)."""
+GEMV's first draw and 74.0 for the grouped GEMM's, 4096 took 33.4 and 62.0 (docs/results.md runs 34-35)."""
 HASH_OPTIONS = {"BLOCK": HASH_BLOCK_WORDS, "num_warps": 8}
 """hash_kernel's constants and launch options: every launch and the compile ahead (compile_kernels) take them."""
 
@@ -145,7 +145,7 @@ def _triton_kernels():
     return hash_kernel, codes_kernel
 
 
-def _on_device(device: torch.device) -> contextlib.AbstractContextManager:
+def on_device(device: torch.device) -> contextlib.AbstractContextManager:
     """Triton launches on the current CUDA device: make it ``device`` (no-op on the CPU)."""
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
@@ -160,23 +160,17 @@ def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device,
     number of streams (a grouped GEMM of 8 groups has 32), no copy of any stream.
     """
     words = [torch.empty(count, dtype=torch.int32, device=device) for count, _, _ in keyed]
-    filled = [w for w in words if w.numel()]
-    if filled:
-        base = filled[0]
-        if any(w.data_ptr() % 16 for w in filled):  # the kernel's vector stores assume it (torch's allocators)
-            raise RuntimeError("counter_rng: a stream's words are not 16-byte aligned")
-        rows = [((w.data_ptr() - base.data_ptr()) // 4, count, k0, k1)
-                for w, (count, k0, k1) in zip(words, keyed) if count]
+    rows = [(w.data_ptr(), count, k0, k1) for w, (count, k0, k1) in zip(words, keyed) if count]
+    if rows:
         kept = [name for name, (count, _, _) in zip(names, keyed) if count]
-        table = _table(rows, device, {HASH_ROW_BYTES * i + HASH_KEY_OFFSET: name for i, name in enumerate(kept)})
-        with _on_device(device):
-            _triton_kernels()[0][_grid(rows, 1, HASH_BLOCK_WORDS)](table, base, **HASH_OPTIONS)
+        table = device_table(rows, device, {HASH_ROW_BYTES * i + HASH_KEY_OFFSET: name for i, name in enumerate(kept)})
+        with on_device(device):
+            _triton_kernels()[0][launch_grid(rows, 1, HASH_BLOCK_WORDS)](table, **HASH_OPTIONS)
     return words
 
 
 HASH_ROW_BYTES, HASH_KEY_OFFSET = 32, 16
-"""hash_kernel's table row: (offset in words from its first stream's, count, k0, k1) as int64; the keys from byte
-16 of a row."""
+"""hash_kernel's table row: (address, count, k0, k1) as int64; the keys from byte 16 of a row."""
 
 
 @dataclass
@@ -204,7 +198,8 @@ def captured_tables() -> Iterator[TableCapture]:
         _capturing.remove(capture)
 
 
-def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, str] | None = None) -> torch.Tensor:
+def device_table(rows: list[tuple[int, ...]], device: torch.device,
+                 keyed: dict[int, str] | None = None) -> torch.Tensor:
     """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
     draw never waits for work already queued on the GPU; under ``captured_tables``, left unwritten and
     recorded (``keyed``: the byte offsets of the seed's keys and their stream names). Every table a
@@ -217,7 +212,7 @@ def _table(rows: list[tuple[int, ...]], device: torch.device, keyed: dict[int, s
     return host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
 
 
-def _grid(rows: list[tuple[int, ...]], count_column: int, block: int = TRITON_BLOCK_WORDS) -> tuple[int, int]:
+def launch_grid(rows: list[tuple[int, ...]], count_column: int, block: int = TRITON_BLOCK_WORDS) -> tuple[int, int]:
     """(programs for the longest tensor, tensors): the shorter tensors' extra programs return at once."""
     return -(-max(row[count_column] for row in rows) // block), len(rows)
 
@@ -265,7 +260,7 @@ def compile_kernels() -> list:
     table = ScaleTable.build(-8.0, 0.0)
     depth = _device_buckets(table.thresholds, table.first_code, torch.device("cpu"))[1].shape[0]
     compiled = [
-        hash_kernel.warmup(torch.int64, torch.int32, grid=(1,), **HASH_OPTIONS),
+        hash_kernel.warmup(torch.int64, grid=(1,), **HASH_OPTIONS),
         codes_kernel.warmup(torch.int64, torch.uint8, torch.int32, grid=(1,), **codes_options(depth)),
     ]
     for kernel in compiled:  # a launcher is built on first launch; built now, its compiled module is cached
@@ -398,8 +393,9 @@ def _codes_triton(words: list[torch.Tensor], below: torch.Tensor, inside: torch.
     rows = [(w.data_ptr(), c.data_ptr(), w.numel()) for w, c in zip(words, codes) if w.numel()]
     if rows:
         device = words[0].device
-        with _on_device(device):
-            _triton_kernels()[1][_grid(rows, 2)](_table(rows, device), below, inside, **codes_options(inside.shape[0]))
+        with on_device(device):
+            table = device_table(rows, device)
+            _triton_kernels()[1][launch_grid(rows, 2)](table, below, inside, **codes_options(inside.shape[0]))
     return codes
 
 

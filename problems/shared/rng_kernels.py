@@ -10,34 +10,27 @@ import triton.language as tl
 
 
 @triton.jit
-def hash_kernel(table_ptr, base_ptr, BLOCK: tl.constexpr):
+def hash_kernel(table_ptr, BLOCK: tl.constexpr):
     # Program (p, s): words p * BLOCK.. of stream s, whose table row (int64) holds its output's
-    # offset from base_ptr in words (a multiple of 4: every output is 16-byte aligned, as base_ptr
-    # is), its word count and its two keys. A whole block is stored unmasked, so with the offset's
-    # alignment known its stores are 16-byte vectors (an address read from the table gave 4-byte
-    # ones). On the H100 that alone was no faster (74.0 against 75.0 us for eight groups' words);
-    # with blocks of 4096 on 8 warps, 62.9 (docs/results.md run 34). Counters are int64 offsets (a
-    # stream has up to 2^32 words); each is below 2^32, so the truncation to uint32 is exact, as for
-    # the keys.
+    # address, its word count and its two keys. Counters are int64 offsets (a stream has up to
+    # 2^32 words); each is below 2^32, so the truncation to uint32 is exact, as for the keys.
     row = table_ptr + tl.program_id(1).to(tl.int64) * 4
+    out_ptr = tl.load(row).to(tl.pointer_type(tl.int32))
     count = tl.load(row + 1)
     start = tl.program_id(0).to(tl.int64) * BLOCK
-    if start < count:  # the grid spans the longest stream: the shorter ones' extra programs do nothing
-        index = start + tl.arange(0, BLOCK)
-        x = index.to(tl.uint32) ^ tl.load(row + 2).to(tl.uint32)
-        for step in tl.static_range(2):
-            if step == 1:
-                x = x ^ tl.load(row + 3).to(tl.uint32)
-            x = x ^ (x >> 16)
-            x = x * tl.full([BLOCK], 0x7FEB352D, tl.uint32)
-            x = x ^ (x >> 15)
-            x = x * tl.full([BLOCK], 0x846CA68B, tl.uint32)
-            x = x ^ (x >> 16)
-        words = base_ptr + tl.multiple_of(tl.load(row), 4) + index
-        if start + BLOCK <= count:
-            tl.store(words, x.to(tl.int32, bitcast=True))
-        else:
-            tl.store(words, x.to(tl.int32, bitcast=True), mask=index < count)
+    if start >= count:  # the grid spans the longest stream: the shorter ones' extra programs stop
+        return
+    index = start + tl.arange(0, BLOCK)
+    x = index.to(tl.uint32) ^ tl.load(row + 2).to(tl.uint32)
+    for step in tl.static_range(2):
+        if step == 1:
+            x = x ^ tl.load(row + 3).to(tl.uint32)
+        x = x ^ (x >> 16)
+        x = x * tl.full([BLOCK], 0x7FEB352D, tl.uint32)
+        x = x ^ (x >> 15)
+        x = x * tl.full([BLOCK], 0x846CA68B, tl.uint32)
+        x = x ^ (x >> 16)
+    tl.store(out_ptr + index, x.to(tl.int32, bitcast=True), mask=index < count)
 
 
 @triton.jit

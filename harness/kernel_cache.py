@@ -65,10 +65,10 @@ def warm_kernels(problems: list[str] | None = None, kinds: tuple[str, ...] = KIN
             return []
         device = torch.device("cuda")
     if device.type == "cuda":
-        from problems.shared import counter_rng
+        from problems.shared import draw_kernels
 
         try:
-            counter_rng.compile_kernels()
+            draw_kernels.compile_all()
         except Exception as error:  # the workers compile them at their start instead
             print(f"kernels: the workers' draw kernels not compiled ahead ({type(error).__name__}: "
                   f"{str(error).splitlines()[0] if str(error) else ''})")

@@ -75,7 +75,7 @@ def test_evals_own_worker_compiles_for_the_gpu_it_warmed_and_a_blank_one_for_the
 
 def test_the_draw_kernels_are_looked_for_in_the_parents_cache_first_then_built_in_the_workers_own(
         monkeypatch, tmp_path):
-    from problems.shared import counter_rng
+    from problems.shared import draw_kernels
 
     parent, own = str(tmp_path / "parent"), str(tmp_path / "own")
     monkeypatch.setattr(compile_ahead, "FOUND_IN", [None])  # the module's record, restored after
@@ -84,21 +84,21 @@ def test_the_draw_kernels_are_looked_for_in_the_parents_cache_first_then_built_i
     monkeypatch.setattr(compile_ahead, "answered_driver", lambda capability: contextlib.nullcontext())
     tried = []
 
-    def compile_kernels(missing_in_parent: bool):
+    def compile_all(missing_in_parent: bool):
         tried.append(os.environ["TRITON_CACHE_DIR"])
         if missing_in_parent and os.environ["TRITON_CACHE_DIR"] == parent:
             raise PermissionError("the parent's cache is read-only to a worker")
         return [types.SimpleNamespace(_init_handles=lambda: loaded.append(os.environ["TRITON_CACHE_DIR"]))]
 
     loaded = []
-    monkeypatch.setattr(counter_rng, "compile_kernels", lambda: compile_kernels(missing_in_parent=False))
+    monkeypatch.setattr(draw_kernels, "compile_all", lambda: compile_all(missing_in_parent=False))
     compile_ahead.draw_kernels(90)
     assert tried == [parent] and os.environ["TRITON_CACHE_DIR"] == own, "found in the parent's, own restored"
     compile_ahead.load()
     assert loaded == [parent], "the launcher is loaded from where it was found"
     assert os.environ["TRITON_CACHE_DIR"] == own
     tried.clear(), loaded.clear()
-    monkeypatch.setattr(counter_rng, "compile_kernels", lambda: compile_kernels(missing_in_parent=True))
+    monkeypatch.setattr(draw_kernels, "compile_all", lambda: compile_all(missing_in_parent=True))
     compile_ahead.draw_kernels(90)
     compile_ahead.load()
     assert tried == [parent, own] and loaded == [own], "a miss in the parent's: built in the worker's own"
@@ -112,7 +112,7 @@ def test_the_draw_kernels_are_looked_for_in_the_parents_cache_first_then_built_i
 def test_the_driver_is_made_with_the_parents_cache_named(monkeypatch, tmp_path):
     """Triton's driver, made on its first use inside answered_driver, builds its C module in the cache named
     at that moment: the parent's, where it was built at install, not the worker's empty one."""
-    from problems.shared import counter_rng
+    from problems.shared import draw_kernels
 
     parent = str(tmp_path / "parent")
     monkeypatch.setattr(compile_ahead, "FOUND_IN", [None])
@@ -126,6 +126,6 @@ def test_the_driver_is_made_with_the_parents_cache_named(monkeypatch, tmp_path):
         yield
 
     monkeypatch.setattr(compile_ahead, "answered_driver", answered_driver)
-    monkeypatch.setattr(counter_rng, "compile_kernels", lambda: [])
+    monkeypatch.setattr(draw_kernels, "compile_all", lambda: [])
     compile_ahead.draw_kernels(90)
     assert named_at_driver == [parent]

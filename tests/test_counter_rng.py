@@ -25,6 +25,7 @@ import pytest
 import torch
 
 from problems.shared import counter_rng as rng
+from problems.shared import draw_kernels, permuted_scales
 
 MASK = 0xFFFFFFFF
 
@@ -351,9 +352,10 @@ def test_a_home_that_cannot_even_be_searched_gets_a_private_triton_cache(monkeyp
     assert Path(os.environ["TRITON_CACHE_DIR"]).is_dir()
 
 
-def test_compile_kernels_builds_both_kernels_and_their_launchers_without_a_gpu(monkeypatch, tmp_path):
-    """What a blank worker does before its file comes (harness/worker/compile_ahead.py): both kernels
-    compiled for sm_90 and their launchers built, with no CUDA device (the JIT's questions answered)."""
+def test_every_draw_kernel_and_its_launcher_is_built_without_a_gpu(monkeypatch, tmp_path):
+    """What a blank worker does before its file comes (harness/worker/compile_ahead.py): the generator's two
+    kernels and the permute kernel compiled for sm_90 and their launchers built, with no CUDA device (the
+    JIT's questions answered)."""
     pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
@@ -369,10 +371,12 @@ def test_compile_kernels_builds_both_kernels_and_their_launchers_without_a_gpu(m
 
     monkeypatch.setattr(type(driver), "active", property(lambda _: Answering))
     try:
-        compiled = rng.compile_kernels()
+        compiled = draw_kernels.compile_all()
     finally:
-        for kernel in rng._triton_kernels():
+        for kernel in [*rng._triton_kernels(), permuted_scales._kernel()]:
             kernel.device_caches.clear()  # the answered target must not outlive the test
-    assert [kernel.metadata.name for kernel in compiled] == ["hash_kernel", "codes_kernel"] == launchers
+    assert [kernel.metadata.name for kernel in compiled] == ["hash_kernel", "codes_kernel", "permute_kernel"]
+    assert launchers == [kernel.metadata.name for kernel in compiled]
     assert all(kernel.metadata.target.arch == 90 for kernel in compiled)
-    assert [kernel.metadata.num_warps for kernel in compiled] == [rng.HASH_OPTIONS["num_warps"], 4]
+    assert [kernel.metadata.num_warps for kernel in compiled] == [
+        rng.HASH_OPTIONS["num_warps"], 4, permuted_scales.PERMUTE_OPTIONS["num_warps"]]

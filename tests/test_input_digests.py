@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.contract.task_spec import list_problems, load_task
 from problems.shared.input_digests import (
     DIGESTS_PATH,
     current_digests,
@@ -96,11 +97,15 @@ import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, sys.argv[1])
 import torch
-from problems.shared import blockscaled, counter_rng
+from problems.shared import blockscaled, counter_rng, permuted_scales
 from problems.shared.input_digests import current_digests, differences, read_stored
 
-# The CUDA route on the CPU: every draw's words in one hash launch, every table's codes in one codes launch.
+# The CUDA route on the CPU: every draw's words in one hash launch, every table's codes in one codes launch,
+# every NVFP4 draw's permuted scales in one permute launch.
 launches = []
+permute_triton = permuted_scales.permuted_triton
+permuted_scales.permuted_triton = lambda scales: launches.append("permute") or permute_triton(scales)
+permuted_scales._uses_kernel = lambda device: True
 hash_triton, codes_triton = counter_rng._hash_triton, counter_rng._codes_triton
 counter_rng._hash_triton = lambda keyed, *rest: launches.append("hash") or hash_triton(keyed, *rest)
 counter_rng._codes_triton = lambda words, *tables: launches.append("codes") or codes_triton(words, *tables)
@@ -112,12 +117,15 @@ print(json.dumps({"differences": differences(read_stored(), current), "cases": l
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
-def test_the_cuda_draw_route_gives_the_stored_bits_in_two_launches_per_draw():
-    """The GPU's route (fused kernels, one launch for all streams and one for all table scales),
-    interpreted on the CPU: the same bits as the stored digests of every cpu_tests case."""
+def test_the_cuda_draw_route_gives_the_stored_bits_in_few_launches_per_draw():
+    """The GPU's route (fused kernels, one launch for all streams, one for all table scales and, for the
+    NVFP4 problems, one for all permuted scales), interpreted on the CPU: the same bits as the stored digests
+    of every cpu_tests case."""
     run = subprocess.run([sys.executable, "-c", TRITON_DRAW, str(ROOT)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["differences"] == []
     draws = result["launches"].count("hash")
     assert draws >= 10 and result["launches"].count("codes") <= draws  # one codes launch a draw at most
+    nvfp4_draws = sum(len(load_task(name).cpu_tests) for name in list_problems() if name.startswith("nvfp4_"))
+    assert result["launches"].count("permute") == nvfp4_draws  # one a draw of the four NVFP4 problems

@@ -81,9 +81,9 @@ def draw_kernels(capability: int) -> None:
         # The cache first: the driver that answered_driver makes builds its own C module (cuda_utils, a gcc
         # compile of 0.3-0.4 s on the H100, docs/results.md run 31) in whatever cache is named then.
         with contextlib.suppress(Exception), triton_cache(folder), answered_driver(capability):
-            from problems.shared import counter_rng
+            from problems.shared.draw_kernels import compile_all
 
-            COMPILED.extend(counter_rng.compile_kernels())
+            COMPILED.extend(compile_all())
             FOUND_IN[0] = folder
             return
 

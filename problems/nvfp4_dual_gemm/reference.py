@@ -14,7 +14,7 @@ DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
 def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
     target = bs.target_device(device)
     specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b1", n, k, l), bs.OperandSpec("b2", n, k, l)]
-    a, b1, b2 = bs.random_operands(seed, specs, DISTRIBUTION, target)
+    a, b1, b2 = bs.random_operands(seed, specs, DISTRIBUTION, target, permuted=True)
     c = bs.poisoned_output((m, n), l, target)
     return (a.data, b1.data, b2.data, a.scales, b1.scales, b2.scales, a.permuted, b1.permuted, b2.permuted, c)
 

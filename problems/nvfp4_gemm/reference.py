@@ -12,7 +12,8 @@ DISTRIBUTION, TOLERANCE = bs.numerics(__file__)
 
 def generate_input(m: int, n: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
     target = bs.target_device(device)
-    a, b = bs.random_operands(seed, [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", n, k, l)], DISTRIBUTION, target)
+    specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", n, k, l)]
+    a, b = bs.random_operands(seed, specs, DISTRIBUTION, target, permuted=True)
     c = bs.poisoned_output((m, n), l, target)
     return (a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c)
 

@@ -16,7 +16,7 @@ VECTOR_PAD_ROWS = 128
 def generate_input(m: int, k: int, l: int, seed: int, device: str | None = None) -> tuple:
     target = bs.target_device(device)
     specs = [bs.OperandSpec("a", m, k, l), bs.OperandSpec("b", VECTOR_PAD_ROWS, k, l)]
-    a, b = bs.random_operands(seed, specs, DISTRIBUTION, target)
+    a, b = bs.random_operands(seed, specs, DISTRIBUTION, target, permuted=True)
     c = bs.poisoned_output((m, 1), l, target)
     return (a.data, b.data, a.scales, b.scales, a.permuted, b.permuted, c)
 

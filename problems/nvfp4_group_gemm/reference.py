@@ -17,7 +17,7 @@ def generate_input(m: list[int], n: list[int], k: list[int], g: int, seed: int, 
     specs = []
     for group, (rows_a, rows_b, depth) in enumerate(zip(m, n, k)):
         specs += [bs.OperandSpec(f"a[{group}]", rows_a, depth, 1), bs.OperandSpec(f"b[{group}]", rows_b, depth, 1)]
-    drawn = bs.random_operands(seed, specs, DISTRIBUTION, target)
+    drawn = bs.random_operands(seed, specs, DISTRIBUTION, target, permuted=True)
     pairs = list(zip(drawn[0::2], drawn[1::2]))
     outputs = [bs.poisoned_output((rows_a, rows_b), 1, target) for rows_a, rows_b in zip(m, n)]
     abc = [(a.data, b.data, c) for (a, b), c in zip(pairs, outputs)]

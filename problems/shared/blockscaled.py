@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import yaml
 
+from problems.shared import permuted_scales
 from problems.shared.counter_rng import random_words, words_to_bytes
 from problems.shared.operand_formats import NVFP4, OperandFormat
 from reference.layouts import ceil_div, to_permuted
@@ -53,7 +54,8 @@ class Operand:
 
     @functools.cached_property
     def permuted(self) -> torch.Tensor:
-        """(32, 4, rest_rows, 4, rest_k, L): the scales as CuTe kernels take them."""
+        """(32, 4, rest_rows, 4, rest_k, L): the scales as CuTe kernels take them (``random_operands`` with
+        ``permuted`` makes every operand's at once)."""
         return to_permuted(self.scales)
 
     @property
@@ -113,13 +115,13 @@ class OperandSpec:
 
 
 def random_operands(
-    seed: int, specs: list[OperandSpec], dist: ScaleDistribution, device: torch.device
+    seed: int, specs: list[OperandSpec], dist: ScaleDistribution, device: torch.device, permuted: bool = False
 ) -> list[Operand]:
     """(rows, K, L) operands in the contest's K-major layout, with their (scale rows, K blocks, L) scales.
 
     Operand ``name``'s bytes are stream ``name`` of ``seed`` and its scales stream ``"sf" + name``
     (``fmt.words_per_scale`` words each): an operand's bits depend only on the seed, its name,
-    its format and its own shape.
+    its format and its own shape. ``permuted``: each operand's ``permuted`` scales made here, all at once.
     """
     streams = [(spec.name, -(-math.prod(spec.data_shape) // 4)) for spec in specs]
     streams += [(f"sf{spec.name}", spec.fmt.words_per_scale * math.prod(spec.scale_shape)) for spec in specs]
@@ -135,6 +137,9 @@ def random_operands(
     for spec, data_words, scale in zip(specs, words[: len(specs)], scales):
         raw = spec.fmt.element_bytes(words_to_bytes(data_words, spec.data_shape))
         operands.append(Operand(data=raw.permute(1, 2, 0).view(spec.fmt.element_dtype), scales=scale.permute(1, 2, 0)))
+    if permuted:  # every operand's permuted scales now, in one kernel launch on CUDA (permuted_scales)
+        for operand, layout in zip(operands, permuted_scales.permuted([o.scales for o in operands])):
+            operand.__dict__["permuted"] = layout  # the cached_property's own slot
     return operands
 
 

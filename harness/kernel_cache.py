@@ -49,7 +49,7 @@ def warm_kernels(problems: list[str] | None = None, kinds: tuple[str, ...] = KIN
                  device: Any = None) -> list[str]:
     """Compile now, into the Triton cache in use (``enable``'s), the harness's own kernels a run on this GPU
     uses: each problem's input draw, reference and check on every shape of ``kinds`` (a shape specializes
-    them), and the workers' draw kernels (problems/shared/counter_rng.py). What `make install` runs on a
+    them), and the workers' draw kernels (problems/shared/draw_kernels.py). What `make install` runs on a
     GPU machine, so that a machine's first run compiles only the submission's kernels (the parent's and
     its worker's first use cost the H100's first ranked run 1.4 s of its worker's start and 2 s of its
     tests, docs/results.md run 29 call 6). ``device``: None for the first CUDA GPU ([] without one).

@@ -73,9 +73,10 @@ def triton_cache(folder: str | None) -> Iterator[None]:
 
 
 def draw_kernels(capability: int) -> None:
-    """The counter generator's kernels for ``capability``: found in the parent's Triton cache where it
-    has them (harness/kernel_cache.py: read only; a miss there fails at once on the write the worker may
-    not make), else compiled into the worker's own folder; any failure leaves them to Start."""
+    """The input draw's kernels (problems/shared/draw_kernels.py) for ``capability``: found in the parent's
+    Triton cache where it has them (harness/kernel_cache.py: read only; a miss there fails at once on the
+    write the worker may not make), else compiled into the worker's own folder; any failure leaves them
+    to Start."""
     parent = os.environ.get(HARNESS_KERNELS)
     for folder in ([parent] if parent else []) + [None]:
         # The cache first: the driver that answered_driver makes builds its own C module (cuda_utils, a gcc

@@ -83,11 +83,8 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"block_n": 64, "num_warps": 4},
         {"scale_words": False},
         {"num_stages": 4},
-        # Narrower A tiles: less waste on groups of 40-248 rows, and two programs an SM (a CPU compile for
-        # sm_90a: BM 64 128 registers and 68 KB of shared memory, BM 32 98 and 43 KB; the default 148, one)
-        {"block_m": 64},
-        {"block_m": 64, "num_stages": 4},
-        {"block_m": 32},
+        # Narrower A tiles (BM 64, 32: run 29) and wider ones (BM 256, a group of up to 256 rows in one tile: run 35)
+        # lost on every shape (docs/baselines.md)
     ],
 }
 

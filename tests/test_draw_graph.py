@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from problems.shared import counter_rng
+from problems.shared import counter_rng, kernel_tables
 from problems.shared.draw_graph import CapturedDraw, TableWriter, replay
 
 STREAMS = [("a", 40), ("empty", 0), ("sfa", 8), ("b[1]", 3)]
@@ -34,7 +34,7 @@ def test_a_replay_writes_the_tables_an_ordinary_draw_under_its_seed_launches_wit
     launches = Launches()
     monkeypatch.setattr(counter_rng, "_triton_kernels", lambda: (launches, launches))
     cpu = torch.device("cpu")
-    with counter_rng.captured_tables() as capture:
+    with kernel_tables.captured_tables() as capture:
         words = counter_rng._words_triton(0, STREAMS, cpu)
     graph = Graph([table for table, _, _ in capture.tables])
     captured = CapturedDraw(graph, words, capture.tables)

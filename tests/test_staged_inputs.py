@@ -145,12 +145,12 @@ def test_a_captured_draw_with_the_cores_keys_is_the_seeds_draw(monkeypatch):
     """What a drawn call's replay reads: the captured tables' rows, with each named row's key words
     written as the core writes them (drawn_inputs.c) for the call's seed, are the tables an ordinary draw
     under that seed launches with."""
-    from problems.shared import counter_rng
+    from problems.shared import counter_rng, kernel_tables
 
     launches = Launches()
     monkeypatch.setattr(counter_rng, "_triton_kernels", lambda: (launches, launches))
     streams, seed = [("a", 40), ("empty", 0), ("sfa", 8)], 2**64 - 3
-    with counter_rng.captured_tables() as capture:
+    with kernel_tables.captured_tables() as capture:
         counter_rng._words_triton(0, streams, torch.device("cpu"))
     counter_rng._words_triton(seed, streams, torch.device("cpu"))
     (table, rows, keyed), = capture.tables

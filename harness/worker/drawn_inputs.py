@@ -4,8 +4,8 @@ Before the submission's import, for each benchmark case the parent names (``Star
 timed mode, ranked or not: evaluation.core_draws; tests are untimed and keep the ordinary draw), the
 worker runs the problem's own ``generate_input`` once (its kernels compiled, its caches filled, and its
 tensors show which are operands: see ``operand_indices``), then captures a second run into a CUDA graph
-while the counter generator records its kernel tables instead of copying them
-(problems/shared/draw_graph.py, which the parent's replay of its own draw shares). The core
+while the draw's kernels record their tables instead of copying them (problems/shared/kernel_tables.py;
+problems/shared/draw_graph.py, which the parent's replay of its own draw shares). The core
 instantiates the graph into an executable graph of its own and keeps it, with every table's device
 address and contents, on read-only pages of its own image (harness/worker/csrc/drawn_inputs.c). Each
 drawn call, the core writes the tables, the hash tables' keys derived from the call's seed (which

@@ -26,16 +26,16 @@ through an integer inverse-CDF table (:class:`ScaleTable`).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import hashlib
 import itertools
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
+from problems.shared.kernel_tables import device_table, launch_grid, on_device
 from reference.formats import E4M3, E8M0
 from reference.triton_cache import prepare_triton
 
@@ -145,11 +145,6 @@ def _triton_kernels():
     return hash_kernel, codes_kernel
 
 
-def on_device(device: torch.device) -> contextlib.AbstractContextManager:
-    """Triton launches on the current CUDA device: make it ``device`` (no-op on the CPU)."""
-    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-
-
 def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device,
                  names: Sequence[str] = ()) -> list[torch.Tensor]:
     """Per (count, k0, k1): words 0..count-1 under those keys (``hash_words(arange(count), k0, k1)``),
@@ -171,50 +166,6 @@ def _hash_triton(keyed: Sequence[tuple[int, int, int]], device: torch.device,
 
 HASH_ROW_BYTES, HASH_KEY_OFFSET = 32, 16
 """hash_kernel's table row: (address, count, k0, k1) as int64; the keys from byte 16 of a row."""
-
-
-@dataclass
-class TableCapture:
-    """The kernel tables of a draw being captured into a CUDA graph: each one allocated on the device
-    (in the graph's pool) but not written by the graph, with the rows it must hold and, per hash-table
-    row, the byte offset of its keys and its stream's name. Whoever replays the graph writes every table
-    first, the keys from the call's seed (harness/worker/drawn_inputs.py: the worker's core does)."""
-
-    tables: list[tuple[torch.Tensor, list[tuple[int, ...]], dict[int, str]]] = field(default_factory=list)
-
-
-_capturing: list[TableCapture] = []
-
-
-@contextlib.contextmanager
-def captured_tables() -> Iterator[TableCapture]:
-    """Record the draws' kernel tables instead of copying them to the device (inside a graph capture,
-    where a copy from host memory would replay whatever that memory holds then)."""
-    capture = TableCapture()
-    _capturing.append(capture)
-    try:
-        yield capture
-    finally:
-        _capturing.remove(capture)
-
-
-def device_table(rows: list[tuple[int, ...]], device: torch.device,
-                 keyed: dict[int, str] | None = None) -> torch.Tensor:
-    """A kernel's table of addresses and counts on ``device``: pinned and copied asynchronously, so a
-    draw never waits for work already queued on the GPU; under ``captured_tables``, left unwritten and
-    recorded (``keyed``: the byte offsets of the seed's keys and their stream names). Every table a
-    draw's kernels read comes from here: a table made elsewhere would replay its capture-time contents."""
-    host = torch.tensor(rows, dtype=torch.int64)
-    if _capturing:
-        table = torch.empty_like(host, device=device)
-        _capturing[-1].tables.append((table, rows, keyed or {}))
-        return table
-    return host.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else host
-
-
-def launch_grid(rows: list[tuple[int, ...]], count_column: int, block: int = TRITON_BLOCK_WORDS) -> tuple[int, int]:
-    """(programs for the longest tensor, tensors): the shorter tensors' extra programs return at once."""
-    return -(-max(row[count_column] for row in rows) // block), len(rows)
 
 
 def _words_triton(seed: int, streams: Sequence[tuple[str, int]], device: torch.device) -> list[torch.Tensor]:
@@ -395,7 +346,8 @@ def _codes_triton(words: list[torch.Tensor], below: torch.Tensor, inside: torch.
         device = words[0].device
         with on_device(device):
             table = device_table(rows, device)
-            _triton_kernels()[1][launch_grid(rows, 2)](table, below, inside, **codes_options(inside.shape[0]))
+            _triton_kernels()[1][launch_grid(rows, 2, TRITON_BLOCK_WORDS)](table, below, inside,
+                                                                         **codes_options(inside.shape[0]))
     return codes
 
 

@@ -1,7 +1,7 @@
 """A problem's input draw captured once into a CUDA graph, then replayed under any seed: its tables written first.
 
 Every draw goes through the counter generator (counter_rng), whose kernels read their streams' keys in
-small device tables. Under ``counter_rng.captured_tables`` a capture leaves those tables unwritten
+small device tables (kernel_tables). Under ``kernel_tables.captured_tables`` a capture leaves those tables unwritten
 and records what they must hold; a replay writes them for the call's seed (``TableWriter``: the rows as
 captured, each named row's two key words its stream's keys under the seed) and replays the graph, whose
 tensors (fixed addresses in the graph's pool) then hold that seed's draw, bit for bit the problem's
@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from problems.shared import counter_rng
+from problems.shared import counter_rng, kernel_tables
 
 Table = tuple[torch.Tensor, list[tuple[int, ...]], dict[int, str]]
 
@@ -67,7 +67,7 @@ class TableWriter:
 
 
 class CapturedDraw(NamedTuple):
-    """The graph, the tensors it draws into (its pool holds them), the tables it reads (counter_rng.TableCapture),
+    """The graph, the tensors it draws into (its pool holds them), the tables it reads (kernel_tables.TableCapture),
     and, for whoever replays it through ``replay``, their writer (None: one made per replay)."""
 
     graph: Any
@@ -85,7 +85,7 @@ def capture_draw(draw: Callable[[], Any], device: torch.device, keep_graph: bool
     ``pool``: a memory pool shared with other graphs (torch.cuda.graph_pool_handle), None for its own."""
     torch.cuda.synchronize(device)
     graph = torch.cuda.CUDAGraph(keep_graph=keep_graph)
-    with counter_rng.captured_tables() as capture, torch.cuda.graph(graph, pool=pool, capture_error_mode=error_mode):
+    with kernel_tables.captured_tables() as capture, torch.cuda.graph(graph, pool=pool, capture_error_mode=error_mode):
         data = draw()
     return CapturedDraw(graph, data, capture.tables)
 

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from problems.shared.counter_rng import device_table, launch_grid, on_device
+from problems.shared.kernel_tables import device_table, launch_grid, on_device
 from reference.layouts import TILE_COLS, TILE_ROWS, ceil_div, to_permuted
 from reference.triton_cache import prepare_triton
 

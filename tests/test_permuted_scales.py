@@ -76,3 +76,7 @@ def test_scales_the_kernel_cannot_take_go_through_the_definition():
     assert permuted_scales._fits(torch.zeros(2, 4, 8, dtype=torch.uint8).permute(1, 2, 0))
     assert not permuted_scales._fits(torch.zeros(2, 4, 8, dtype=torch.int16).permute(1, 2, 0))
     assert not permuted_scales._fits(torch.zeros(2, 0, 8, dtype=torch.uint8).permute(1, 2, 0))  # empty: torch's strides
+    # The last program's block must end inside int32: a permuted storage of 2^31 - BLOCK bytes fits, one tile more not.
+    rows = (2**31 - BLOCK) // 512 * 128  # whole tiles of 128 rows x 4 columns, 512 bytes each
+    assert permuted_scales._fits(torch.empty(1, rows, 4, dtype=torch.uint8, device="meta").permute(1, 2, 0))
+    assert not permuted_scales._fits(torch.empty(1, rows + 128, 4, dtype=torch.uint8, device="meta").permute(1, 2, 0))

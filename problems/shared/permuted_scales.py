@@ -49,10 +49,11 @@ def _storage_shape(sf: torch.Tensor) -> tuple[int, int, int, int, int, int]:
 
 def _fits(sf: torch.Tensor) -> bool:
     """Whether the kernel takes ``sf``: non-empty (rows, cols, L) bytes viewing (L, rows, cols) storage, and a
-    permuted storage whose byte offsets fit int32 (the kernel's index arithmetic). An empty one goes to
-    ``to_permuted``, whose strides for it are torch's (the digests cover strides)."""
+    permuted storage whose byte offsets, up to the last program's block end, fit int32 (the kernel's index
+    arithmetic). An empty one goes to ``to_permuted``, whose strides for it are torch's (the digests cover
+    strides)."""
     return (sf.dim() == 3 and sf.numel() > 0 and sf.element_size() == 1 and sf.permute(2, 0, 1).is_contiguous()
-            and math.prod(_storage_shape(sf)) < 2**31)
+            and math.prod(_storage_shape(sf)) <= 2**31 - PERMUTE_OPTIONS["BLOCK"])
 
 
 def permuted_triton(scales: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -22,7 +22,6 @@ from reference.triton_cache import prepare_triton
 
 PERMUTE_OPTIONS = {"BLOCK": 4096, "num_warps": 4}
 """permute_kernel's constants and launch options: every launch and the compile ahead take them."""
-TILE_BYTES = TILE_ROWS * TILE_COLS
 
 
 @functools.cache

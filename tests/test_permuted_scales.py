@@ -28,15 +28,12 @@ SHAPES = [(1, 1, 1), (40, 7, 1), (128, 4, 1), (129, 5, 2), (256, 16, 3), (300, 9
 KERNEL_RUN = r"""
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "tests")]
 import torch
 from problems.shared import permuted_scales
+from test_permuted_scales import scales_of
 
-shapes = json.loads(sys.argv[2])
-generator = torch.Generator().manual_seed(5)
-scales = [torch.randint(0, 256, (l, r, c), dtype=torch.uint8, generator=generator).permute(1, 2, 0)
-          .view(torch.float8_e4m3fn) for r, c, l in shapes]
-out = permuted_scales.permuted_triton(scales)
+out = permuted_scales.permuted_triton(scales_of(json.loads(sys.argv[2])))
 print(json.dumps([{"shape": list(p.shape), "stride": list(p.stride()), "dtype": str(p.dtype),
                    "bytes": p.view(torch.uint8).permute(5, 2, 4, 0, 1, 3).contiguous().flatten().tolist()}
                   for p in out]))
@@ -44,7 +41,7 @@ print(json.dumps([{"shape": list(p.shape), "stride": list(p.stride()), "dtype": 
 
 
 def scales_of(shapes: list[tuple[int, int, int]]) -> list[torch.Tensor]:
-    """The subprocess's scales: (rows, cols, L) e4m3 views of (L, rows, cols) storage, seeded alike."""
+    """(rows, cols, L) e4m3 views of (L, rows, cols) storage, seeded: the subprocess draws the same ones."""
     generator = torch.Generator().manual_seed(5)
     return [torch.randint(0, 256, (l, r, c), dtype=torch.uint8, generator=generator).permute(1, 2, 0)
             .view(torch.float8_e4m3fn) for r, c, l in shapes]

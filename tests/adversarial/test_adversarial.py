@@ -61,7 +61,6 @@ def test_a_supervised_row_is_skipped_where_the_supervisor_cannot_run(monkeypatch
     assert got.skipped and got.reason.endswith("the evaluator is not root")
 
 
-
 def test_or_reason_is_as_right_as_reason_under_the_row_s_own_status():
     row = next(row for row in ROWS if row.file == "v01b_cache_by_data_ptr.py")
     assert row.accepts("failed", "the repeat test with new inputs in the same tensors (call 2 of this shape): mismatch")

@@ -52,7 +52,7 @@ class NcuFloor:
     ncu_empty_us: float
     replay_empty_us: float
     per: str = "kernel"
-    """What ncu charges the excess on: each kernel, or (ncu_times --graph) each call's one graph."""
+    """What ncu charges the excess on: each kernel, or (ncu_times --range) each call's one range."""
 
     @property
     def excess_us(self) -> float:

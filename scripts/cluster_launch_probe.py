@@ -1,11 +1,10 @@
-"""Does a stream charge a thread-block cluster's launch more than a graph does? (issue 38, GPU only)
+"""Why does a stream charge cuBLAS's fp8 call more than a graph does? (issue 38, GPU only)
 
 cuBLAS's blockwise fp8 GEMM at m=64 (`torch._scaled_mm`, one kernel launched in 4x1 clusters) reads
-0.4-0.8 us above graph replay by the harness, where every single-kernel Triton row (no clusters) reads
--0.23..+0.10 us from it (docs/timing.md, "cuBLAS's first fp8 shape"). The harness takes off each call
-an event overhead measured with a plain (cluster-less) empty kernel: an eager launch's cost beyond a graph
-node's. If an eager cluster launch costs more than a plain one beyond its graph node, the harness
-charges that difference and replay does not.
+0.4-1.0 us above graph replay by the harness, where every single-kernel Triton row reads -0.23..+0.10 us
+from it (docs/timing.md, "cuBLAS's first fp8 shape"). The harness takes off each call an event overhead
+measured with a plain empty kernel: an eager launch's cost beyond a graph node's. Whatever makes an eager
+launch of cuBLAS's call cost more than that beyond its graph, the harness charges and replay does not.
 
 Every variant is timed three ways, each call behind the reading flush (harness.sol.replay_clock):
 
@@ -14,16 +13,23 @@ Every variant is timed three ways, each call behind the reading flush (harness.s
 - ``graph_launch_us``: the same events around the replay of a graph holding that one launch;
 - ``replay_us``: the replay clock (%globaltimer stamps inside one graph, floor off).
 
-Variants: PTX kernels that spin on %globaltimer, plain or declared with 2 or 4 CTAs a cluster
-(``.reqnctapercluster``), as one cluster with no spin and as 128 blocks of 128 threads spinning 20 us;
-then the fp8 problem's first two shapes by the cuBLAS file and the Triton file (no clusters: the control).
-
 ``eager_less_graph_us`` (eager less graph launch, the same events) is what an eager launch of the variant
-costs beyond a graph's; its excess over the plain kernel's of the same size is the cluster's. Held when
-every cluster variant's excess is at least HELD_US (and cuBLAS's at m=64 over Triton's at least that);
-refuted when every one is within REFUTED_US of 0; else open. The harness-like figure
-(``eager_us`` less the plain empty kernel's eager-less-b2b overhead, as the core takes it) is printed
-beside replay.
+costs beyond a graph's; its excess over a reference variant's is what the hypothesis under test costs.
+Each hypothesis is held when every one of its variants' excesses is at least HELD_US and cuBLAS's at
+m=64 over the Triton file's (no clusters, the control) is too; refuted when every one is within
+REFUTED_US of 0; else open:
+
+- **cluster**: PTX kernels spinning on %globaltimer declared with 2 or 4 CTAs a cluster
+  (``.reqnctapercluster``) against the plain one, as one cluster with no spin and as 128 blocks of 128
+  threads spinning 20 us (run 36 call 1 refuted it: -0.35..-0.16 us);
+- **parameters**: the plain kernel with a 1 KB and a 4 KB parameter block against its 8 bytes (the driver
+  copies an eager launch's parameters into the queue; a graph holds them already);
+- **host**: cuBLAS's call behind a sleep ten times as long: if its excess stays, the host's pace of
+  queueing is not it.
+
+Beside them, the CUDA API calls and GPU activities torch.profiler records for one eager call of each
+file (a stream operation cuBLAS queues beside its kernel would show there), and the harness-like figure
+(``eager_us`` less the plain empty kernel's eager-less-back-to-back overhead, as the core takes it).
 
     python3 scripts/cluster_launch_probe.py OUT.json
 """
@@ -35,6 +41,7 @@ import json
 import statistics
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,34 +54,64 @@ from harness.sol.replay_clock import POOL, ReplayClock, graph_per_call_us, load_
 SAMPLES = 200
 SLEEP_CYCLES = 400_000
 """About 0.2 ms at 1.98 GHz: the host queues the call while the GPU sleeps (the harness's hold does the same)."""
-CLUSTERS = (1, 2, 4)
-SIZES = {"one cluster, no spin": (0, 0), "128 blocks, 20 us spin": (128, 20_000)}
-"""(blocks, 0 = one cluster; spin ns)."""
+LONG_SLEEP = 10
 HELD_US, REFUTED_US = 0.4, 0.2
 FILES = ("fp8_blockwise_gemm/scaled_mm.py", "fp8_blockwise_gemm/triton_blockwise_gemm.py")
 SHAPES = 2
 
 
+@dataclass(frozen=True)
+class Spin:
+    """A PTX kernel spinning ``ns`` on %globaltimer: CTAs a cluster, bytes of parameters beyond ``ns``, blocks."""
+
+    cluster: int = 1
+    blob: int = 0
+    blocks: int = 0
+    """0: one cluster."""
+    ns: int = 0
+
+    @property
+    def entry(self) -> str:
+        return f"spin_c{self.cluster}_p{self.blob}"
+
+    @property
+    def name(self) -> str:
+        size = f"{self.blocks} blocks, {self.ns // 1000} us spin" if self.blocks else "one cluster, no spin"
+        return f"spin, {self.cluster} CTAs a cluster, {8 + self.blob} B of parameters, {size}"
+
+    def ptx(self) -> str:
+        blob = f", .param .align 8 .b8 blob[{self.blob}]" if self.blob else ""
+        cluster = f" .reqnctapercluster {self.cluster}, 1, 1" if self.cluster > 1 else ""
+        return (f".visible .entry {self.entry}(.param .u64 ns{blob}){cluster}\n{{\n.reg .b64 %n, %s, %t;\n"
+                ".reg .pred %p;\nld.param.u64 %n, [ns];\nmov.u64 %s, %globaltimer;\nadd.u64 %n, %n, %s;\n"
+                "$Lspin:\nmov.u64 %t, %globaltimer;\nsetp.lt.u64 %p, %t, %n;\n@%p bra $Lspin;\nret;\n}\n")
+
+
+SIZES = ({}, {"blocks": 128, "ns": 20_000})
+HYPOTHESES = {
+    "cluster": [(Spin(cluster=c, **size), Spin(**size)) for size in SIZES for c in (2, 4)],
+    "parameters": [(Spin(blob=b, **size), Spin(**size)) for size in SIZES for b in (1016, 4088)],
+}
+"""Per hypothesis, (variant, reference) pairs of spin kernels."""
+
+
+def spins() -> list[Spin]:
+    return list(dict.fromkeys(spin for pairs in HYPOTHESES.values() for pair in pairs for spin in pair))
+
+
 def spin_ptx() -> str:
-    """One spin kernel per cluster size: returns once %globaltimer has moved ``ns`` past its start."""
-    body = ("{\n.reg .b64 %n, %s, %t;\n.reg .pred %p;\nld.param.u64 %n, [ns];\nmov.u64 %s, %globaltimer;\n"
-            "add.u64 %n, %n, %s;\n$Lspin:\nmov.u64 %t, %globaltimer;\nsetp.lt.u64 %p, %t, %n;\n@%p bra $Lspin;\n"
-            "ret;\n}\n")
-    def entry(size: int) -> str:
-        cluster = f" .reqnctapercluster {size}, 1, 1" if size > 1 else ""
-        return f".visible .entry spin_{size}(.param .u64 ns){cluster}\n{body}"
-
-    kernels = [entry(size) for size in CLUSTERS]
-    return ".version 7.8\n.target sm_90\n.address_size 64\n" + "".join(kernels)
+    """Each kernel once (the sizes share their kernel)."""
+    kernels = {spin.entry: spin.ptx() for spin in spins()}
+    return ".version 7.8\n.target sm_90\n.address_size 64\n" + "".join(kernels.values())
 
 
-def event_us(run: Callable[[int], Any], flush: Callable[[], Any]) -> float:
+def event_us(run: Callable[[int], Any], flush: Callable[[], Any], sleep: int = SLEEP_CYCLES) -> float:
     """Median of SAMPLES event pairs around ``run(i)``, each behind the flush and a queued sleep."""
     times = []
     for index in range(SAMPLES):
         flush()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(SLEEP_CYCLES)
+        torch.cuda._sleep(sleep)
         start.record()
         run(index)
         end.record()
@@ -94,85 +131,114 @@ def captured(work: Callable[[], Any]) -> Any:
     return graph
 
 
-def measure(works: list[Callable[[], Any]], flush: Callable[[], Any], clock: ReplayClock) -> dict[str, float]:
+def measure(works: list[Callable[[], Any]], flush: Callable[[], Any], clock: ReplayClock,
+            sleep: int = SLEEP_CYCLES) -> dict[str, float]:
     """One variant's three readings (``works``: one call per input set, cycled)."""
     for work in works:
         work()
     graphs = [captured(work) for work in works]
-    eager = event_us(lambda i: works[i % len(works)](), flush)
-    graph_launch = event_us(lambda i: graphs[i % len(graphs)].replay(), flush)
+    eager = event_us(lambda i: works[i % len(works)](), flush, sleep)
+    graph_launch = event_us(lambda i: graphs[i % len(graphs)].replay(), flush, sleep)
     replay = clock.time(lambda work: work(), [works[i % len(works)] for i in range(POOL)]).us
     return {"eager_us": eager, "graph_launch_us": graph_launch, "replay_us": replay,
             "eager_less_graph_us": eager - graph_launch}
 
 
-def spin_rows(flush: Callable[[], Any], clock: ReplayClock) -> list[dict[str, Any]]:
-    module = PtxModule(spin_ptx())
-    rows = []
-    for size_name, (blocks, ns) in SIZES.items():
-        for cluster in CLUSTERS:
-            def launch(cluster: int = cluster, blocks: int = blocks or cluster, ns: int = ns) -> None:
-                module.launch(f"spin_{cluster}", [ns], blocks=blocks, threads=128)
+def spin_rows(module: PtxModule, flush: Callable[[], Any], clock: ReplayClock) -> dict[str, dict[str, Any]]:
+    rows = {}
+    for spin in spins():
+        def launch(spin: Spin = spin) -> None:
+            module.launch(spin.entry, [spin.ns, *([bytes(spin.blob)] if spin.blob else [])],
+                          blocks=spin.blocks or spin.cluster, threads=128)
 
-            rows.append({"variant": f"spin, {size_name}", "cluster": cluster, **measure([launch], flush, clock)})
-            print(json.dumps(rows[-1]), flush=True)
+        rows[spin.name] = {"variant": spin.name, **measure([launch], flush, clock)}
+        print(json.dumps(rows[spin.name]), flush=True)
     return rows
 
 
-def file_rows(flush: Callable[[], Any], clock: ReplayClock) -> list[dict[str, Any]]:
-    rows = []
+def file_rows(flush: Callable[[], Any], clock: ReplayClock) -> dict[str, dict[str, Any]]:
+    """Each file's first SHAPES shapes, and cuBLAS's first behind a sleep LONG_SLEEP times as long; the API
+    calls and GPU activities of one eager call of each file's first shape."""
+    rows = {}
     for name in FILES:
         path = Path("submissions") / name
         kernel = load_shipped(path)
-        for case in load_task(path.parent.name).benchmarks[:SHAPES]:
+        for number, case in enumerate(load_task(path.parent.name).benchmarks[:SHAPES]):
             inputs = shape_inputs(path.parent.name, case)
             works = [lambda data=data, kernel=kernel: kernel(data) for data in inputs]
-            rows.append({"variant": f"{name} {shape_text(case)}", "cluster": None, **measure(works, flush, clock)})
-            print(json.dumps(rows[-1]), flush=True)
+            sleeps = {"": SLEEP_CYCLES}
+            if name == FILES[0] and not number:
+                sleeps[", a long sleep"] = LONG_SLEEP * SLEEP_CYCLES
+            for label, sleep in sleeps.items():
+                variant = f"{name} {shape_text(case)}{label}"
+                rows[variant] = {"variant": variant, **measure(works, flush, clock, sleep)}
+                print(json.dumps(rows[variant]), flush=True)
+            if not number:
+                print(f"{name}: one eager call: {api_calls(works[0])}", flush=True)
     return rows
 
 
-def verdict(rows: list[dict[str, Any]]) -> tuple[list[str], str]:
-    """Each cluster variant's excess over the plain kernel of its size, cuBLAS's over Triton's, and the verdict."""
-    lines, excesses = [], []
-    for size_name in SIZES:
-        sized = {r["cluster"]: r for r in rows if r["variant"] == f"spin, {size_name}"}
-        for cluster in CLUSTERS[1:]:
-            excess = sized[cluster]["eager_less_graph_us"] - sized[1]["eager_less_graph_us"]
-            excesses.append(excess)
-            lines.append(f"{size_name}, {cluster} CTAs a cluster: eager launch beyond a graph's {excess:+.2f} us "
-                         "more than the plain kernel's")
-    files = [r for r in rows if r["cluster"] is None]
-    for index in range(SHAPES):
-        vendor, control = files[index], files[SHAPES + index]
-        excess = vendor["eager_less_graph_us"] - control["eager_less_graph_us"]
-        excesses.append(excess)
-        lines.append(f"{vendor['variant']}: eager beyond a graph's {excess:+.2f} us more than {control['variant']}'s")
-    if all(e >= HELD_US for e in excesses[:-SHAPES]) and excesses[-SHAPES] >= HELD_US:
-        return lines, "held: an eager cluster launch costs more beyond its graph node than a plain one"
+def api_calls(work: Callable[[], Any]) -> dict[str, int]:
+    """torch.profiler's CUDA API calls and GPU activities during one call, by name (count)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as trace:
+        work()
+        torch.cuda.synchronize()
+    found: dict[str, int] = {}
+    for event in trace.events():
+        if event.name.startswith(("cuda", "cu")) or event.device_type == torch.autograd.DeviceType.CUDA:
+            found[event.name[:90]] = found.get(event.name[:90], 0) + 1
+    return found
+
+
+def verdict(excesses: list[float], vendor_excess: float | None) -> str:
+    """held, refuted or open, by the module docstring's rules (vendor_excess None: the vendor is not tested)."""
+    if all(e >= HELD_US for e in excesses) and (vendor_excess is None or vendor_excess >= HELD_US):
+        return "held"
     if all(abs(e) <= REFUTED_US for e in excesses):
-        return lines, "refuted: a cluster's eager launch costs what a plain one does beyond its graph node"
-    return lines, "open"
+        return "refuted"
+    return "open"
+
+
+def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """Each hypothesis's excesses and verdict, and cuBLAS's excess over Triton's per shape."""
+    def excess(variant: str, reference: str) -> float:
+        return rows[variant]["eager_less_graph_us"] - rows[reference]["eager_less_graph_us"]
+
+    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith("a long sleep")]
+    controls = [name for name in rows if name.startswith(FILES[1])]
+    vendor = [excess(v, c) for v, c in zip(files, controls, strict=True)]
+    lines = [f"{v}: eager beyond a graph's {e:+.2f} us more than {c}'s" for v, c, e in zip(files, controls, vendor)]
+    for hypothesis, pairs in HYPOTHESES.items():
+        found = [excess(variant.name, reference.name) for variant, reference in pairs]
+        lines += [f"{hypothesis}: {v.name}: {e:+.2f} us beyond {r.name}" for (v, r), e in zip(pairs, found)]
+        lines.append(f"{hypothesis}: {verdict(found, vendor[0])}")
+    longer = excess(f"{files[0]}, a long sleep", files[0])
+    lines.append(f"host: cuBLAS's first shape behind a {LONG_SLEEP}x sleep: {longer:+.2f} us beyond the usual sleep's "
+                 f"excess: {'refuted' if abs(longer) <= REFUTED_US else 'open'}")
+    return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     out = parser.parse_args().out
-    flush, clock = reading_flush(), ReplayClock()
-    empty = PtxModule(spin_ptx())
-    overhead = event_us(lambda i: empty.launch("spin_1", [0]), flush) - graph_per_call_us(
-        [lambda: empty.launch("spin_1", [0])] * 100)
+    flush, clock, module = reading_flush(), ReplayClock(), PtxModule(spin_ptx())
+    empty = Spin().entry
+    overhead = event_us(lambda i: module.launch(empty, [0]), flush) - graph_per_call_us(
+        [lambda: module.launch(empty, [0])] * 100)
     print(f"the core's way of an event overhead (plain empty kernel, eager less back to back): {overhead:.2f} us")
-    rows = spin_rows(flush, clock) + file_rows(flush, clock)
-    for row in rows:
+    rows = spin_rows(module, flush, clock) | file_rows(flush, clock)
+    for row in rows.values():
         row["harness_like_us"] = row["eager_us"] - overhead
-        print(f"{row['variant']} (cluster {row['cluster']}): eager {row['eager_us']:.2f}, graph launch "
-              f"{row['graph_launch_us']:.2f}, replay {row['replay_us']:.2f}, harness-like "
-              f"{row['harness_like_us']:.2f} ({row['harness_like_us'] - row['replay_us']:+.2f} from replay) us")
-    lines, found = verdict(rows)
-    print("\n".join(lines) + f"\ncluster launch: {found}")
-    out.write_text(json.dumps({"overhead_us": overhead, "rows": rows, "lines": lines, "verdict": found}, indent=2))
+        print(f"{row['variant']}: eager {row['eager_us']:.2f}, graph launch {row['graph_launch_us']:.2f}, replay "
+              f"{row['replay_us']:.2f}, harness-like {row['harness_like_us']:.2f} "
+              f"({row['harness_like_us'] - row['replay_us']:+.2f} from replay) us")
+    lines = decide(rows)
+    print("\n".join(lines))
+    out.write_text(json.dumps({"overhead_us": overhead, "rows": list(rows.values()), "lines": lines}, indent=2))
     return 0
 
 

@@ -25,11 +25,11 @@
 #               ncu run per file, one more for ncu's floor (an empty kernel, held against replay's reading
 #               of it); prints the whole table docs/timing.md shows (also ncu_times.md in the tarball), the
 #               floor and the second-launch verdict (the ladder launched twice per call)
-#   ncu_graph   the ncu step with each call one captured CUDA graph profiled as one workload (ncu --graph-profiling
-#               graph): the gaps between a call's kernels as graph replay holds them, ncu's floor once a call
-#               (a graph of the empty kernel); run after fidelity (ncu_graph.md in the tarball)
-#   cluster_launch issue 38: does a stream charge a thread-block cluster's launch more than a graph does? Spin
-#               kernels of 1, 2 and 4 CTAs a cluster and the fp8 problem's cuBLAS and Triton files, eager and
+#   ncu_range   the ncu step with each call profiled as one range (ncu --replay-mode range): the call as it ran,
+#               the gaps between its kernels and a programmatic dependent's overlap included, ncu's floor once
+#               a call (a range of the empty kernel); run after fidelity (ncu_range.md in the tarball)
+#   cluster_launch issue 38: why a stream charges cuBLAS's fp8 call more than a graph does: spin kernels with
+#               clusters and large parameter blocks, and the fp8 problem's cuBLAS and Triton files, eager and
 #               graph-launched under events, and by replay (scripts/cluster_launch_probe.py)
 #   ncu_kernels issue 37: what limits each Triton baseline's kernels, per kernel of one call on every benchmark
 #               shape: Nsight Compute's duration, SM, L2 and DRAM throughput, occupancy, waves, registers
@@ -251,7 +251,7 @@ for step in $steps; do
                   ${TUNE_PROBLEMS:+--problems "$TUNE_PROBLEMS"} ;;
     ptx) run_step ptx python3 scripts/ptx_summary.py "$WORK/tune_nvfp4_kernels" "$WORK/ptx_summary.json" ;;
     ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
-    ncu_graph) TAIL=90 run_step ncu_graph python3 scripts/ncu_times.py --graph "$WORK/graph_replay.json" "$WORK/ncu_graph.json" ;;
+    ncu_range) TAIL=90 run_step ncu_range python3 scripts/ncu_times.py --range "$WORK/graph_replay.json" "$WORK/ncu_range.json" ;;
     cluster_launch) run_step cluster_launch python3 scripts/cluster_launch_probe.py "$WORK/cluster_launch.json" ;;
     ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
     ncu_kernels) TAIL=80 run_step ncu_kernels python3 scripts/ncu_kernels.py "$WORK/ncu_kernels.json" ${NCU_FILES:-} ;;

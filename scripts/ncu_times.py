@@ -17,13 +17,15 @@ yardstick for calls of several kernels).
 A table of every row (the one docs/timing.md shows) closes the output and is written beside OUT.json
 as OUT.md, with the floor and the second-launch lines (the ladder launched twice per call).
 
-With ``--graph``, ncu profiles each call as one captured CUDA graph (``--graph-profiling graph``;
-scripts/ncu_target.py ``--graph-log``): one duration per call, the gaps between its kernels as graph
-replay's graph has them, ncu's cost of a workload once per call; the floor is a graph of the empty kernel,
-so 'ncu - floor' takes its excess off once per call. Kernel by kernel, a call of several kernels reads
-by ncu the sum of its kernels, without the gaps replay holds and with the floor once per kernel.
+With ``--range``, ncu profiles each call as one range (``--replay-mode range``; scripts/ncu_target.py
+``--range-log``): one duration per call, as the call ran on its stream (the gaps between its kernels, and
+a programmatic dependent's overlap with the kernel before it, included); the floor is a range of the empty
+kernel, so 'ncu - floor' takes its excess off once per call. Kernel by kernel, a call of several kernels
+reads by ncu the sum of its kernels run one at a time, with the floor once per kernel. (Each call as one
+captured graph, ``--graph-profiling graph``, was measured and dropped: an empty kernel's graph read 140
+us, docs/timing.md.)
 
-    python3 scripts/ncu_times.py [--graph] GRAPH_REPLAY.json OUT.json
+    python3 scripts/ncu_times.py [--range] GRAPH_REPLAY.json OUT.json
 """
 
 from __future__ import annotations
@@ -98,11 +100,11 @@ def durations_by_name_us(csv_text: str) -> dict[str, list[float]]:
 
 
 def durations_by_range_us(csv_text: str, ranges: list[dict], key: str) -> dict[object, list[float]]:
-    """Graph mode: each result (one profiled graph) paired in order with the target's log of its ranges,
+    """Range mode: each result (one profiled range) paired in order with the target's log of its ranges,
     grouped by the log's ``key``; nothing when the counts differ (a range ncu did not profile)."""
     durations = [us for _, us in results_us(csv_text)]
     if len(durations) != len(ranges):
-        print(f"ncu: {len(durations)} results for {len(ranges)} profiled graphs: not paired", flush=True)
+        print(f"ncu: {len(durations)} results for {len(ranges)} profiled ranges: not paired", flush=True)
         return {}
     found: dict[object, list[float]] = {}
     for label, us in zip(ranges, durations):
@@ -110,46 +112,47 @@ def durations_by_range_us(csv_text: str, ranges: list[dict], key: str) -> dict[o
     return found
 
 
-def profile(label: str, target_args: list[str], graph: bool = False) -> tuple[str, list[dict]]:
+def profile(label: str, target_args: list[str], ranges: bool = False) -> tuple[str, list[dict]]:
     """ncu's --csv output for scripts/ncu_target.py with these arguments (its last stderr line printed) and, in
-    graph mode, the target's log of the ranges it profiled."""
+    range mode, the target's log of the ranges it profiled."""
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "ranges.jsonl"
         command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", "none", "--clock-control", "none",
-                   *(["--graph-profiling", "graph"] if graph else []),
+                   *(["--replay-mode", "range"] if ranges else []),
                    "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
-                   sys.executable, "scripts/ncu_target.py", *(["--graph-log", str(log)] if graph else []), *target_args]
+                   sys.executable, "scripts/ncu_target.py", *(["--range-log", str(log)] if ranges else []),
+                   *target_args]
         run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        ranges = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+        logged = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
     if run.stderr.strip():
         print(f"{label}: {run.stderr.strip().splitlines()[-1][:300]}", flush=True)
-    return run.stdout, ranges
+    return run.stdout, logged
 
 
-def ncu_per_call_us(file: Path, cases: list[dict], graph: bool) -> list[tuple[float | None, float]]:
+def ncu_per_call_us(file: Path, cases: list[dict], ranges: bool) -> list[tuple[float | None, float]]:
     """(ncu's time per call, results per call) per shape, all shapes of the file in one ncu run: kernel by
-    kernel, the sum of a call's kernels and their count; in graph mode, the mean of its graphs and 1."""
-    text, ranges = profile(str(file), [str(file), str(CALLS), *map(json.dumps, cases)], graph)
-    if graph:
-        found = durations_by_range_us(text, ranges, "case")
+    kernel, the sum of a call's kernels and their count; in range mode, the mean of its ranges and 1."""
+    text, logged = profile(str(file), [str(file), str(CALLS), *map(json.dumps, cases)], ranges)
+    if ranges:
+        found = durations_by_range_us(text, logged, "case")
         return [(sum(d) / len(d), 1.0) if (d := found.get(index)) else (None, 0.0) for index in range(len(cases))]
     return [(sum(d) / CALLS if d else None, len(d) / CALLS) for d in durations_by_case_us(text, len(cases))]
 
 
-def ncu_floor(replay_floors: Path, graph: bool) -> NcuFloor | None:
-    """ncu's empty kernel (in graph mode, a graph of it) against the replay clock's (None without the replay's
+def ncu_floor(replay_floors: Path, ranges: bool) -> NcuFloor | None:
+    """ncu's empty kernel (in range mode, a range of it) against the replay clock's (None without the replay's
     floors or ncu's times)."""
     if not replay_floors.is_file():
         return None
-    text, ranges = profile("floors", ["--floors", str(FLOOR_CALLS)], graph)
-    found = durations_by_range_us(text, ranges, "floor") if graph else durations_by_name_us(text)
+    text, logged = profile("floors", ["--floors", str(FLOOR_CALLS)], ranges)
+    found = durations_by_range_us(text, logged, "floor") if ranges else durations_by_name_us(text)
     empty, stamp = found.get(EMPTY_NAME), found.get(KERNEL_NAME)
     print(f"ncu: empty kernel {_mean(empty)} us, stamp kernel {_mean(stamp)} us ({FLOOR_CALLS} launches each"
-          f"{', each a graph' if graph else ''})", flush=True)
+          f"{', each a range' if ranges else ''})", flush=True)
     if not empty:
         return None
     return NcuFloor(sum(empty) / len(empty), json.loads(replay_floors.read_text())["empty_kernel_us"],
-                    "call (one graph)" if graph else "kernel")
+                    "call (one range)" if ranges else "kernel")
 
 
 def _mean(values: list[float] | None) -> str:
@@ -158,12 +161,12 @@ def _mean(values: list[float] | None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--graph", action="store_true", help="each call one captured graph, one ncu result")
+    parser.add_argument("--range", action="store_true", help="each call one range, one ncu result")
     parser.add_argument("replay_json", type=Path)
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
     rows = json.loads(args.replay_json.read_text())
-    floor = ncu_floor(args.replay_json.with_name(f"{args.replay_json.stem}_floors.json"), args.graph)
+    floor = ncu_floor(args.replay_json.with_name(f"{args.replay_json.stem}_floors.json"), args.range)
     by_file: dict[str, list[dict]] = {}
     for row in rows:  # a row replay could not time (its note says why) is not profiled either
         row["ncu_us"], row["ncu_results_per_call"] = None, 0.0
@@ -172,7 +175,7 @@ def main() -> int:
     for name, file_rows in by_file.items():
         file = Path("submissions") / name
         cases = {shape_text(c): c for c in load_task(file.parent.name).benchmarks}
-        measured = ncu_per_call_us(file, [cases[r["shape"]] for r in file_rows], args.graph)
+        measured = ncu_per_call_us(file, [cases[r["shape"]] for r in file_rows], args.range)
         for row, (ncu_us, per_call) in zip(file_rows, measured):
             row["ncu_us"], row["ncu_results_per_call"] = ncu_us, per_call
     for row in rows:
@@ -185,14 +188,14 @@ def main() -> int:
     args.out.write_text(json.dumps(rows, indent=2))
     lines = [*table(rows), floor.text() if floor else "ncu floor: not measured (no replay floors or no ncu time)",
              *additivity_lines(additivity(rows))]
-    args.out.with_suffix(".md").write_text("\n".join([f"ncu {'graph by graph' if args.graph else 'kernel by kernel'}:",
-                                                        *lines]) + "\n")
+    method = "call by call (range replay)" if args.range else "kernel by kernel"
+    args.out.with_suffix(".md").write_text("\n".join([f"ncu {method}:", *lines]) + "\n")
     print("\n".join(lines))
     return 0
 
 
 def judge(row: dict, floor: NcuFloor | None) -> None:
-    """The row's four verdicts, and ncu less its floor per result (kernel, or graph) where the floor matters."""
+    """The row's four verdicts, and ncu less its floor per result (kernel, or range) where the floor matters."""
     per_call = row["ncu_results_per_call"]
     row["ncu_less_floor_us"] = floor.ncu_less_floor_us(row["ncu_us"], per_call) if floor else None
     row["harness_in_band"] = in_band(row.get("harness_us"), row.get("replay_us"), *HARNESS_BAND)

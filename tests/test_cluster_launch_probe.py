@@ -1,5 +1,5 @@
-"""The cluster-launch probe's decision (issue 38): which figures hold, refute or leave open that a stream
-charges a thread-block cluster's launch more than a graph does. Pure arithmetic; the GPU runs the probe."""
+"""The launch-cost probe's decisions (issue 38): which figures hold, refute or leave open each cause of
+cuBLAS's fp8 call costing a stream more than a graph. Pure arithmetic; the GPU runs the probe."""
 
 from __future__ import annotations
 
@@ -19,31 +19,43 @@ def probe(monkeypatch):
     sys.modules.pop("cluster_launch_probe", None)
 
 
-def rows(probe, spin_excess: dict[int, float], vendor_excess: float) -> list[dict]:
-    """Spin rows whose eager-less-graph is 1.0 us plus the cluster's excess, file rows likewise."""
-    found = [{"variant": f"spin, {size}", "cluster": cluster, "eager_less_graph_us": 1.0 + spin_excess.get(cluster, 0)}
-             for size in probe.SIZES for cluster in probe.CLUSTERS]
-    files = [{"variant": f"{name} shape {i}", "cluster": None, "eager_less_graph_us": 1.0}
-             for name in probe.FILES for i in range(probe.SHAPES)]
-    files[0]["eager_less_graph_us"] += vendor_excess
-    return found + files
+def rows(probe, spin_excess: dict[str, float], vendor_excess: float, long_sleep: float = 0.0) -> dict[str, dict]:
+    """Every variant's eager-less-graph: 1.0 us, plus its excess (spins: by hypothesis; cuBLAS: over Triton)."""
+    found = {spin.name: 1.0 for spin in probe.spins()}
+    for hypothesis, pairs in probe.HYPOTHESES.items():
+        for variant, _ in pairs:
+            found[variant.name] += spin_excess.get(hypothesis, 0.0)
+    vendor, control = (f"{probe.FILES[0]} shape", f"{probe.FILES[1]} shape")
+    for index in range(probe.SHAPES):
+        found[f"{vendor} {index}"], found[f"{control} {index}"] = 1.0 + vendor_excess, 1.0
+    found[f"{vendor} 0, a long sleep"] = 1.0 + vendor_excess + long_sleep
+    return {name: {"eager_less_graph_us": value} for name, value in found.items()}
 
 
-def test_a_cluster_launch_that_costs_more_on_a_stream_is_held(probe):
-    lines, verdict = probe.verdict(rows(probe, {2: 0.5, 4: 0.7}, 0.6))
-    assert verdict.startswith("held")
-    assert "one cluster, no spin, 4 CTAs a cluster: eager launch beyond a graph's +0.70 us" in lines[1]
-    assert any("fp8_blockwise_gemm/scaled_mm.py shape 0: eager beyond a graph's +0.60 us" in line for line in lines)
+def verdicts(lines: list[str]) -> dict[str, str]:
+    return {line.split(": ")[0]: line.split(": ")[1] for line in lines if line.startswith(("cluster: ", "parameters: "))
+            and line.count(": ") == 1}
 
 
-def test_equal_costs_refute_it_and_mixed_ones_leave_it_open(probe):
-    assert probe.verdict(rows(probe, {2: 0.1, 4: -0.1}, 0.15))[1].startswith("refuted")
-    assert probe.verdict(rows(probe, {2: 0.5, 4: 0.7}, 0.1))[1] == "open"  # clusters cost more, cuBLAS does not
-    assert probe.verdict(rows(probe, {2: 0.1, 4: 0.7}, 0.6))[1] == "open"
+def test_each_hypothesis_is_held_refuted_or_left_open_by_its_own_variants(probe):
+    lines = probe.decide(rows(probe, {"cluster": 0.05, "parameters": 0.8}, vendor_excess=0.9))
+    assert verdicts(lines) == {"cluster": "refuted", "parameters": "held"}
+    assert lines[0] == (f"{probe.FILES[0]} shape 0: eager beyond a graph's +0.90 us more than "
+                        f"{probe.FILES[1]} shape 0's")
+    assert any(line.startswith("parameters: spin, 1 CTAs a cluster, 4096 B of parameters, one cluster, no spin: "
+                               "+0.80 us beyond spin, 1 CTAs a cluster, 8 B") for line in lines)
+    assert lines[-1].endswith("+0.00 us beyond the usual sleep's excess: refuted")
 
 
-def test_the_spin_kernels_declare_their_clusters(probe):
+def test_a_cause_the_vendor_does_not_show_is_open_and_a_host_pace_is_not_refuted(probe):
+    lines = probe.decide(rows(probe, {"cluster": 0.6, "parameters": 0.6}, vendor_excess=0.1, long_sleep=-0.9))
+    assert verdicts(lines) == {"cluster": "open", "parameters": "open"}
+    assert lines[-1].endswith("-0.90 us beyond the usual sleep's excess: open")
+
+
+def test_the_spin_kernels_declare_their_clusters_and_parameter_blocks(probe):
     ptx = probe.spin_ptx()
-    assert ".target sm_90" in ptx and ptx.count(".visible .entry spin_") == len(probe.CLUSTERS)
-    assert ".entry spin_1(.param .u64 ns)\n" in ptx
-    assert ".entry spin_4(.param .u64 ns) .reqnctapercluster 4, 1, 1\n" in ptx
+    assert ".target sm_90" in ptx and ptx.count(".visible .entry spin_") == len({s.entry for s in probe.spins()})
+    assert ".entry spin_c1_p0(.param .u64 ns)\n" in ptx
+    assert ".entry spin_c4_p0(.param .u64 ns) .reqnctapercluster 4, 1, 1\n" in ptx
+    assert ".entry spin_c1_p4088(.param .u64 ns, .param .align 8 .b8 blob[4088])\n" in ptx

@@ -136,8 +136,8 @@ def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, mon
                                                                    "empty_kernel_us": 1.13}))
     calls = ncu_times.CALLS
 
-    def profile(label, target_args, graph):
-        assert not graph
+    def profile(label, target_args, ranges):
+        assert not ranges
         if target_args[0] == "--floors":
             return _ncu_csv([("empty", "ns", "2,100")] * 2 + [("stamp", "ns", "2,050")]), []
         per_call = 2 if target_args[0].endswith("twice.py") else 1
@@ -161,9 +161,9 @@ def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, mon
     assert "ncu: empty kernel 2.10 us, stamp kernel 2.05 us" in capsys.readouterr().out
 
 
-def test_graph_mode_pairs_each_profiled_graph_with_the_targets_log_and_takes_the_floor_off_once_a_call(
+def test_range_mode_pairs_each_profiled_range_with_the_targets_log_and_takes_the_floor_off_once_a_call(
         ncu_times, monkeypatch, tmp_path, capsys):
-    """ncu_times.main --graph: one result a call (its whole graph, the gap between its kernels included), paired
+    """ncu_times.main --range: one result a call (the whole call, the gap between its kernels included), paired
     in order with the ranges the target logged; a shape that died early keeps the calls it ran; a run whose
     results and log disagree pairs nothing."""
     shape = "n=270336 iters=10"
@@ -177,31 +177,31 @@ def test_graph_mode_pairs_each_profiled_graph_with_the_targets_log_and_takes_the
     (tmp_path / "graph_replay_floors.json").write_text(json.dumps({"empty_kernel_us": 0.79}))
     calls = ncu_times.CALLS
 
-    def profile(label, target_args, graph):
-        assert graph
+    def profile(label, target_args, ranges):
+        assert ranges
         if target_args[0] == "--floors":
-            ranges = [{"floor": "empty"}] * 2 + [{"floor": "stamp"}]
-            return _ncu_csv([("graph", "ns", "1,990"), ("graph", "ns", "2,010"), ("graph", "ns", "2,050")]), ranges
+            logged = [{"floor": "empty"}] * 2 + [{"floor": "stamp"}]
+            return _ncu_csv([("range", "ns", "1,990"), ("range", "ns", "2,010"), ("range", "ns", "2,050")]), logged
         if target_args[0].endswith("twice.py"):  # the second shape died after two calls
-            ranges = [{"case": 0}] * calls + [{"case": 1}] * 2
-            return _ncu_csv([("g", "us", "6.5")] * calls + [("g", "us", "9.2")] * 2), ranges
-        return _ncu_csv([("g", "us", "68.1")] * (calls - 1)), [{"case": 0}] * calls  # one graph not profiled
+            logged = [{"case": 0}] * calls + [{"case": 1}] * 2
+            return _ncu_csv([("r", "us", "6.5")] * calls + [("r", "us", "9.2")] * 2), logged
+        return _ncu_csv([("r", "us", "68.1")] * (calls - 1)), [{"case": 0}] * calls  # one range not profiled
 
     monkeypatch.setattr(ncu_times, "profile", profile)
-    monkeypatch.setattr(sys, "argv", ["ncu_times.py", "--graph", str(replay), str(tmp_path / "ncu_graph.json")])
+    monkeypatch.setattr(sys, "argv", ["ncu_times.py", "--range", str(replay), str(tmp_path / "ncu_range.json")])
     assert ncu_times.main() == 0
-    rows = json.loads((tmp_path / "ncu_graph.json").read_text())
+    rows = json.loads((tmp_path / "ncu_range.json").read_text())
     assert [r["ncu_us"] for r in rows] == [pytest.approx(6.5), pytest.approx(9.2), None]
     assert [r["ncu_results_per_call"] for r in rows] == [1.0, 1.0, 0.0]
-    assert rows[0]["ncu_less_floor_us"] == pytest.approx(6.5 - 1.21)  # the graph's floor once, not per kernel
+    assert rows[0]["ncu_less_floor_us"] == pytest.approx(6.5 - 1.21)  # the range's floor once, not per kernel
     assert rows[0]["replay_in_band_of_ncu_less_floor"] is True and rows[0]["replay_in_band_of_ncu"] is False
-    text = (tmp_path / "ncu_graph.md").read_text()
-    assert text.startswith("ncu graph by graph:\n")
-    assert "ncu charges each call (one graph) +1.21 us more" in text
+    text = (tmp_path / "ncu_range.md").read_text()
+    assert text.startswith("ncu call by call (range replay):\n")
+    assert "ncu charges each call (one range) +1.21 us more" in text
     assert "issue 38's rows (every rung and baseline shape), replay ~ ncu - floor: 0 of 0 in band" in text
     out = capsys.readouterr().out
-    assert "ncu: 4 results for 5 profiled graphs: not paired" in out
-    assert "ncu: empty kernel 2.00 us, stamp kernel 2.05 us (20 launches each, each a graph)" in out
+    assert "ncu: 4 results for 5 profiled ranges: not paired" in out
+    assert "ncu: empty kernel 2.00 us, stamp kernel 2.05 us (20 launches each, each a range)" in out
 
 
 def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_launch(scripts, monkeypatch,

@@ -3,7 +3,8 @@
 harness/judge/worker_link/output_leaves.py).
 
 ctypes to libcuda, which torch has already initialised: nothing to compile on the host, no toolkit,
-and nothing of the worker's compiled core is used. Kernels take u64 parameters only.
+and nothing of the worker's compiled core is used. Kernels take u64 parameters, or byte arrays
+(a probe's large parameter blocks, scripts/cluster_launch_probe.py).
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ class PtxModule:
             self._functions[name] = function
         return self._functions[name]
 
-    def launch(self, name: str, arguments: Sequence[int] = (), blocks: int = 1, threads: int = 1) -> None:
-        """Queue ``name`` with these u64 arguments (the driver copies them at the launch)."""
-        values = [ctypes.c_uint64(value) for value in arguments]
+    def launch(self, name: str, arguments: Sequence[int | bytes] = (), blocks: int = 1, threads: int = 1) -> None:
+        """Queue ``name`` with these arguments, u64 or (bytes) a byte-array parameter's contents (the driver
+        copies them at the launch)."""
+        values = [ctypes.create_string_buffer(value, len(value)) if isinstance(value, bytes) else ctypes.c_uint64(value)
+                  for value in arguments]
         params = (ctypes.c_void_p * max(1, len(values)))(
             *[ctypes.cast(ctypes.pointer(value), ctypes.c_void_p) for value in values])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)

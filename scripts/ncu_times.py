@@ -117,15 +117,17 @@ def profile(label: str, target_args: list[str], ranges: bool = False) -> tuple[s
     range mode, the target's log of the ranges it profiled."""
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "ranges.jsonl"
-        command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", "none", "--clock-control", "none",
-                   *(["--replay-mode", "range"] if ranges else []),
+        # Range replay's ranges are the target's profiler start/stop pairs; it refuses --profile-from-start.
+        command = [ncu_binary(), *(["--replay-mode", "range"] if ranges else ["--profile-from-start", "off"]),
+                   "--cache-control", "none", "--clock-control", "none",
                    "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
                    sys.executable, "scripts/ncu_target.py", *(["--range-log", str(log)] if ranges else []),
                    *target_args]
         run = subprocess.run(command, capture_output=True, text=True, timeout=600)
         logged = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
-    if run.stderr.strip():
-        print(f"{label}: {run.stderr.strip().splitlines()[-1][:300]}", flush=True)
+    said = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith(("==ERROR==", "==WARNING=="))]
+    for line in [*dict.fromkeys(said)][:3] or run.stderr.strip().splitlines()[-1:]:
+        print(f"{label}: {line[:300]}", flush=True)
     return run.stdout, logged
 
 

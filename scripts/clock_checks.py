@@ -51,8 +51,6 @@ class NcuFloor:
 
     ncu_empty_us: float
     replay_empty_us: float
-    per: str = "kernel"
-    """What ncu charges the excess on: each kernel, or (ncu_times --range) each call's one range."""
 
     @property
     def excess_us(self) -> float:
@@ -68,22 +66,22 @@ class NcuFloor:
         """The shortest kernel for which max(3%, 0.3 us) can cover the excess (0 when the excess fits in 0.3 us)."""
         return self.excess_us / NCU_BAND[0] if self.matters else 0.0
 
-    def ncu_less_floor_us(self, ncu_us: float | None, results_per_call: float) -> float | None:
-        """ncu's time per call less the excess of each of its results (None without an ncu time or a floor
+    def ncu_less_floor_us(self, ncu_us: float | None, kernels_per_call: float) -> float | None:
+        """ncu's time per call less the excess of each of its kernels (None without an ncu time or a floor
         that matters: then the raw figure is the comparison)."""
         if ncu_us is None or not self.matters:
             return None
-        return ncu_us - results_per_call * self.excess_us
+        return ncu_us - kernels_per_call * self.excess_us
 
     def text(self) -> str:
         head = (f"ncu floor: an empty kernel reads {self.ncu_empty_us:.2f} us by ncu, {self.replay_empty_us:.2f} us "
-                f"by replay (stamps with it less stamps with nothing): ncu charges each {self.per} "
+                f"by replay (stamps with it less stamps with nothing): ncu charges each kernel "
                 f"{self.excess_us:+.2f} us more")
         if not self.matters:
             return f"{head}, inside the band's 0.3 us: replay is held against raw ncu"
         return (f"{head}: replay within max(3%, 0.3 us) of raw ncu cannot hold below "
                 f"{self.raw_band_holds_from_us:.0f} us for any clock that leaves the launch out; the column "
-                f"'ncu - floor' takes {self.excess_us:.2f} us off per {self.per}")
+                f"'ncu - floor' takes {self.excess_us:.2f} us off per kernel")
 
 
 def band_count(rows: list[dict[str, Any]], key: str) -> str:

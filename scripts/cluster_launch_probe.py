@@ -41,11 +41,12 @@ import json
 import statistics
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from launch_shape import LaunchShape, kernel_shapes  # this folder's
 
 from harness.contract.ptx_module import PtxModule
 from harness.contract.task_spec import load_task, shape_text
@@ -56,6 +57,8 @@ SLEEP_CYCLES = 400_000
 """About 0.2 ms at 1.98 GHz: the host queues the call while the GPU sleeps (the harness's hold does the same)."""
 LONG_SLEEP = 10
 HELD_US, REFUTED_US = 0.4, 0.2
+MIMIC = "launched as "
+"""The label of a spin launched as a file's kernel is (its blocks, threads, cluster and parameter bytes)."""
 FILES = ("fp8_blockwise_gemm/scaled_mm.py", "fp8_blockwise_gemm/triton_blockwise_gemm.py")
 SHAPES = 2
 
@@ -69,6 +72,7 @@ class Spin:
     blocks: int = 0
     """0: one cluster."""
     ns: int = 0
+    threads: int = 128
 
     @property
     def entry(self) -> str:
@@ -77,7 +81,17 @@ class Spin:
     @property
     def name(self) -> str:
         size = f"{self.blocks} blocks, {self.ns // 1000} us spin" if self.blocks else "one cluster, no spin"
-        return f"spin, {self.cluster} CTAs a cluster, {8 + self.blob} B of parameters, {size}"
+        return f"spin, {self.cluster} CTAs a cluster, {8 + self.blob} B of parameters, {size}, {self.threads} threads"
+
+    def launch(self, module: PtxModule) -> None:
+        module.launch(self.entry, [self.ns, *([bytes(self.blob)] if self.blob else [])],
+                      blocks=self.blocks or self.cluster, threads=self.threads)
+
+    @classmethod
+    def like(cls, shape: LaunchShape) -> Spin:
+        """A 20 us spin launched as ``shape`` is: its blocks, threads, cluster and parameter bytes."""
+        blob = max(0, -(-(shape.param_bytes - 8) // 8) * 8)
+        return cls(cluster=shape.cluster, blob=blob, blocks=shape.blocks, ns=20_000, threads=min(shape.threads, 1024))
 
     def ptx(self) -> str:
         blob = f", .param .align 8 .b8 blob[{self.blob}]" if self.blob else ""
@@ -99,10 +113,10 @@ def spins() -> list[Spin]:
     return list(dict.fromkeys(spin for pairs in HYPOTHESES.values() for pair in pairs for spin in pair))
 
 
-def spin_ptx() -> str:
-    """Each kernel once (the sizes share their kernel)."""
-    kernels = {spin.entry: spin.ptx() for spin in spins()}
-    return ".version 7.8\n.target sm_90\n.address_size 64\n" + "".join(kernels.values())
+def spin_ptx(chosen: list[Spin] | None = None) -> str:
+    """Each kernel once (the sizes share their kernel); PTX 8.1 takes parameter blocks over 4 KB."""
+    kernels = {spin.entry: spin.ptx() for spin in (spins() if chosen is None else chosen)}
+    return ".version 8.1\n.target sm_90\n.address_size 64\n" + "".join(kernels.values())
 
 
 def event_us(run: Callable[[int], Any], flush: Callable[[], Any], sleep: int = SLEEP_CYCLES) -> float:
@@ -144,22 +158,21 @@ def measure(works: list[Callable[[], Any]], flush: Callable[[], Any], clock: Rep
             "eager_less_graph_us": eager - graph_launch}
 
 
-def spin_rows(module: PtxModule, flush: Callable[[], Any], clock: ReplayClock) -> dict[str, dict[str, Any]]:
-    rows = {}
-    for spin in spins():
-        def launch(spin: Spin = spin) -> None:
-            module.launch(spin.entry, [spin.ns, *([bytes(spin.blob)] if spin.blob else [])],
-                          blocks=spin.blocks or spin.cluster, threads=128)
-
-        rows[spin.name] = {"variant": spin.name, **measure([launch], flush, clock)}
-        print(json.dumps(rows[spin.name]), flush=True)
+def spin_rows(chosen: list[Spin], flush: Callable[[], Any], clock: ReplayClock,
+              label: str = "") -> dict[str, dict[str, Any]]:
+    module, rows = PtxModule(spin_ptx(chosen)), {}
+    for spin in chosen:
+        name = f"{label}{spin.name}"
+        rows[name] = {"variant": name, **measure([lambda spin=spin: spin.launch(module)], flush, clock)}
+        print(json.dumps(rows[name]), flush=True)
     return rows
 
 
-def file_rows(flush: Callable[[], Any], clock: ReplayClock) -> dict[str, dict[str, Any]]:
+def file_rows(flush: Callable[[], Any], clock: ReplayClock
+              ) -> tuple[dict[str, dict[str, Any]], dict[str, list[LaunchShape]]]:
     """Each file's first SHAPES shapes, and cuBLAS's first behind a sleep LONG_SLEEP times as long; the API
-    calls and GPU activities of one eager call of each file's first shape."""
-    rows = {}
+    calls and GPU activities of one eager call of each file's first shape, and its kernels' launch shapes."""
+    rows, shapes = {}, {}
     for name in FILES:
         path = Path("submissions") / name
         kernel = load_shipped(path)
@@ -175,7 +188,9 @@ def file_rows(flush: Callable[[], Any], clock: ReplayClock) -> dict[str, dict[st
                 print(json.dumps(rows[variant]), flush=True)
             if not number:
                 print(f"{name}: one eager call: {api_calls(works[0])}", flush=True)
-    return rows
+                shapes[name] = kernel_shapes(works[0])
+                print(f"{name}: launch shapes: {[asdict(shape) for shape in shapes[name]]}", flush=True)
+    return rows, shapes
 
 
 def api_calls(work: Callable[[], Any]) -> dict[str, int]:
@@ -215,6 +230,11 @@ def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
         found = [excess(variant.name, reference.name) for variant, reference in pairs]
         lines += [f"{hypothesis}: {v.name}: {e:+.2f} us beyond {r.name}" for (v, r), e in zip(pairs, found)]
         lines.append(f"{hypothesis}: {verdict(found, vendor[0])}")
+    mimics = [name for name in rows if name.startswith(MIMIC)]
+    if len(mimics) == 2:  # cuBLAS's kernel's launch shape, then Triton's
+        found = excess(*mimics)
+        lines += [f"launch shape: {mimics[0]}: {found:+.2f} us beyond {mimics[1]}",
+                  f"launch shape: {verdict([found], vendor[0])}"]
     longer = excess(f"{files[0]}, a long sleep", files[0])
     lines.append(f"host: cuBLAS's first shape behind a {LONG_SLEEP}x sleep: {longer:+.2f} us beyond the usual sleep's "
                  f"excess: {'refuted' if abs(longer) <= REFUTED_US else 'open'}")
@@ -225,12 +245,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     out = parser.parse_args().out
-    flush, clock, module = reading_flush(), ReplayClock(), PtxModule(spin_ptx())
-    empty = Spin().entry
-    overhead = event_us(lambda i: module.launch(empty, [0]), flush) - graph_per_call_us(
-        [lambda: module.launch(empty, [0])] * 100)
+    flush, clock, module = reading_flush(), ReplayClock(), PtxModule(spin_ptx([Spin()]))
+    empty = Spin()
+    overhead = event_us(lambda i: empty.launch(module), flush) - graph_per_call_us([lambda: empty.launch(module)] * 100)
     print(f"the core's way of an event overhead (plain empty kernel, eager less back to back): {overhead:.2f} us")
-    rows = spin_rows(module, flush, clock) | file_rows(flush, clock)
+    rows, shapes = file_rows(flush, clock)
+    rows |= spin_rows(spins(), flush, clock)
+    if all(len(shapes.get(name, [])) == 1 for name in FILES):  # one kernel each: spin as each is launched
+        for name in FILES:
+            rows |= spin_rows([Spin.like(shapes[name][0])], flush, clock, f"{MIMIC}{name}'s kernel: ")
     for row in rows.values():
         row["harness_like_us"] = row["eager_us"] - overhead
         print(f"{row['variant']}: eager {row['eager_us']:.2f}, graph launch {row['graph_launch_us']:.2f}, replay "

@@ -17,27 +17,17 @@ yardstick for calls of several kernels).
 A table of every row (the one docs/timing.md shows) closes the output and is written beside OUT.json
 as OUT.md, with the floor and the second-launch lines (the ladder launched twice per call).
 
-With ``--range``, ncu profiles each call as one range (``--replay-mode range``; scripts/ncu_target.py
-``--range-log``): one duration per call, as the call ran on its stream (the gaps between its kernels, and
-a programmatic dependent's overlap with the kernel before it, included); the floor is a range of the empty
-kernel, so 'ncu - floor' takes its excess off once per call. Kernel by kernel, a call of several kernels
-reads by ncu the sum of its kernels run one at a time, with the floor once per kernel. (Each call as one
-captured graph, ``--graph-profiling graph``, was measured and dropped: an empty kernel's graph read 140
-us, docs/timing.md.)
-
-    python3 scripts/ncu_times.py [--range] GRAPH_REPLAY.json OUT.json
+    python3 scripts/ncu_times.py GRAPH_REPLAY.json OUT.json
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from clock_checks import (
@@ -71,90 +61,61 @@ def is_marker(kernel_name: str) -> bool:
     return kernel_name == KERNEL_NAME or kernel_name.startswith(f"{KERNEL_NAME}(")
 
 
-def results_us(csv_text: str) -> list[tuple[str, float]]:
-    """(kernel name, gpu__time_duration.sum in us) of each of ncu's --csv results, in the order they ran."""
-    start = csv_text.find('"ID"')
-    return [(row.get("Kernel Name", ""), float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]])
-            for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else ""))
-            if row.get("Metric Name") == "gpu__time_duration.sum"]
-
-
 def durations_by_case_us(csv_text: str, cases: int) -> list[list[float]]:
-    """Each shape's durations in us: every marker row opens the next shape's list (the marker itself is not
-    kept); a shape with no marker (its run died) gets []."""
+    """Each shape's gpu__time_duration.sum rows of ncu's --csv output, in us: every marker row opens the
+    next shape's list (the marker itself is not kept); a shape with no marker (its run died) gets []."""
+    start = csv_text.find('"ID"')
     groups: list[list[float]] = []
-    for name, us in results_us(csv_text):
-        if is_marker(name):
+    for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else "")):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        if is_marker(row.get("Kernel Name", "")):
             groups.append([])
         elif groups:
-            groups[-1].append(us)
+            groups[-1].append(float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]])
     return groups[:cases] + [[] for _ in range(cases - len(groups))]
 
 
 def durations_by_name_us(csv_text: str) -> dict[str, list[float]]:
-    """Every kernel's durations in us, by kernel name (its parameter list cut off)."""
+    """Every kernel's gpu__time_duration.sum in us, by kernel name (its parameter list cut off)."""
+    start = csv_text.find('"ID"')
     found: dict[str, list[float]] = {}
-    for name, us in results_us(csv_text):
-        found.setdefault(name.split("(")[0], []).append(us)
+    for row in csv.DictReader(io.StringIO(csv_text[start:] if start >= 0 else "")):
+        if row.get("Metric Name") == "gpu__time_duration.sum":
+            name = row.get("Kernel Name", "").split("(")[0]
+            found.setdefault(name, []).append(float(row["Metric Value"].replace(",", "")) * UNIT_US[row["Metric Unit"]])
     return found
 
 
-def durations_by_range_us(csv_text: str, ranges: list[dict], key: str) -> dict[object, list[float]]:
-    """Range mode: each result (one profiled range) paired in order with the target's log of its ranges,
-    grouped by the log's ``key``; nothing when the counts differ (a range ncu did not profile)."""
-    durations = [us for _, us in results_us(csv_text)]
-    if len(durations) != len(ranges):
-        print(f"ncu: {len(durations)} results for {len(ranges)} profiled ranges: not paired", flush=True)
-        return {}
-    found: dict[object, list[float]] = {}
-    for label, us in zip(ranges, durations):
-        found.setdefault(label.get(key), []).append(us)
-    return found
-
-
-def profile(label: str, target_args: list[str], ranges: bool = False) -> tuple[str, list[dict]]:
-    """ncu's --csv output for scripts/ncu_target.py with these arguments (its last stderr line printed) and, in
-    range mode, the target's log of the ranges it profiled."""
-    with tempfile.TemporaryDirectory() as scratch:
-        log = Path(scratch) / "ranges.jsonl"
-        # Range replay's ranges are the target's profiler start/stop pairs; it refuses --profile-from-start.
-        command = [ncu_binary(), *(["--replay-mode", "range"] if ranges else ["--profile-from-start", "off"]),
-                   "--cache-control", "none", "--clock-control", "none",
-                   "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
-                   sys.executable, "scripts/ncu_target.py", *(["--range-log", str(log)] if ranges else []),
-                   *target_args]
-        run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        logged = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
-    said = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith(("==ERROR==", "==WARNING=="))]
+def profile(label: str, target_args: list[str]) -> str:
+    """ncu's --csv output for scripts/ncu_target.py with these arguments; its last stderr line printed."""
+    command = [ncu_binary(), "--profile-from-start", "off", "--cache-control", "none", "--clock-control", "none",
+               "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
+               sys.executable, "scripts/ncu_target.py", *target_args]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    said = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("==ERROR==")]
     for line in [*dict.fromkeys(said)][:3] or run.stderr.strip().splitlines()[-1:]:
         print(f"{label}: {line[:300]}", flush=True)
-    return run.stdout, logged
+    return run.stdout
 
 
-def ncu_per_call_us(file: Path, cases: list[dict], ranges: bool) -> list[tuple[float | None, float]]:
-    """(ncu's time per call, results per call) per shape, all shapes of the file in one ncu run: kernel by
-    kernel, the sum of a call's kernels and their count; in range mode, the mean of its ranges and 1."""
-    text, logged = profile(str(file), [str(file), str(CALLS), *map(json.dumps, cases)], ranges)
-    if ranges:
-        found = durations_by_range_us(text, logged, "case")
-        return [(sum(d) / len(d), 1.0) if (d := found.get(index)) else (None, 0.0) for index in range(len(cases))]
-    return [(sum(d) / CALLS if d else None, len(d) / CALLS) for d in durations_by_case_us(text, len(cases))]
+def ncu_per_call_us(file: Path, cases: list[dict]) -> list[tuple[float | None, int]]:
+    """(ncu's time per call, kernels profiled) per shape, all shapes of the file in one ncu run."""
+    text = profile(str(file), [str(file), str(CALLS), *map(json.dumps, cases)])
+    return [(sum(d) / CALLS if d else None, len(d)) for d in durations_by_case_us(text, len(cases))]
 
 
-def ncu_floor(replay_floors: Path, ranges: bool) -> NcuFloor | None:
-    """ncu's empty kernel (in range mode, a range of it) against the replay clock's (None without the replay's
-    floors or ncu's times)."""
+def ncu_floor(replay_floors: Path) -> NcuFloor | None:
+    """ncu's empty kernel against the replay clock's (None without the replay's floors or ncu's times)."""
     if not replay_floors.is_file():
         return None
-    text, logged = profile("floors", ["--floors", str(FLOOR_CALLS)], ranges)
-    found = durations_by_range_us(text, logged, "floor") if ranges else durations_by_name_us(text)
+    found = durations_by_name_us(profile("floors", ["--floors", str(FLOOR_CALLS)]))
     empty, stamp = found.get(EMPTY_NAME), found.get(KERNEL_NAME)
-    print(f"ncu: empty kernel {_mean(empty)} us, stamp kernel {_mean(stamp)} us ({FLOOR_CALLS} launches each"
-          f"{', each a range' if ranges else ''})", flush=True)
+    print(f"ncu: empty kernel {_mean(empty)} us, stamp kernel {_mean(stamp)} us ({FLOOR_CALLS} launches each)",
+          flush=True)
     if not empty:
         return None
-    return NcuFloor(sum(empty) / len(empty), json.loads(replay_floors.read_text())["empty_kernel_us"],
-                    "call (one range)" if ranges else "kernel")
+    return NcuFloor(sum(empty) / len(empty), json.loads(replay_floors.read_text())["empty_kernel_us"])
 
 
 def _mean(values: list[float] | None) -> str:
@@ -162,44 +123,38 @@ def _mean(values: list[float] | None) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--range", action="store_true", help="each call one range, one ncu result")
-    parser.add_argument("replay_json", type=Path)
-    parser.add_argument("out", type=Path)
-    args = parser.parse_args()
-    rows = json.loads(args.replay_json.read_text())
-    floor = ncu_floor(args.replay_json.with_name(f"{args.replay_json.stem}_floors.json"), args.range)
+    replay_json = Path(sys.argv[1])
+    rows = json.loads(replay_json.read_text())
+    floor = ncu_floor(replay_json.with_name(f"{replay_json.stem}_floors.json"))
     by_file: dict[str, list[dict]] = {}
     for row in rows:  # a row replay could not time (its note says why) is not profiled either
-        row["ncu_us"], row["ncu_results_per_call"] = None, 0.0
+        row["ncu_us"], row["ncu_kernels"] = None, 0
         if not row.get("note"):
             by_file.setdefault(row["file"], []).append(row)
     for name, file_rows in by_file.items():
         file = Path("submissions") / name
         cases = {shape_text(c): c for c in load_task(file.parent.name).benchmarks}
-        measured = ncu_per_call_us(file, [cases[r["shape"]] for r in file_rows], args.range)
-        for row, (ncu_us, per_call) in zip(file_rows, measured):
-            row["ncu_us"], row["ncu_results_per_call"] = ncu_us, per_call
+        for row, (ncu_us, kernels) in zip(file_rows, ncu_per_call_us(file, [cases[r["shape"]] for r in file_rows])):
+            row["ncu_us"], row["ncu_kernels"] = ncu_us, kernels
     for row in rows:
         judge(row, floor)
         print(f"{row['file']} {row['shape']}: harness {row.get('harness_us')} replay {row.get('replay_us')} "
-              f"stream {row.get('stream_us')} ncu {row['ncu_us']} ({row['ncu_results_per_call']} results a call), "
+              f"stream {row.get('stream_us')} ncu {row['ncu_us']} ({row['ncu_kernels']} kernels / {CALLS} calls), "
               f"ncu - floor {row['ncu_less_floor_us']}; harness~replay {row['harness_in_band']}, harness~stream "
               f"{row['harness_in_band_stream']}, replay~ncu "
               f"{row['replay_in_band_of_ncu']}, replay~ncu-floor {row['replay_in_band_of_ncu_less_floor']}", flush=True)
-    args.out.write_text(json.dumps(rows, indent=2))
+    Path(sys.argv[2]).write_text(json.dumps(rows, indent=2))
     lines = [*table(rows), floor.text() if floor else "ncu floor: not measured (no replay floors or no ncu time)",
              *additivity_lines(additivity(rows))]
-    method = "call by call (range replay)" if args.range else "kernel by kernel"
-    args.out.with_suffix(".md").write_text("\n".join([f"ncu {method}:", *lines]) + "\n")
+    Path(sys.argv[2]).with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
 
 def judge(row: dict, floor: NcuFloor | None) -> None:
-    """The row's four verdicts, and ncu less its floor per result (kernel, or range) where the floor matters."""
-    per_call = row["ncu_results_per_call"]
-    row["ncu_less_floor_us"] = floor.ncu_less_floor_us(row["ncu_us"], per_call) if floor else None
+    """The row's four verdicts, and ncu less its floor per kernel where the floor matters."""
+    kernels_per_call = row["ncu_kernels"] / CALLS
+    row["ncu_less_floor_us"] = floor.ncu_less_floor_us(row["ncu_us"], kernels_per_call) if floor else None
     row["harness_in_band"] = in_band(row.get("harness_us"), row.get("replay_us"), *HARNESS_BAND)
     row["harness_in_band_stream"] = in_band(row.get("harness_us"), row.get("stream_us"), *HARNESS_BAND)
     row["replay_in_band_of_ncu"] = in_band(row.get("replay_us"), row["ncu_us"], *NCU_BAND)

@@ -19,7 +19,7 @@ def test_an_ncu_floor_over_the_band_says_below_which_time_raw_ncu_cannot_agree()
     floor = NcuFloor(ncu_empty_us=2.10, replay_empty_us=1.13)
     assert floor.excess_us == pytest.approx(0.97) and floor.matters
     assert floor.raw_band_holds_from_us == pytest.approx(0.97 / 0.03)  # about 32 us
-    assert floor.ncu_less_floor_us(29.22, results_per_call=2) == pytest.approx(29.22 - 1.94)  # per kernel
+    assert floor.ncu_less_floor_us(29.22, kernels_per_call=2) == pytest.approx(29.22 - 1.94)  # per kernel
     assert floor.ncu_less_floor_us(None, 1) is None
     assert "cannot hold below 32 us" in floor.text() and "0.97 us off per kernel" in floor.text()
 

@@ -42,9 +42,30 @@ def test_each_hypothesis_is_held_refuted_or_left_open_by_its_own_variants(probe)
     assert verdicts(lines) == {"cluster": "refuted", "parameters": "held"}
     assert lines[0] == (f"{probe.FILES[0]} shape 0: eager beyond a graph's +0.90 us more than "
                         f"{probe.FILES[1]} shape 0's")
-    assert any(line.startswith("parameters: spin, 1 CTAs a cluster, 4096 B of parameters, one cluster, no spin: "
-                               "+0.80 us beyond spin, 1 CTAs a cluster, 8 B") for line in lines)
+    assert any(line.startswith("parameters: spin, 1 CTAs a cluster, 4096 B of parameters, one cluster, no spin, "
+                               "128 threads: +0.80 us beyond spin, 1 CTAs a cluster, 8 B") for line in lines)
     assert lines[-1].endswith("+0.00 us beyond the usual sleep's excess: refuted")
+
+
+def test_spins_launched_as_the_two_files_kernels_decide_the_launch_shape(probe):
+    found = rows(probe, {}, vendor_excess=0.9)
+    found[f"{probe.MIMIC}cuBLAS's kernel: spin"] = {"eager_less_graph_us": 1.85}
+    found[f"{probe.MIMIC}Triton's kernel: spin"] = {"eager_less_graph_us": 1.0}
+    lines = probe.decide(found)
+    mimics = f"{probe.MIMIC}cuBLAS's kernel: spin: +0.85 us beyond {probe.MIMIC}Triton's kernel: spin"
+    assert f"launch shape: {mimics}" in lines
+    assert "launch shape: held" in lines
+
+
+def test_a_spin_like_a_kernel_takes_its_blocks_threads_cluster_and_parameter_bytes(probe):
+    from launch_shape import LaunchShape
+
+    spin = probe.Spin.like(LaunchShape("nvjet", blocks=68, threads=384, shared_bytes=200_000, param_bytes=1001,
+                                       cluster=4))
+    assert (spin.cluster, spin.blocks, spin.threads, spin.ns) == (4, 68, 384, 20_000)
+    assert spin.blob == 1000 and spin.blob % 8 == 0  # 8 bytes of ns, then the rest rounded up to 8
+    assert f".entry {spin.entry}(.param .u64 ns, .param .align 8 .b8 blob[1000]) .reqnctapercluster 4, 1, 1" in (
+        probe.spin_ptx([spin]))
 
 
 def test_a_cause_the_vendor_does_not_show_is_open_and_a_host_pace_is_not_refuted(probe):

@@ -40,13 +40,11 @@ def test_the_band_is_max_of_relative_and_floor(ncu_times):
 def test_the_table_shows_each_clock_ratio_and_verdict_and_counts_them(ncu_times):
     floor = ncu_times.NcuFloor(ncu_empty_us=2.10, replay_empty_us=1.13)  # ncu charges 0.97 us more a kernel
     rows = [{"file": "timing_ladder/triton_ladder.py", "shape": "n=65536", "harness_us": 1.85, "replay_us": 1.88,
-             "replay_p10_us": 1.7, "replay_p90_us": 2.1, "stream_us": 1.90, "ncu_us": 2.74,
-             "ncu_results_per_call": 1.0},
+             "replay_p10_us": 1.7, "replay_p90_us": 2.1, "stream_us": 1.90, "ncu_us": 2.74, "ncu_kernels": 5},
             {"file": "nvfp4_gemm/triton_gemm.py", "shape": "m=128", "harness_us": 142.08, "replay_us": 139.84,
-             "replay_p10_us": 139.0, "replay_p90_us": 141.0, "stream_us": 146.5, "ncu_us": 142.82,
-             "ncu_results_per_call": 2.0},
+             "replay_p10_us": 139.0, "replay_p90_us": 141.0, "stream_us": 146.5, "ncu_us": 142.82, "ncu_kernels": 10},
             {"file": "nvfp4_gemm/scaled_mm_fp4.py", "shape": "m=1", "harness_us": None, "replay_us": None,
-             "ncu_us": None, "ncu_results_per_call": 0.0, "note": "not loadable"}]
+             "ncu_us": None, "ncu_kernels": 0, "note": "not loadable"}]
     for row in rows:
         ncu_times.judge(row, floor)
     assert rows[0]["ncu_less_floor_us"] == pytest.approx(1.77) and rows[1]["ncu_less_floor_us"] == pytest.approx(140.88)
@@ -62,7 +60,7 @@ def test_the_table_shows_each_clock_ratio_and_verdict_and_counts_them(ncu_times)
 
 
 def test_a_floor_inside_the_band_leaves_raw_ncu_the_only_comparison(ncu_times):
-    row = {"file": "f", "shape": "s", "harness_us": 2.0, "replay_us": 2.0, "ncu_us": 2.2, "ncu_results_per_call": 1.0}
+    row = {"file": "f", "shape": "s", "harness_us": 2.0, "replay_us": 2.0, "ncu_us": 2.2, "ncu_kernels": 5}
     ncu_times.judge(row, ncu_times.NcuFloor(ncu_empty_us=1.3, replay_empty_us=1.13))
     assert row["ncu_less_floor_us"] is None and row["replay_in_band_of_ncu_less_floor"] is None
     assert row["replay_in_band_of_ncu"] is True
@@ -136,22 +134,20 @@ def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, mon
                                                                    "empty_kernel_us": 1.13}))
     calls = ncu_times.CALLS
 
-    def profile(label, target_args, ranges):
-        assert not ranges
+    def profile(label, target_args):
         if target_args[0] == "--floors":
-            return _ncu_csv([("empty", "ns", "2,100")] * 2 + [("stamp", "ns", "2,050")]), []
+            return _ncu_csv([("empty", "ns", "2,100")] * 2 + [("stamp", "ns", "2,050")])
         per_call = 2 if target_args[0].endswith("twice.py") else 1
-        return _ncu_csv([("stamp", "ns", "1,000")] + [("_ladder", "ns", "3,110")] * (per_call * calls)), []
+        return _ncu_csv([("stamp", "ns", "1,000")] + [("_ladder", "ns", "3,110")] * (per_call * calls))
 
     monkeypatch.setattr(ncu_times, "profile", profile)
     monkeypatch.setattr(sys, "argv", ["ncu_times.py", str(replay), str(tmp_path / "ncu_times.json")])
     assert ncu_times.main() == 0
     rows = json.loads((tmp_path / "ncu_times.json").read_text())
-    assert [r["ncu_results_per_call"] for r in rows] == [1, 2, 0]
+    assert [r["ncu_kernels"] for r in rows] == [calls, 2 * calls, 0]
     assert rows[0]["ncu_less_floor_us"] == pytest.approx(3.11 - 0.97)
     assert rows[1]["ncu_less_floor_us"] == pytest.approx(6.22 - 2 * 0.97)
     text = (tmp_path / "ncu_times.md").read_text()
-    assert text.startswith("ncu kernel by kernel:\n")
     assert "ncu charges each kernel +0.97 us more" in text and "cannot hold below 32 us" in text
     assert [r["harness_in_band_stream"] for r in rows] == [True, True, None]
     assert (f"second launch {shape}: harness +1.96, replay +0.00, stream +1.95, ncu +0.00 us (twice - 2 x once): "
@@ -159,49 +155,6 @@ def test_the_ncu_step_measures_its_floor_and_prints_every_verdict(ncu_times, mon
     assert "second launch, every compute rung (1 of 1 with both clocks): stream gap" in text
     assert "second launch by the stream replay: within 0.3 us of the harness's on 1 of 1 rungs" in text
     assert "ncu: empty kernel 2.10 us, stamp kernel 2.05 us" in capsys.readouterr().out
-
-
-def test_range_mode_pairs_each_profiled_range_with_the_targets_log_and_takes_the_floor_off_once_a_call(
-        ncu_times, monkeypatch, tmp_path, capsys):
-    """ncu_times.main --range: one result a call (the whole call, the gap between its kernels included), paired
-    in order with the ranges the target logged; a shape that died early keeps the calls it ran; a run whose
-    results and log disagree pairs nothing."""
-    shape = "n=270336 iters=10"
-    replay = tmp_path / "graph_replay.json"
-    replay.write_text(json.dumps([
-        {"file": "timing_ladder/triton_ladder_twice.py", "shape": shape, "harness_us": 6.52, "replay_us": 5.30},
-        {"file": "timing_ladder/triton_ladder_twice.py", "shape": "n=786432 iters=1", "harness_us": 9.0,
-         "replay_us": 8.0},
-        {"file": "nvfp4_gemm/triton_gemm.py", "shape": "m=128 n=7168 k=16384 l=1", "harness_us": 66.4,
-         "replay_us": 66.9}]))
-    (tmp_path / "graph_replay_floors.json").write_text(json.dumps({"empty_kernel_us": 0.79}))
-    calls = ncu_times.CALLS
-
-    def profile(label, target_args, ranges):
-        assert ranges
-        if target_args[0] == "--floors":
-            logged = [{"floor": "empty"}] * 2 + [{"floor": "stamp"}]
-            return _ncu_csv([("range", "ns", "1,990"), ("range", "ns", "2,010"), ("range", "ns", "2,050")]), logged
-        if target_args[0].endswith("twice.py"):  # the second shape died after two calls
-            logged = [{"case": 0}] * calls + [{"case": 1}] * 2
-            return _ncu_csv([("r", "us", "6.5")] * calls + [("r", "us", "9.2")] * 2), logged
-        return _ncu_csv([("r", "us", "68.1")] * (calls - 1)), [{"case": 0}] * calls  # one range not profiled
-
-    monkeypatch.setattr(ncu_times, "profile", profile)
-    monkeypatch.setattr(sys, "argv", ["ncu_times.py", "--range", str(replay), str(tmp_path / "ncu_range.json")])
-    assert ncu_times.main() == 0
-    rows = json.loads((tmp_path / "ncu_range.json").read_text())
-    assert [r["ncu_us"] for r in rows] == [pytest.approx(6.5), pytest.approx(9.2), None]
-    assert [r["ncu_results_per_call"] for r in rows] == [1.0, 1.0, 0.0]
-    assert rows[0]["ncu_less_floor_us"] == pytest.approx(6.5 - 1.21)  # the range's floor once, not per kernel
-    assert rows[0]["replay_in_band_of_ncu_less_floor"] is True and rows[0]["replay_in_band_of_ncu"] is False
-    text = (tmp_path / "ncu_range.md").read_text()
-    assert text.startswith("ncu call by call (range replay):\n")
-    assert "ncu charges each call (one range) +1.21 us more" in text
-    assert "issue 38's rows (every rung and baseline shape), replay ~ ncu - floor: 0 of 0 in band" in text
-    out = capsys.readouterr().out
-    assert "ncu: 4 results for 5 profiled ranges: not paired" in out
-    assert "ncu: empty kernel 2.00 us, stamp kernel 2.05 us (20 launches each, each a range)" in out
 
 
 def test_the_fidelity_step_writes_the_floors_and_the_rows_and_prints_the_second_launch(scripts, monkeypatch,

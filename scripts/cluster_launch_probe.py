@@ -56,6 +56,8 @@ SAMPLES = 200
 SLEEP_CYCLES = 400_000
 """About 0.2 ms at 1.98 GHz: the host queues the call while the GPU sleeps (the harness's hold does the same)."""
 LONG_SLEEP = 10
+SHIFTS, SHIFT_BYTES = (1, 2, 3), 512 * 1024
+"""The placement test: this many blocks of this size held before the eager calls move their outputs."""
 HELD_US, REFUTED_US = 0.4, 0.2
 MIMIC = "launched as "
 """The label of a spin launched as a file's kernel is (its blocks, threads, cluster and parameter bytes)."""
@@ -187,10 +189,28 @@ def file_rows(flush: Callable[[], Any], clock: ReplayClock
                 rows[variant] = {"variant": variant, **measure(works, flush, clock, sleep)}
                 print(json.dumps(rows[variant]), flush=True)
             if not number:
+                rows |= placement_rows(variant, works, flush, rows[variant]["graph_launch_us"])
                 print(f"{name}: one eager call: {api_calls(works[0])}", flush=True)
                 shapes[name] = kernel_shapes(works[0])
                 print(f"{name}: launch shapes: {[asdict(shape) for shape in shapes[name]]}", flush=True)
     return rows, shapes
+
+
+def placement_rows(variant: str, works: list[Callable[[], Any]], flush: Callable[[], Any],
+                   graph_launch_us: float) -> dict[str, dict[str, Any]]:
+    """The eager calls again with SHIFTS[i] blocks of SHIFT_BYTES held first, so that the outputs they allocate
+    land elsewhere (the graph's outputs stay in its pool): each against the same graph launch."""
+    rows = {}
+    for shift in SHIFTS:
+        held = [torch.empty(SHIFT_BYTES, dtype=torch.uint8, device="cuda") for _ in range(shift)]
+        address = works[0]().data_ptr()
+        eager = event_us(lambda i: works[i % len(works)](), flush)
+        name = f"{variant}, outputs shifted by {shift} blocks"
+        rows[name] = {"variant": name, "eager_us": eager, "graph_launch_us": graph_launch_us,
+                      "eager_less_graph_us": eager - graph_launch_us, "output_offset_in_2mb": address % (1 << 21)}
+        print(json.dumps(rows[name]), flush=True)
+        del held
+    return rows
 
 
 def api_calls(work: Callable[[], Any]) -> dict[str, int]:
@@ -217,13 +237,27 @@ def verdict(excesses: list[float], vendor_excess: float | None) -> str:
     return "open"
 
 
+def placement_lines(rows: dict[str, dict[str, Any]], bases: list[str]) -> list[str]:
+    """Each base variant's eager-beyond-graph as its outputs move, and the verdict: held when it moves by
+    HELD_US or more on either file, refuted when by REFUTED_US or less on both (placement_rows)."""
+    lines, spreads = [], []
+    for base in bases:
+        moved = [rows[name]["eager_less_graph_us"] for name in
+                 [base, *(f"{base}, outputs shifted by {n} blocks" for n in SHIFTS)] if name in rows]
+        spreads.append(max(moved) - min(moved))
+        lines.append(f"placement: {base}: eager beyond a graph's {', '.join(f'{m:+.2f}' for m in moved)} us as its "
+                     f"outputs move (shifted by 0, {', '.join(map(str, SHIFTS))} blocks)")
+    found = "held" if max(spreads) >= HELD_US else "refuted" if max(spreads) <= REFUTED_US else "open"
+    return [*lines, f"placement: {found}"]
+
+
 def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
     """Each hypothesis's excesses and verdict, and cuBLAS's excess over Triton's per shape."""
     def excess(variant: str, reference: str) -> float:
         return rows[variant]["eager_less_graph_us"] - rows[reference]["eager_less_graph_us"]
 
-    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith("a long sleep")]
-    controls = [name for name in rows if name.startswith(FILES[1])]
+    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith(("a long sleep", " blocks"))]
+    controls = [name for name in rows if name.startswith(FILES[1]) and not name.endswith(" blocks")]
     vendor = [excess(v, c) for v, c in zip(files, controls, strict=True)]
     lines = [f"{v}: eager beyond a graph's {e:+.2f} us more than {c}'s" for v, c, e in zip(files, controls, vendor)]
     for hypothesis, pairs in HYPOTHESES.items():
@@ -235,6 +269,7 @@ def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
         found = excess(*mimics)
         lines += [f"launch shape: {mimics[0]}: {found:+.2f} us beyond {mimics[1]}",
                   f"launch shape: {verdict([found], vendor[0])}"]
+    lines += placement_lines(rows, [files[0], controls[0]])
     longer = excess(f"{files[0]}, a long sleep", files[0])
     lines.append(f"host: cuBLAS's first shape behind a {LONG_SLEEP}x sleep: {longer:+.2f} us beyond the usual sleep's "
                  f"excess: {'refuted' if abs(longer) <= REFUTED_US else 'open'}")

@@ -56,7 +56,7 @@ SAMPLES = 200
 SLEEP_CYCLES = 400_000
 """About 0.2 ms at 1.98 GHz: the host queues the call while the GPU sleeps (the harness's hold does the same)."""
 LONG_SLEEP = 10
-SHIFTS, SHIFT_BYTES = (1, 2, 3), 512 * 1024
+SHIFTS, SHIFT_BYTES = tuple(range(1, 8)), 512 * 1024
 """The placement test: this many blocks of this size held before the eager calls move their outputs."""
 HELD_US, REFUTED_US = 0.4, 0.2
 MIMIC = "launched as "
@@ -189,7 +189,8 @@ def file_rows(flush: Callable[[], Any], clock: ReplayClock
                 rows[variant] = {"variant": variant, **measure(works, flush, clock, sleep)}
                 print(json.dumps(rows[variant]), flush=True)
             if not number:
-                rows |= placement_rows(variant, works, flush, rows[variant]["graph_launch_us"])
+                base = f"{name} {shape_text(case)}"
+                rows |= placement_rows(base, works, flush, rows[base]["graph_launch_us"])
                 print(f"{name}: one eager call: {api_calls(works[0])}", flush=True)
                 shapes[name] = kernel_shapes(works[0])
                 print(f"{name}: launch shapes: {[asdict(shape) for shape in shapes[name]]}", flush=True)
@@ -203,11 +204,15 @@ def placement_rows(variant: str, works: list[Callable[[], Any]], flush: Callable
     rows = {}
     for shift in SHIFTS:
         held = [torch.empty(SHIFT_BYTES, dtype=torch.uint8, device="cuda") for _ in range(shift)]
-        address = works[0]().data_ptr()
-        eager = event_us(lambda i: works[i % len(works)](), flush)
+        offsets: set[int] = set()
+
+        def call(i: int, offsets: set[int] = offsets) -> None:
+            offsets.add(works[i % len(works)]().data_ptr() % (1 << 21))
+
+        eager = event_us(call, flush)
         name = f"{variant}, outputs shifted by {shift} blocks"
         rows[name] = {"variant": name, "eager_us": eager, "graph_launch_us": graph_launch_us,
-                      "eager_less_graph_us": eager - graph_launch_us, "output_offset_in_2mb": address % (1 << 21)}
+                      "eager_less_graph_us": eager - graph_launch_us, "output_offsets_in_2mb": sorted(offsets)}
         print(json.dumps(rows[name]), flush=True)
         del held
     return rows

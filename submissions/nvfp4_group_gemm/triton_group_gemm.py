@@ -362,15 +362,16 @@ def _table(
     return table, first, decoded
 
 
-# The best of scripts/tune_nvfp4.py on the H100 (2026-11-27, replay clock, docs/baselines.md):
-# BN 128, BK 128, 8 warps, 3 stages, scales as words: 194 / 136 / 45 / 23 us (33.7% of SOL).
+# The best of scripts/tune_nvfp4.py on the H100 (2026-11-27, replay clock, docs/baselines.md): BN 128, BK 128,
+# 8 warps, 3 stages, the scales read as bytes (1 point over words in runs 25, 29 and 35; ranked in run 36:
+# 193.5 / 137.5 / 42.4 / 21.3 us, 34.7% of SOL, against words' 33.9-34.1%).
 DEFAULT_CONFIG = {
     "block_m": 128,
     "block_n": 128,
     "block_k": 128,
     "num_warps": 8,
     "num_stages": 3,
-    "scale_words": True,
+    "scale_words": False,
 }
 INTERPRETER_CONFIG = {
     "block_m": 128,

@@ -24,8 +24,15 @@ REFUTED_US of 0; else open:
   threads spinning 20 us (run 36 call 1 refuted it: -0.35..-0.16 us);
 - **parameters**: the plain kernel with a 1 KB and a 4 KB parameter block against its 8 bytes (the driver
   copies an eager launch's parameters into the queue; a graph holds them already);
+- **launch shape**: a spin launched exactly as each file's kernel node is (scripts/launch_shape.py: its
+  blocks, threads, cluster and parameter bytes), cuBLAS's against Triton's;
+- **placement**: the eager calls again with blocks of memory held first, so that their outputs land
+  elsewhere (judged only where the outputs' offsets did move);
 - **host**: cuBLAS's call behind a sleep ten times as long: if its excess stays, the host's pace of
   queueing is not it.
+
+Named for where it began (clusters). What run 36 found (docs/timing.md, "Where the ~1 us comes from"):
+the excess follows neither the kernel nor its launch; it lands on one short call or another per process.
 
 Beside them, the CUDA API calls and GPU activities torch.profiler records for one eager call of each
 file (a stream operation cuBLAS queues beside its kernel would show there), and the harness-like figure

@@ -95,3 +95,25 @@ def test_the_spin_kernels_declare_their_clusters_and_parameter_blocks(probe):
     assert ".entry spin_c1_p0(.param .u64 ns)\n" in ptx
     assert ".entry spin_c4_p0(.param .u64 ns) .reqnctapercluster 4, 1, 1\n" in ptx
     assert ".entry spin_c1_p4088(.param .u64 ns, .param .align 8 .b8 blob[4088])\n" in ptx
+
+
+def test_a_kernels_parameter_block_ends_at_its_last_parameter(probe):
+    """launch_shape._param_bytes walks the driver's parameter info until it refuses an index."""
+    import ctypes
+
+    import launch_shape
+
+    layout = [(0, 8), (8, 8), (16, 1024), (1040, 4)]  # offsets and sizes, as cuKernelGetParamInfo reports them
+
+    def info(handle, index, offset, size):
+        if index.value >= len(layout):
+            return 1  # CUDA_ERROR_INVALID_VALUE: no such parameter
+        offset._obj.value, size._obj.value = layout[index.value]  # byref() arguments: write through them
+        return 0
+
+    class Driver:
+        cuKernelGetParamInfo = cuFuncGetParamInfo = staticmethod(info)
+
+    assert launch_shape._param_bytes(Driver(), ctypes.c_void_p(1), by_kernel=True) == 1044
+    layout.clear()
+    assert launch_shape._param_bytes(Driver(), ctypes.c_void_p(1), by_kernel=False) == 0

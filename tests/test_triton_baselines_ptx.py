@@ -77,7 +77,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
         "submissions/nvfp4_group_gemm/triton_group_gemm.py",
         "_group_gemm_kernel",
         {"table_ptr": "*i64", "G": "i32"},
-        {"GP": 8, "BM": 128, "BN": 128, "BK": 128, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True, "WARPS": 8,
+        {"GP": 8, "BM": 128, "BN": 128, "BK": 128, "K_MASK": False, "SCALE_WORDS": False, "USE_ASM": True, "WARPS": 8,
          "PDL": True},
         8,
         3,

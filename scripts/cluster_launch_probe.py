@@ -26,8 +26,8 @@ REFUTED_US of 0; else open:
   copies an eager launch's parameters into the queue; a graph holds them already);
 - **launch shape**: a spin launched exactly as each file's kernel node is (scripts/launch_shape.py: its
   blocks, threads, cluster and parameter bytes), cuBLAS's against Triton's;
-- **placement**: the eager calls again with blocks of memory held first, so that their outputs land
-  elsewhere (judged only where the outputs' offsets did move);
+- **placement**: the eager calls again, each block of them allocating from a fresh memory pool, so that
+  their outputs land in other segments (judged only where the outputs' addresses did move);
 - **host**: cuBLAS's call behind a sleep ten times as long: if its excess stays, the host's pace of
   queueing is not it.
 
@@ -63,8 +63,8 @@ SAMPLES = 200
 SLEEP_CYCLES = 400_000
 """About 0.2 ms at 1.98 GHz: the host queues the call while the GPU sleeps (the harness's hold does the same)."""
 LONG_SLEEP = 10
-SHIFTS, SHIFT_BYTES = tuple(range(1, 8)), 512 * 1024
-"""The placement test: this many blocks of this size held before the eager calls move their outputs."""
+POOLS = 7
+"""The placement test: blocks of eager calls, each allocating its outputs from a fresh memory pool."""
 HELD_US, REFUTED_US = 0.4, 0.2
 MIMIC = "launched as "
 """The label of a spin launched as a file's kernel is (its blocks, threads, cluster and parameter bytes)."""
@@ -206,22 +206,24 @@ def file_rows(flush: Callable[[], Any], clock: ReplayClock
 
 def placement_rows(variant: str, works: list[Callable[[], Any]], flush: Callable[[], Any],
                    graph_launch_us: float) -> dict[str, dict[str, Any]]:
-    """The eager calls again with SHIFTS[i] blocks of SHIFT_BYTES held first, so that the outputs they allocate
-    land elsewhere (the graph's outputs stay in its pool): each against the same graph launch."""
-    rows = {}
-    for shift in SHIFTS:
-        held = [torch.empty(SHIFT_BYTES, dtype=torch.uint8, device="cuda") for _ in range(shift)]
-        offsets: set[int] = set()
+    """The eager calls again, each block of them allocating from a fresh memory pool (torch.cuda.MemPool), so
+    that their outputs land in other segments (the graph's outputs stay in its pool): each block against the
+    same graph launch, with the outputs' addresses it saw."""
+    rows, pools = {}, []  # every pool held to the end: a pool let go hands its segment to the next
+    for block in range(1, POOLS + 1):
+        addresses: set[int] = set()
 
-        def call(i: int, offsets: set[int] = offsets) -> None:
-            offsets.add(works[i % len(works)]().data_ptr() % (1 << 21))
+        def call(i: int, addresses: set[int] = addresses) -> None:
+            addresses.add(works[i % len(works)]().data_ptr())
 
-        eager = event_us(call, flush)
-        name = f"{variant}, outputs shifted by {shift} blocks"
+        pools.append(torch.cuda.MemPool())
+        with torch.cuda.use_mem_pool(pools[-1]):
+            eager = event_us(call, flush)
+        name = f"{variant}, outputs in fresh pool {block}"
         rows[name] = {"variant": name, "eager_us": eager, "graph_launch_us": graph_launch_us,
-                      "eager_less_graph_us": eager - graph_launch_us, "output_offsets_in_2mb": sorted(offsets)}
+                      "eager_less_graph_us": eager - graph_launch_us, "output_addresses": sorted(addresses),
+                      "output_offsets_in_2mb": sorted({a % (1 << 21) for a in addresses})}
         print(json.dumps(rows[name]), flush=True)
-        del held
     return rows
 
 
@@ -250,20 +252,21 @@ def verdict(excesses: list[float], vendor_excess: float | None) -> str:
 
 
 def placement_lines(rows: dict[str, dict[str, Any]], bases: list[str]) -> list[str]:
-    """Each base variant's eager-beyond-graph as its outputs move, and the verdict over the bases whose outputs
-    did move (their offsets differ between shifts): held when it moves by HELD_US or more on either file,
+    """Each base variant's eager-beyond-graph as its outputs move to fresh pools, and the verdict over the bases
+    whose outputs did move (other addresses in each block): held when it moves by HELD_US or more on either file,
     refuted when by REFUTED_US or less on each; untested when no base's outputs moved (placement_rows)."""
     lines, spreads = [], []
     for base in bases:
-        shifted = [name for name in (f"{base}, outputs shifted by {n} blocks" for n in SHIFTS) if name in rows]
-        moved = [rows[name]["eager_less_graph_us"] for name in [base, *shifted] if name in rows]
-        offsets = {tuple(rows[name].get("output_offsets_in_2mb", ())) for name in shifted}
-        if len(offsets) > 1:
+        pooled = (f"{base}, outputs in fresh pool {n}" for n in range(1, POOLS + 1))
+        moved_rows = [name for name in pooled if name in rows]
+        moved = [rows[name]["eager_less_graph_us"] for name in [base, *moved_rows] if name in rows]
+        addresses = {tuple(rows[name].get("output_addresses", ())) for name in moved_rows}
+        if len(addresses) > 1:
             spreads.append(max(moved) - min(moved))
-        lines.append(f"placement: {base}: eager beyond a graph's {', '.join(f'{m:+.2f}' for m in moved)} us "
-                     f"(shifted by 0, {', '.join(map(str, SHIFTS))} blocks; {len(offsets)} sets of output offsets)")
+        lines.append(f"placement: {base}: eager beyond a graph's {', '.join(f'{m:+.2f}' for m in moved)} us (its "
+                     f"own outputs, then {len(moved_rows)} fresh pools; {len(addresses)} sets of output addresses)")
     if not spreads:
-        return [*lines, "placement: untested (the held blocks did not move the outputs)"]
+        return [*lines, "placement: untested (the outputs did not move)"]
     found = "held" if max(spreads) >= HELD_US else "refuted" if max(spreads) <= REFUTED_US else "open"
     return [*lines, f"placement: {found}"]
 
@@ -273,8 +276,9 @@ def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
     def excess(variant: str, reference: str) -> float:
         return rows[variant]["eager_less_graph_us"] - rows[reference]["eager_less_graph_us"]
 
-    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith(("a long sleep", " blocks"))]
-    controls = [name for name in rows if name.startswith(FILES[1]) and not name.endswith(" blocks")]
+    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith("a long sleep")
+             and "fresh pool" not in name]
+    controls = [name for name in rows if name.startswith(FILES[1]) and "fresh pool" not in name]
     vendor = [excess(v, c) for v, c in zip(files, controls, strict=True)]
     lines = [f"{v}: eager beyond a graph's {e:+.2f} us more than {c}'s" for v, c, e in zip(files, controls, vendor)]
     for hypothesis, pairs in HYPOTHESES.items():

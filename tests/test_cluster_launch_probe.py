@@ -60,16 +60,16 @@ def test_spins_launched_as_the_two_files_kernels_decide_the_launch_shape(probe):
 def test_outputs_that_move_the_eager_cost_hold_placement_and_outputs_that_stay_test_nothing(probe):
     found = rows(probe, {}, vendor_excess=0.9)
     base = f"{probe.FILES[0]} shape 0"
-    for shift, value in zip(probe.SHIFTS, (1.9, 1.0, 1.0)):
-        found[f"{base}, outputs shifted by {shift} blocks"] = {"eager_less_graph_us": value,
-                                                               "output_offsets_in_2mb": [shift * 4096]}
+    for pool, value in zip(range(1, 4), (1.9, 1.0, 1.0)):
+        found[f"{base}, outputs in fresh pool {pool}"] = {"eager_less_graph_us": value,
+                                                          "output_addresses": [pool << 21]}
     lines = probe.decide(found)
-    moved = f"placement: {base}: eager beyond a graph's +1.90, +1.90, +1.00, +1.00 us (shifted by 0, 1"
+    moved = f"placement: {base}: eager beyond a graph's +1.90, +1.90, +1.00, +1.00 us (its own outputs, then 3"
     assert moved in "\n".join(lines)
     assert "placement: held" in lines
-    for shift in probe.SHIFTS[:3]:  # the same offsets after every shift: the test did not move anything
-        found[f"{base}, outputs shifted by {shift} blocks"]["output_offsets_in_2mb"] = [4096]
-    assert "placement: untested (the held blocks did not move the outputs)" in probe.decide(found)
+    for pool in range(1, 4):  # the same addresses in every pool: the test did not move anything
+        found[f"{base}, outputs in fresh pool {pool}"]["output_addresses"] = [1 << 21]
+    assert "placement: untested (the outputs did not move)" in probe.decide(found)
 
 
 def test_a_spin_like_a_kernel_takes_its_blocks_threads_cluster_and_parameter_bytes(probe):

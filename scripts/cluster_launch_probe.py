@@ -29,7 +29,9 @@ REFUTED_US of 0; else open:
 - **placement**: the eager calls again, each block of them allocating from a fresh memory pool, so that
   their outputs land in other segments (judged only where the outputs' addresses did move);
 - **host**: cuBLAS's call behind a sleep ten times as long: if its excess stays, the host's pace of
-  queueing is not it.
+  queueing is not it;
+- **flush**: each file's first shape eager and graph-launched with no flush before the calls: if the
+  excess goes, it is something the flush evicts that a graph launch does not have to fetch again.
 
 Named for where it began (clusters). What run 36 found (docs/timing.md, "Where the ~1 us comes from"):
 the excess follows neither the kernel nor its launch; it lands on one short call or another per process.
@@ -198,6 +200,7 @@ def file_rows(flush: Callable[[], Any], clock: ReplayClock
             if not number:
                 base = f"{name} {shape_text(case)}"
                 rows |= placement_rows(base, works, flush, rows[base]["graph_launch_us"])
+                rows[f"{base}, no flush"] = unflushed_row(f"{base}, no flush", works)
                 print(f"{name}: one eager call: {api_calls(works[0])}", flush=True)
                 shapes[name] = kernel_shapes(works[0])
                 print(f"{name}: launch shapes: {[asdict(shape) for shape in shapes[name]]}", flush=True)
@@ -225,6 +228,36 @@ def placement_rows(variant: str, works: list[Callable[[], Any]], flush: Callable
                       "output_offsets_in_2mb": sorted({a % (1 << 21) for a in addresses})}
         print(json.dumps(rows[name]), flush=True)
     return rows
+
+
+def unflushed_row(name: str, works: list[Callable[[], Any]]) -> dict[str, Any]:
+    """Eager and graph launch under the same events with no flush before the calls: what the flush evicts
+    (the kernel's code, its constants, address translations) stays for both."""
+    graphs = [captured(work) for work in works]
+    eager = event_us(lambda i: works[i % len(works)](), lambda: None)
+    graph_launch = event_us(lambda i: graphs[i % len(graphs)].replay(), lambda: None)
+    row = {"variant": name, "eager_us": eager, "graph_launch_us": graph_launch,
+           "eager_less_graph_us": eager - graph_launch}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def flush_lines(rows: dict[str, dict[str, Any]], bases: list[str]) -> list[str]:
+    """Each base's eager-beyond-graph with and without the flush; held (the excess is something the flush
+    evicts) when every base with HELD_US or more of it keeps REFUTED_US or less unflushed, refuted when each
+    keeps HELD_US or more, untested when no base had the excess."""
+    lines, kept = [], []
+    for base in bases:
+        flushed, unflushed = rows[base]["eager_less_graph_us"], rows[f"{base}, no flush"]["eager_less_graph_us"]
+        lines.append(f"flush: {base}: eager beyond a graph's {flushed:+.2f} us behind the flush, "
+                     f"{unflushed:+.2f} without")
+        if flushed >= HELD_US:
+            kept.append(unflushed)
+    if not kept:
+        return [*lines, "flush: untested (no call had the excess)"]
+    found = ("held" if all(k <= REFUTED_US for k in kept) else "refuted" if all(k >= HELD_US for k in kept)
+             else "open")
+    return [*lines, f"flush: {found}"]
 
 
 def api_calls(work: Callable[[], Any]) -> dict[str, int]:
@@ -276,9 +309,10 @@ def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
     def excess(variant: str, reference: str) -> float:
         return rows[variant]["eager_less_graph_us"] - rows[reference]["eager_less_graph_us"]
 
-    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith("a long sleep")
+    files = [name for name in rows if name.startswith(FILES[0]) and not name.endswith(("a long sleep", "no flush"))
              and "fresh pool" not in name]
-    controls = [name for name in rows if name.startswith(FILES[1]) and "fresh pool" not in name]
+    controls = [name for name in rows if name.startswith(FILES[1]) and not name.endswith("no flush")
+                and "fresh pool" not in name]
     vendor = [excess(v, c) for v, c in zip(files, controls, strict=True)]
     lines = [f"{v}: eager beyond a graph's {e:+.2f} us more than {c}'s" for v, c, e in zip(files, controls, vendor)]
     for hypothesis, pairs in HYPOTHESES.items():
@@ -291,6 +325,7 @@ def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
         lines += [f"launch shape: {mimics[0]}: {found:+.2f} us beyond {mimics[1]}",
                   f"launch shape: {verdict([found], vendor[0])}"]
     lines += placement_lines(rows, [files[0], controls[0]])
+    lines += flush_lines(rows, [files[0], controls[0]])
     longer = excess(f"{files[0]}, a long sleep", files[0])
     lines.append(f"host: cuBLAS's first shape behind a {LONG_SLEEP}x sleep: {longer:+.2f} us beyond the usual sleep's "
                  f"excess: {'refuted' if abs(longer) <= REFUTED_US else 'open'}")

@@ -29,6 +29,7 @@ def rows(probe, spin_excess: dict[str, float], vendor_excess: float, long_sleep:
     for index in range(probe.SHAPES):
         found[f"{vendor} {index}"], found[f"{control} {index}"] = 1.0 + vendor_excess, 1.0
     found[f"{vendor} 0, a long sleep"] = 1.0 + vendor_excess + long_sleep
+    found[f"{vendor} 0, no flush"] = found[f"{control} 0, no flush"] = 1.0
     return {name: {"eager_less_graph_us": value} for name, value in found.items()}
 
 
@@ -70,6 +71,20 @@ def test_outputs_that_move_the_eager_cost_hold_placement_and_outputs_that_stay_t
     for pool in range(1, 4):  # the same addresses in every pool: the test did not move anything
         found[f"{base}, outputs in fresh pool {pool}"]["output_addresses"] = [1 << 21]
     assert "placement: untested (the outputs did not move)" in probe.decide(found)
+
+
+def test_an_excess_that_goes_without_the_flush_holds_the_flush(probe):
+    """rows(): every call 1.0 us eager beyond its graph, cuBLAS's 0.9 more; unflushed both 1.0."""
+    found = rows(probe, {}, vendor_excess=0.9)
+    for name in found:  # the shared 1.0 us moved to the launch itself: cuBLAS's excess alone stays
+        found[name]["eager_less_graph_us"] -= 1.0
+    lines = probe.decide(found)
+    assert f"flush: {probe.FILES[0]} shape 0: eager beyond a graph's +0.90 us behind the flush, +0.00 without" in lines
+    assert "flush: held" in lines
+    found[f"{probe.FILES[0]} shape 0, no flush"]["eager_less_graph_us"] = 0.8
+    assert "flush: refuted" in probe.decide(found)
+    found[f"{probe.FILES[0]} shape 0"]["eager_less_graph_us"] = 0.1
+    assert "flush: untested (no call had the excess)" in probe.decide(found)
 
 
 def test_a_spin_like_a_kernel_takes_its_blocks_threads_cluster_and_parameter_bytes(probe):

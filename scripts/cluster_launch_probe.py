@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from launch_shape import LaunchShape, kernel_shapes  # this folder's
+from launch_shape import LaunchShape, captured, kernel_shapes  # this folder's
 
 from harness.contract.ptx_module import PtxModule
 from harness.contract.task_spec import load_task, shape_text
@@ -143,17 +143,6 @@ def event_us(run: Callable[[int], Any], flush: Callable[[], Any], sleep: int = S
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
     return statistics.median(times)
-
-
-def captured(work: Callable[[], Any]) -> Any:
-    side = torch.cuda.Stream()
-    with torch.cuda.stream(side):
-        work()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        work()
-    return graph
 
 
 def measure(works: list[Callable[[], Any]], flush: Callable[[], Any], clock: ReplayClock,

@@ -25,6 +25,9 @@
 #               ncu run per file, one more for ncu's floor (an empty kernel, held against replay's reading
 #               of it); prints the whole table docs/timing.md shows (also ncu_times.md in the tarball), the
 #               floor and the second-launch verdict (the ladder launched twice per call)
+#   kernel_replay issue 38: graph replay kernel by kernel (a stamp between every two kernel nodes of the
+#               captured call, in a graph built by hand) on every call ncu saw as several kernels, held against
+#               ncu less its floor per kernel (scripts/kernel_replay.py; run after ncu in the same call)
 #   cluster_launch issue 38: why a stream charges cuBLAS's fp8 call more than a graph does: spin kernels with
 #               clusters and large parameter blocks, and the fp8 problem's cuBLAS and Triton files, eager and
 #               graph-launched under events, and by replay (scripts/cluster_launch_probe.py)
@@ -248,6 +251,7 @@ for step in $steps; do
                   ${TUNE_PROBLEMS:+--problems "$TUNE_PROBLEMS"} ;;
     ptx) run_step ptx python3 scripts/ptx_summary.py "$WORK/tune_nvfp4_kernels" "$WORK/ptx_summary.json" ;;
     ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
+    kernel_replay) run_step kernel_replay python3 scripts/kernel_replay.py "$WORK/ncu_times.json" "$WORK/kernel_replay.json" ;;
     cluster_launch) run_step cluster_launch python3 scripts/cluster_launch_probe.py "$WORK/cluster_launch.json" ;;
     ncu_short) run_step ncu_short python3 scripts/ncu_short_kernels.py "$WORK/ncu_short" ;;
     ncu_kernels) TAIL=80 run_step ncu_kernels python3 scripts/ncu_kernels.py "$WORK/ncu_kernels.json" ${NCU_FILES:-} ;;

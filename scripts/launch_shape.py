@@ -5,7 +5,8 @@ per kernel node, the function, the grid and block, the shared memory, the parame
 launch attributes. Read through ctypes (harness.contract.libcuda): cuGraphGetNodes, the kernel node's
 parameters (``_v2``: a node launched through the runtime may name a CUkernel rather than a CUfunction),
 its parameter layout (cuKernelGetParamInfo / cuFuncGetParamInfo, CUDA 12.4), its cluster dimension
-(a launch attribute, or the kernel's own required width).
+(a launch attribute, or the kernel's own required width). The nodes come in dependency order, and a
+kernel node's parameters can be added to another graph as they are (scripts/kernel_replay.py).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class LaunchShape:
     cluster: int
 
 
-def kernel_shapes(work: Callable[[], Any]) -> list[LaunchShape]:
-    """Every kernel node of ``work`` captured in a graph (it has run once eagerly: JIT, allocations)."""
+def captured(work: Callable[[], Any]) -> Any:
+    """A CUDA graph of one ``work()`` (run once on a side stream first: JIT, allocations), kept for reading."""
     import torch
 
     side = torch.cuda.Stream()
@@ -56,23 +57,58 @@ def kernel_shapes(work: Callable[[], Any]) -> list[LaunchShape]:
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     with torch.cuda.graph(graph):
         work()
-    cuda, handle = driver(), ctypes.c_void_p(graph.raw_cuda_graph())
-    count = ctypes.c_size_t()
+    return graph
+
+
+def ordered_nodes(handle: ctypes.c_void_p) -> list[ctypes.c_void_p]:
+    """A graph's nodes, each after every node it depends on (its edges through cuGraphGetEdges_v2)."""
+    cuda, count = driver(), ctypes.c_size_t()
     check(cuda.cuGraphGetNodes(handle, None, ctypes.byref(count)), "cuGraphGetNodes")
     nodes = (ctypes.c_void_p * count.value)()
     check(cuda.cuGraphGetNodes(handle, nodes, ctypes.byref(count)), "cuGraphGetNodes")
-    shapes = []
-    for node in nodes:
-        kind = ctypes.c_int()
-        check(cuda.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)), "cuGraphNodeGetType")
-        if kind.value == KERNEL_NODE:
-            shapes.append(_shape(cuda, ctypes.c_void_p(node)))
-    return shapes
+    edges = ctypes.c_size_t()
+    check(cuda.cuGraphGetEdges_v2(handle, None, None, None, ctypes.byref(edges)), "cuGraphGetEdges_v2")
+    sources, targets = (ctypes.c_void_p * max(1, edges.value))(), (ctypes.c_void_p * max(1, edges.value))()
+    if edges.value:
+        check(cuda.cuGraphGetEdges_v2(handle, sources, targets, None, ctypes.byref(edges)), "cuGraphGetEdges_v2")
+    return [ctypes.c_void_p(n) for n in dependency_order(list(nodes), list(zip(sources[:edges.value],
+                                                                               targets[:edges.value])))]
 
 
-def _shape(cuda: ctypes.CDLL, node: ctypes.c_void_p) -> LaunchShape:
+def dependency_order(nodes: list[int], edges: list[tuple[int, int]]) -> list[int]:
+    """Kahn's order: each node after its sources, ties in the graph's own order."""
+    waiting = {node: sum(1 for _, target in edges if target == node) for node in nodes}
+    ready, order = [node for node in nodes if not waiting[node]], []
+    while ready:
+        node = ready.pop(0)
+        order.append(node)
+        for source, target in edges:
+            if source == node:
+                waiting[target] -= 1
+                if not waiting[target]:
+                    ready.append(target)
+    return order
+
+
+def kernel_params(node: ctypes.c_void_p) -> KernelNodeParams | None:
+    """A kernel node's parameters (its kernelParams valid while the node lives); None for another kind."""
+    cuda, kind = driver(), ctypes.c_int()
+    check(cuda.cuGraphNodeGetType(node, ctypes.byref(kind)), "cuGraphNodeGetType")
+    if kind.value != KERNEL_NODE:
+        return None
     params = KernelNodeParams()
     check(cuda.cuGraphKernelNodeGetParams_v2(node, ctypes.byref(params)), "cuGraphKernelNodeGetParams_v2")
+    return params
+
+
+def kernel_shapes(work: Callable[[], Any]) -> list[LaunchShape]:
+    """Every kernel node of ``work`` captured in a graph, in launch order."""
+    graph = captured(work)
+    nodes = ordered_nodes(ctypes.c_void_p(graph.raw_cuda_graph()))
+    return [_shape(driver(), node, params) for node in nodes if (params := kernel_params(node)) is not None]
+
+
+def _shape(cuda: ctypes.CDLL, node: ctypes.c_void_p, params: KernelNodeParams) -> LaunchShape:
     by_kernel = bool(params.kern)
     handle = ctypes.c_void_p(params.kern if by_kernel else params.func)
     name = ctypes.c_char_p()

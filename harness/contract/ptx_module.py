@@ -32,7 +32,8 @@ class PtxModule:
               "cuModuleLoadData")
         self._functions: dict[str, ctypes.c_void_p] = {}
 
-    def _function(self, name: str) -> ctypes.c_void_p:
+    def function(self, name: str) -> ctypes.c_void_p:
+        """The CUfunction of ``name`` (a graph built by hand adds it as a kernel node: scripts/kernel_replay.py)."""
         if name not in self._functions:
             function = ctypes.c_void_p()
             check(self._cuda.cuModuleGetFunction(ctypes.byref(function), self._module, name.encode()),
@@ -48,5 +49,5 @@ class PtxModule:
         params = (ctypes.c_void_p * max(1, len(values)))(
             *[ctypes.cast(ctypes.pointer(value), ctypes.c_void_p) for value in values])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        check(self._cuda.cuLaunchKernel(self._function(name), blocks, 1, 1, threads, 1, 1, 0, stream,
+        check(self._cuda.cuLaunchKernel(self.function(name), blocks, 1, 1, threads, 1, 1, 0, stream,
                                         params if values else None, None), f"cuLaunchKernel of {name}")

@@ -60,7 +60,8 @@ class KernelReplay:
 
         self._module = PtxModule(PTX)
         self._stamp = self._module.function(KERNEL_NAME)
-        self._flush_graph = captured(reading_flush())
+        self._flush = reading_flush()  # held: its graph reads and writes this closure's buffers
+        self._flush_graph = captured(self._flush)
         self._slots: Any = None
         self._torch = torch
 

@@ -23,6 +23,8 @@ CLUSTER_DIMENSION = 4
 """CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION."""
 REQUIRED_CLUSTER_WIDTH = 11
 """CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH."""
+EDGE_DATA = ctypes.c_uint8 * 8
+"""CUgraphEdgeData: from_port, to_port, type, five reserved bytes."""
 
 
 class KernelNodeParams(ctypes.Structure):
@@ -69,8 +71,9 @@ def ordered_nodes(handle: ctypes.c_void_p) -> list[ctypes.c_void_p]:
     edges = ctypes.c_size_t()
     check(cuda.cuGraphGetEdges_v2(handle, None, None, None, ctypes.byref(edges)), "cuGraphGetEdges_v2")
     sources, targets = (ctypes.c_void_p * max(1, edges.value))(), (ctypes.c_void_p * max(1, edges.value))()
+    data = (EDGE_DATA * max(1, edges.value))()  # a programmatic edge carries data: without room, the query fails
     if edges.value:
-        check(cuda.cuGraphGetEdges_v2(handle, sources, targets, None, ctypes.byref(edges)), "cuGraphGetEdges_v2")
+        check(cuda.cuGraphGetEdges_v2(handle, sources, targets, data, ctypes.byref(edges)), "cuGraphGetEdges_v2")
     return [ctypes.c_void_p(n) for n in dependency_order(list(nodes), list(zip(sources[:edges.value],
                                                                                targets[:edges.value])))]
 

@@ -74,7 +74,8 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"split_k": 2},
         {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1},
         {"num_stages": 2},
-        # Alternate K steps into two accumulators (two dots in flight) lost on every shape (run 36, docs/baselines.md)
+        # Alternate K steps into two accumulators (two dots in flight): lost or tied on every shape
+        # (run 36, docs/baselines.md)
     ],
     "nvfp4_dual_gemm": [  # default: BN 64, BK 128, 4 warps, 2 stages, two programs an SM
         {"ctas_per_sm": 1},

@@ -244,9 +244,7 @@ def flush_lines(rows: dict[str, dict[str, Any]], bases: list[str]) -> list[str]:
             kept.append(unflushed)
     if not kept:
         return [*lines, "flush: untested (no call had the excess)"]
-    found = ("held" if all(k <= REFUTED_US for k in kept) else "refuted" if all(k >= HELD_US for k in kept)
-             else "open")
-    return [*lines, f"flush: {found}"]
+    return [*lines, f"flush: {rule(all(k <= REFUTED_US for k in kept), all(k >= HELD_US for k in kept))}"]
 
 
 def api_calls(work: Callable[[], Any]) -> dict[str, int]:
@@ -264,13 +262,15 @@ def api_calls(work: Callable[[], Any]) -> dict[str, int]:
     return found
 
 
+def rule(held: bool, refuted: bool) -> str:
+    """Every hypothesis's verdict from its own two tests: held first, then refuted, else open."""
+    return "held" if held else "refuted" if refuted else "open"
+
+
 def verdict(excesses: list[float], vendor_excess: float | None) -> str:
     """held, refuted or open, by the module docstring's rules (vendor_excess None: the vendor is not tested)."""
-    if all(e >= HELD_US for e in excesses) and (vendor_excess is None or vendor_excess >= HELD_US):
-        return "held"
-    if all(abs(e) <= REFUTED_US for e in excesses):
-        return "refuted"
-    return "open"
+    return rule(all(e >= HELD_US for e in excesses) and (vendor_excess is None or vendor_excess >= HELD_US),
+                all(abs(e) <= REFUTED_US for e in excesses))
 
 
 def placement_lines(rows: dict[str, dict[str, Any]], bases: list[str]) -> list[str]:
@@ -289,8 +289,7 @@ def placement_lines(rows: dict[str, dict[str, Any]], bases: list[str]) -> list[s
                      f"own outputs, then {len(moved_rows)} fresh pools; {len(addresses)} sets of output addresses)")
     if not spreads:
         return [*lines, "placement: untested (the outputs did not move)"]
-    found = "held" if max(spreads) >= HELD_US else "refuted" if max(spreads) <= REFUTED_US else "open"
-    return [*lines, f"placement: {found}"]
+    return [*lines, f"placement: {rule(max(spreads) >= HELD_US, max(spreads) <= REFUTED_US)}"]
 
 
 def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
@@ -317,7 +316,7 @@ def decide(rows: dict[str, dict[str, Any]]) -> list[str]:
     lines += flush_lines(rows, [files[0], controls[0]])
     longer = excess(f"{files[0]}, a long sleep", files[0])
     lines.append(f"host: cuBLAS's first shape behind a {LONG_SLEEP}x sleep: {longer:+.2f} us beyond the usual sleep's "
-                 f"excess: {'refuted' if abs(longer) <= REFUTED_US else 'open'}")
+                 f"excess: {rule(False, abs(longer) <= REFUTED_US)}")
     return lines
 
 

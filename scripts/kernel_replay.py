@@ -33,6 +33,7 @@ from typing import Any
 
 from clock_checks import NCU_BAND, acceptance_line, in_band  # this folder's
 from launch_shape import KernelNodeParams, captured, kernel_params, ordered_nodes
+from ncu_times import CALLS as CALLS_OF_NCU  # its ``ncu_kernels`` counts kernels over that many calls
 
 from harness.contract.libcuda import check, driver
 from harness.contract.task_spec import load_task, shape_text
@@ -47,9 +48,6 @@ from harness.sol.replay_clock import (
     shape_inputs,
     trimmed_mean,
 )
-
-CALLS_OF_NCU = 5
-"""scripts/ncu_times.py's CALLS: its ``ncu_kernels`` counts kernels over that many calls."""
 
 
 class KernelReplay:

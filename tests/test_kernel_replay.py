@@ -16,7 +16,7 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 def scripts(monkeypatch):
     monkeypatch.syspath_prepend(str(SCRIPTS))
     yield {name: importlib.import_module(name) for name in ("kernel_replay", "launch_shape")}
-    for name in ("kernel_replay", "launch_shape", "clock_checks"):
+    for name in ("kernel_replay", "launch_shape", "clock_checks", "ncu_times"):
         sys.modules.pop(name, None)
 
 

@@ -145,17 +145,22 @@ def event_us(run: Callable[[int], Any], flush: Callable[[], Any], sleep: int = S
     return statistics.median(times)
 
 
-def measure(works: list[Callable[[], Any]], flush: Callable[[], Any], clock: ReplayClock,
-            sleep: int = SLEEP_CYCLES) -> dict[str, float]:
-    """One variant's three readings (``works``: one call per input set, cycled)."""
-    for work in works:
-        work()
+def eager_and_graph(works: list[Callable[[], Any]], flush: Callable[[], Any],
+                    sleep: int = SLEEP_CYCLES) -> dict[str, float]:
+    """The calls eager and graph-launched under the same events (``works``: one call per input set, cycled)."""
     graphs = [captured(work) for work in works]
     eager = event_us(lambda i: works[i % len(works)](), flush, sleep)
     graph_launch = event_us(lambda i: graphs[i % len(graphs)].replay(), flush, sleep)
-    replay = clock.time(lambda work: work(), [works[i % len(works)] for i in range(POOL)]).us
-    return {"eager_us": eager, "graph_launch_us": graph_launch, "replay_us": replay,
-            "eager_less_graph_us": eager - graph_launch}
+    return {"eager_us": eager, "graph_launch_us": graph_launch, "eager_less_graph_us": eager - graph_launch}
+
+
+def measure(works: list[Callable[[], Any]], flush: Callable[[], Any], clock: ReplayClock,
+            sleep: int = SLEEP_CYCLES) -> dict[str, float]:
+    """One variant's three readings: eager and graph launch under events, and the replay clock."""
+    for work in works:
+        work()
+    launched = eager_and_graph(works, flush, sleep)
+    return {**launched, "replay_us": clock.time(lambda work: work(), [works[i % len(works)] for i in range(POOL)]).us}
 
 
 def spin_rows(chosen: list[Spin], flush: Callable[[], Any], clock: ReplayClock,
@@ -222,11 +227,7 @@ def placement_rows(variant: str, works: list[Callable[[], Any]], flush: Callable
 def unflushed_row(name: str, works: list[Callable[[], Any]]) -> dict[str, Any]:
     """Eager and graph launch under the same events with no flush before the calls: what the flush evicts
     (the kernel's code, its constants, address translations) stays for both."""
-    graphs = [captured(work) for work in works]
-    eager = event_us(lambda i: works[i % len(works)](), lambda: None)
-    graph_launch = event_us(lambda i: graphs[i % len(graphs)].replay(), lambda: None)
-    row = {"variant": name, "eager_us": eager, "graph_launch_us": graph_launch,
-           "eager_less_graph_us": eager - graph_launch}
+    row = {"variant": name, **eager_and_graph(works, lambda: None)}
     print(json.dumps(row), flush=True)
     return row
 

@@ -2,33 +2,36 @@
 #!POPCORN author harness-baselines
 """NVFP4 grouped GEMM in Triton: two launches for all groups, the GEMM's pre-pass design.
 
-What it does: custom_kernel writes one small int64 table per call (per group: the five tensor
-addresses, M, N, K, the group's first tile, its tile-row count and the address of its decoded
-A; cached by addresses and shapes, so repeated calls on the same tensors skip the host-to-device
-copy). A pre-pass kernel (grid over row blocks, K blocks and groups) decodes every group's A
-once to fp16 (block scale applied) in the tile's K order. The GEMM kernel is launched as its
-programmatic dependent (PDL, sm_90: triggered as the pre-pass starts, it builds its descriptors
-meanwhile and waits for the whole of A before its K loop; 1-10% faster on three benchmark shapes,
-0.5% slower on the fourth, than a plain launch, and faster than a trigger at the end: docs/results.md
-run 27 calls 5-6). The GEMM kernel runs one
-program per output tile of every group, flattened into one grid: a program finds its group by
-comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so
-the large B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A
-reaches wgmma with no decode. A program builds TMA descriptors of its group's decoded A and
-B bytes (in global scratch Triton asks for through ``triton.set_allocator``) and both arrive by
-TMA, pipelined over ``num_stages``. Tiles of a group are ordered A-row-fastest so programs running
-together share the B tile in L2. The tile's K order (as in the GEMM: within each BK columns,
-position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight
-into wgmma's register layout, so the decoded B never goes through shared memory
-(tests/test_triton_baselines_ptx.py). C leaves by a TMA store. Measured on the H100, ranked through
-``harness eval`` (2026-11-27): 32.8% of the Hopper speed of light (geomean; 28.3% with A in two planes
-and B through shared memory, 13.9% before this design, 20.0% with pointer loads).
+What it does: custom_kernel writes one small int64 table per call (per group: the five tensor addresses,
+M, N, K, the group's first tile, its tile-row count and the address of its decoded A; cached by
+addresses and shapes, so repeated calls on the same tensors skip the host-to-device copy). A pre-pass
+kernel (grid over row blocks, K blocks and groups) decodes every group's A once to fp16 (block scale
+applied) in the tile's K order. The GEMM kernel is launched as its programmatic dependent (PDL, sm_90:
+triggered as the pre-pass starts, it builds its descriptors meanwhile and waits for the whole of A
+before its K loop; 1-10% faster on three benchmark shapes, 0.5% slower on the fourth, than a plain
+launch, and faster than a trigger at the end: docs/results.md run 27 calls 5-6). The GEMM kernel runs
+one program per output tile of every group, flattened into one grid: a program finds its group by
+comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so the large
+B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A reaches wgmma with
+no decode. A group's last row tile shrinks to the rows it has left (BM, BM / 2 or BM / 4: wgmma's N is
+the A side), each height its own pipelined K loop in the one kernel, so a group of 40 rows multiplies 64
+rather than 128; where BN 128 tiles on 8 warps (one program an SM) would not fill the GPU, BN 64 on 4
+warps takes two an SM (``narrow_tiles``). A program builds TMA descriptors of its group's decoded A and
+B bytes (in global scratch Triton asks for through ``triton.set_allocator``) and both arrive by TMA,
+pipelined over ``num_stages``. Tiles of a group are ordered A-row-fastest so programs running together
+share the B tile in L2. The tile's K order (as in the GEMM: within each BK columns, position 8 j + 2 q +
+h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight into wgmma's register layout,
+so the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). C leaves by a
+TMA store. Measured on the H100, ranked through ``harness eval`` (2026-11-28, docs/results.md run 38):
+35.9% of the Hopper speed of light (geomean; 34.4-34.5% with 128-row tiles only in the same call; 28.3%
+with A in two planes and B through shared memory, 13.9% before this design, 20.0% with pointer loads).
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
-cores, so the math bound is the fp16 dense rate; the benchmark groups (m 40..384) are small
-enough that the decode of B per K step, not the MMA, sets the step time, as in the GEMM
-(docs/baselines.md: Nsight Compute summary). Before this design (both operands decoded per tile)
-the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
+cores, so the math bound is the fp16 dense rate. One program of 8 warps an SM (its registers) leaves
+every unit under half its peak (docs/baselines.md: Nsight Compute summary): latency. The tensor work
+the tiles waste counts on some shapes, not others: shrinking each group's last tile cut the second
+benchmark shape (m 40..196) by 8% and the first (m 64..248) by under 1%. Before this design (both
+operands decoded per tile) the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
 
 Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals
 included); multiplying by the e4m3 block scale in fp16 is exact (at most 6 significant bits,
@@ -257,11 +260,51 @@ def _predecode_kernel(
 
 
 @triton.jit
+def _tile(
+    b_ptr,
+    sb_ptr,
+    c_ptr,
+    ad_ptr,
+    M,
+    N,
+    K,
+    row0,
+    tn,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    K_MASK: tl.constexpr,
+    SCALE_WORDS: tl.constexpr,
+    USE_ASM: tl.constexpr,
+    WARPS: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """One (BM rows of A, BN rows of B) tile of a group's C^T over all of K, stored to C by TMA."""
+    rows_b = tn * BN + _row_order(BN, WARPS)
+    acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
+    padded_k = tl.cdiv(K, BK) * BK
+    a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
+    if PDL:
+        tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
+    for k0 in range(0, K, BK):
+        sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
+        b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
+        acc = tl.dot(b_dec, tl.trans(a_desc.load([row0, k0])), acc)
+    out = tl.trans((acc * 268435456.0).to(tl.float16))
+    if BN % (16 * WARPS) == 0:  # columns back from the tile's row order to memory's
+        out = tl.reshape(out, (BM, BN // (16 * WARPS), WARPS, 2, 8))
+        out = tl.reshape(tl.permute(out, (0, 1, 3, 2, 4)), (BM, BN))
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    c_desc.store([row0, tn * BN], out)
+
+
+@triton.jit
 def _group_gemm_kernel(
     table_ptr,  # (G, 11) int64, see the column names above
     G,
     GP: tl.constexpr,  # a power of two >= G (group_slots: one compile for every G up to 8)
-    BM: tl.constexpr,  # rows of A per tile (wgmma's N)
+    BM: tl.constexpr,  # rows of A per full tile (wgmma's N); a group's last tile may be BM / 2
     BN: tl.constexpr,  # rows of B per tile (wgmma's M: B is the register operand)
     BK: tl.constexpr,
     K_MASK: tl.constexpr,  # some K_g % BK != 0
@@ -279,28 +322,51 @@ def _group_gemm_kernel(
     tiles_m = tl.load(table_ptr + group * 11 + 9).to(tl.int32)
     tm = tile % tiles_m
     tn = tile // tiles_m
-    rows_b = tn * BN + _row_order(BN, WARPS)
-    acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
-    # The group's TMA descriptors. Boxes read zeros past M, N and K (the decoded A's columns past K
-    # hold zeros up to the next multiple of BK).
-    padded_k = tl.cdiv(K, BK) * BK
-    a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
-    if PDL:
-        tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
-    for k0 in range(0, K, BK):
-        sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
-        b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
-        acc = tl.dot(b_dec, tl.trans(a_desc.load([tm * BM, k0])), acc)
-    # Operands carried 2^-14 each.
-    # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
-    # (BM, BN) 64-bit addresses had kept 255 registers live and ptxas serialising the wgmmas.
-    out = tl.trans((acc * 268435456.0).to(tl.float16))
-    if BN % (16 * WARPS) == 0:  # columns back from the tile's row order to memory's
-        out = tl.reshape(out, (BM, BN // (16 * WARPS), WARPS, 2, 8))
-        out = tl.reshape(tl.permute(out, (0, 1, 3, 2, 4)), (BM, BN))
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    c_desc.store([tm * BM, tn * BN], out)
+    # A group's last tile shrinks to the rows it has left: BM, BM / 2 or BM / 4 (wgmma's N), so a group of
+    # 40 rows multiplies 64, not 128; each height is its own pipelined K loop in the one kernel.
+    left = M - tm * BM
+    if left > BM // 2:
+        _tile(b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, tm * BM, tn, BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)
+    elif left > BM // 4:
+        _tile(
+            b_ptr,
+            sb_ptr,
+            c_ptr,
+            ad_ptr,
+            M,
+            N,
+            K,
+            tm * BM,
+            tn,
+            BM // 2,
+            BN,
+            BK,
+            K_MASK,
+            SCALE_WORDS,
+            USE_ASM,
+            WARPS,
+            PDL,
+        )
+    else:
+        _tile(
+            b_ptr,
+            sb_ptr,
+            c_ptr,
+            ad_ptr,
+            M,
+            N,
+            K,
+            tm * BM,
+            tn,
+            BM // 4,
+            BN,
+            BK,
+            K_MASK,
+            SCALE_WORDS,
+            USE_ASM,
+            WARPS,
+            PDL,
+        )
 
 
 def _storage(t: torch.Tensor) -> torch.Tensor:
@@ -364,7 +430,8 @@ def _table(
 
 # The best of scripts/tune_nvfp4.py on the H100 (2026-11-27, replay clock, docs/baselines.md): BN 128, BK 128,
 # 8 warps, 3 stages, the scales read as bytes (1 point over words in runs 25, 29 and 35; ranked in run 36:
-# 193.5 / 137.5 / 42.4 / 21.3 us, 34.7% of SOL, against words' 33.9-34.1%).
+# 193.5 / 137.5 / 42.4 / 21.3 us, 34.7% of SOL, against words' 33.9-34.1%). Since run 38, shrinking last tiles
+# and narrow_tiles: 193.0 / 128.3 / 39.7 / 21.2 us ranked, 35.9%.
 DEFAULT_CONFIG = {
     "block_m": 128,
     "block_n": 128,
@@ -390,6 +457,14 @@ def group_slots(groups: int) -> int:
     return max(8, triton.next_power_of_2(groups))
 
 
+def narrow_tiles(abc: list, block_m: int, sms: int) -> dict:
+    """BN 64 on 4 warps (two programs an SM) where BN 128 on 8 warps (one an SM by its registers) would
+    leave SMs idle: under one wave, the narrower tiles fill the GPU (measured on the H100: the 2-group
+    shape m 192 / 320 took 39.0 us against 41.5, docs/baselines.md); otherwise nothing changes."""
+    programs = sum(triton.cdiv(a.shape[0], block_m) * triton.cdiv(b.shape[0], 128) for a, b, _ in abc)
+    return {"block_n": 64, "num_warps": 4} if programs < sms else {}
+
+
 def _descriptor_scratch(device: torch.device, size: int, alignment: int, stream: int | None) -> torch.Tensor:
     """Global memory for the kernel's on-device TMA descriptors (Triton's allocator hook)."""
     return torch.empty(size, dtype=torch.int8, device=device)
@@ -403,11 +478,18 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     if unknown := set(config) - set(DEFAULT_CONFIG):
         raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
+    if not interpreted and not {"block_n", "num_warps"} & set(config):
+        cfg.update(narrow_tiles(abc, cfg["block_m"], torch.cuda.get_device_properties(device).multi_processor_count))
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm
     pdl = not interpreted  # programmatic dependent launch (sm_90): the GEMM kernel starts during the pre-pass
     if bk % 64:
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
+    if not interpreted and bk != 128:
+        raise ValueError(
+            f"block_k {bk} is not measured correct on the GPU: 64 read wrong outputs on the H100 on the 8-group "
+            "benchmark shapes, with and without PDL (docs/baselines.md, run 38); use 128"
+        )
     table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)
     for a, b, c in abc:

@@ -487,8 +487,8 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     if not interpreted and bk != 128:
         raise ValueError(
-            f"block_k {bk} is not measured correct on the GPU: 64 read wrong outputs on the H100 on the 8-group "
-            "benchmark shapes, with and without PDL (docs/baselines.md, run 38); use 128"
+            f"block_k {bk} is not measured correct on the GPU: 64 on BN 128 and 8 warps read wrong outputs on the "
+            "H100 whenever the grid outlasts one wave, with or without PDL (docs/baselines.md, run 38); use 128"
         )
     table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)

@@ -488,7 +488,7 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     if not interpreted and bk != 128:
         raise ValueError(
             f"block_k {bk} is not measured correct on the GPU: 64 on BN 128 and 8 warps read wrong outputs on the "
-            "H100 whenever the grid outlasts one wave, with or without PDL (docs/baselines.md, run 38); use 128"
+            "H100 whenever two programs share an SM (docs/baselines.md, run 38); use 128"
         )
     table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)

@@ -282,6 +282,8 @@ def _tile(
     """One (BM rows of A, BN rows of B) tile of a group's C^T over all of K, stored to C by TMA."""
     rows_b = tn * BN + _row_order(BN, WARPS)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
+    # The group's TMA descriptors. Boxes read zeros past M, N and K (the decoded A's columns past K
+    # hold zeros up to the next multiple of BK).
     padded_k = tl.cdiv(K, BK) * BK
     a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
@@ -291,6 +293,9 @@ def _tile(
         sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
         b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([row0, k0])), acc)
+    # Operands carried 2^-14 each.
+    # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
+    # (BM, BN) 64-bit addresses had kept 255 registers live and ptxas serialising the wgmmas.
     out = tl.trans((acc * 268435456.0).to(tl.float16))
     if BN % (16 * WARPS) == 0:  # columns back from the tile's row order to memory's
         out = tl.reshape(out, (BM, BN // (16 * WARPS), WARPS, 2, 8))
@@ -304,7 +309,7 @@ def _group_gemm_kernel(
     table_ptr,  # (G, 11) int64, see the column names above
     G,
     GP: tl.constexpr,  # a power of two >= G (group_slots: one compile for every G up to 8)
-    BM: tl.constexpr,  # rows of A per full tile (wgmma's N); a group's last tile may be BM / 2
+    BM: tl.constexpr,  # rows of A per full tile (wgmma's N); a group's last tile may be BM / 2 or BM / 4
     BN: tl.constexpr,  # rows of B per tile (wgmma's M: B is the register operand)
     BK: tl.constexpr,
     K_MASK: tl.constexpr,  # some K_g % BK != 0

@@ -329,48 +329,17 @@ def _group_gemm_kernel(
     tn = tile // tiles_m
     # A group's last tile shrinks to the rows it has left: BM, BM / 2 or BM / 4 (wgmma's N), so a group of
     # 40 rows multiplies 64, not 128; each height is its own pipelined K loop in the one kernel.
-    left = M - tm * BM
+    row0 = tm * BM
+    left = M - row0
     if left > BM // 2:
-        _tile(b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, tm * BM, tn, BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)
+        _tile(b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, row0, tn, BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)
     elif left > BM // 4:
         _tile(
-            b_ptr,
-            sb_ptr,
-            c_ptr,
-            ad_ptr,
-            M,
-            N,
-            K,
-            tm * BM,
-            tn,
-            BM // 2,
-            BN,
-            BK,
-            K_MASK,
-            SCALE_WORDS,
-            USE_ASM,
-            WARPS,
-            PDL,
+            b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, row0, tn, BM // 2, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL
         )
     else:
         _tile(
-            b_ptr,
-            sb_ptr,
-            c_ptr,
-            ad_ptr,
-            M,
-            N,
-            K,
-            tm * BM,
-            tn,
-            BM // 4,
-            BN,
-            BK,
-            K_MASK,
-            SCALE_WORDS,
-            USE_ASM,
-            WARPS,
-            PDL,
+            b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, row0, tn, BM // 4, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL
         )
 
 

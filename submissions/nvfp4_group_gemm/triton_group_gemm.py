@@ -30,7 +30,7 @@ What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp
 cores, so the math bound is the fp16 dense rate. One program of 8 warps an SM (its registers) leaves
 every unit under half its peak (docs/baselines.md: Nsight Compute summary): latency. The tensor work
 the tiles waste counts on some shapes, not others: shrinking each group's last tile cut the second
-benchmark shape (m 40..196) by 8% and the first (m 64..248) by under 1%. Before this design (both
+benchmark shape (m 40..196) by 8% and the first (m 64..248) by about 1%. Before this design (both
 operands decoded per tile) the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
 
 Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals

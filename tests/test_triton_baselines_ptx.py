@@ -93,6 +93,26 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
         3,
         (0,),
     ),
+    # The grouped GEMM's tiles on its 2-group shapes (narrow_tiles): BN 64 on 4 warps.
+    "nvfp4_group_gemm narrow": (
+        "submissions/nvfp4_group_gemm/triton_group_gemm.py",
+        "_group_gemm_kernel",
+        {"table_ptr": "*i64", "G": "i32"},
+        {
+            "GP": 8,
+            "BM": 128,
+            "BN": 64,
+            "BK": 128,
+            "K_MASK": False,
+            "SCALE_WORDS": False,
+            "USE_ASM": True,
+            "WARPS": 4,
+            "PDL": True,
+        },
+        4,
+        3,
+        (0,),
+    ),
 }
 
 

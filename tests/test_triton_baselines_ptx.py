@@ -33,6 +33,14 @@ _spec.loader.exec_module(ptx_summary)
 COMMON = {"M": "i32", "N": "i32", "K": "i32", "L": "i32"}
 FLAGS = {"N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
 
+GROUP_SIGNATURE = {
+    "table_ptr": "*i64",
+    "a_desc": "tensordesc<fp16[128,128]>",
+    "a_desc_half": "tensordesc<fp16[64,128]>",
+    "a_desc_quarter": "tensordesc<fp16[32,128]>",
+    "G": "i32",
+}
+
 # case (its problem first) -> (file, kernel, signature, constexprs, num_warps, num_stages, divisible
 # argument indices): configurations of each file on a contest shape (no masks, one split).
 KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tuple[int, ...]]] = {
@@ -77,7 +85,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
     "nvfp4_group_gemm": (
         "submissions/nvfp4_group_gemm/triton_group_gemm.py",
         "_group_gemm_kernel",
-        {"table_ptr": "*i64", "G": "i32"},
+        GROUP_SIGNATURE,
         {
             "GP": 8,
             "BM": 128,
@@ -97,7 +105,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
     "nvfp4_group_gemm narrow": (
         "submissions/nvfp4_group_gemm/triton_group_gemm.py",
         "_group_gemm_kernel",
-        {"table_ptr": "*i64", "G": "i32"},
+        GROUP_SIGNATURE,
         {
             "GP": 8,
             "BM": 128,

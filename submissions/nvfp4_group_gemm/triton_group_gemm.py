@@ -3,11 +3,11 @@
 """NVFP4 grouped GEMM in Triton: two launches for all groups, the GEMM's pre-pass design.
 
 What it does: custom_kernel writes one small int64 table per call (per group: the five tensor addresses,
-M, N, K, the group's first tile, its tile-row count and the address of its decoded A; cached by
+M, N, K, the group's first tile, its tile-row count and the first row of its decoded A; cached by
 addresses and shapes, so repeated calls on the same tensors skip the host-to-device copy). A pre-pass
 kernel (grid over row blocks, K blocks and groups) decodes every group's A once to fp16 (block scale
-applied) in the tile's K order. The GEMM kernel is launched as its programmatic dependent (PDL, sm_90:
-triggered as the pre-pass starts, it builds its descriptors meanwhile and waits for the whole of A
+applied) in the tile's K order, all groups into one buffer. The GEMM kernel is launched as its programmatic
+dependent (PDL, sm_90: triggered as the pre-pass starts, it finds its group meanwhile and waits for the whole of A
 before its K loop; 1-10% faster on three benchmark shapes, 0.5% slower on the fourth, than a plain
 launch, and faster than a trigger at the end: docs/results.md run 27 calls 5-6). The GEMM kernel runs
 one program per output tile of every group, flattened into one grid: a program finds its group by
@@ -16,15 +16,19 @@ B (N x K weights) is decoded in registers as wgmma's register operand and the fp
 no decode. A group's last row tile shrinks to the rows it has left (BM, BM / 2 or BM / 4: wgmma's N is
 the A side), each height its own pipelined K loop in the one kernel, so a group of 40 rows multiplies 64
 rather than 128; where BN 128 tiles on 8 warps (one program an SM) would not fill the GPU, BN 64 on 4
-warps takes two an SM (``narrow_tiles``). A program builds TMA descriptors of its group's decoded A and
-B bytes (in global scratch Triton asks for through ``triton.set_allocator``) and both arrive by TMA,
-pipelined over ``num_stages``. Tiles of a group are ordered A-row-fastest so programs running together
-share the B tile in L2. The tile's K order (as in the GEMM: within each BK columns, position 8 j + 2 q +
-h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight into wgmma's register layout,
-so the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). C leaves by a
-TMA store. Measured on the H100, ranked through ``harness eval`` (2026-11-28, docs/results.md run 38):
-35.9% of the Hopper speed of light (geomean; 34.4-34.5% with 128-row tiles only in the same call; 28.3%
-with A in two planes and B through shared memory, 13.9% before this design, 20.0% with pointer loads).
+warps takes two an SM (``narrow_tiles``). A's tiles arrive by TMA through descriptors made on the host
+(one buffer for every group), B's bytes by pointer loads, both pipelined over ``num_stages``. A descriptor
+made on the device costs each program a release and an acquire fence: with the table's loads, 2 us
+before its K loop on the H100 (docs/baselines.md), so only C's is made there (A's and B's too: 36.5%
+against 40.0% by the replay clock, docs/results.md run 39). Tiles of a group are ordered A-row-fastest
+so programs running together share the B tile in L2. The tile's K order (as in the GEMM: within each BK
+columns, position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight
+into wgmma's register layout, so the decoded B never goes through shared memory (tests/
+test_triton_baselines_ptx.py). C leaves by a TMA store (its descriptor made on the device, in global scratch Triton asks for through
+``triton.set_allocator``). Measured on the H100, ranked through ``harness eval`` (2026-11-28, docs/results.md
+run 39): 39.4-39.7% of the Hopper speed of light (geomean; 36.0-36.3% with A's and B's descriptors made on the
+device, 34.4-34.5% before that with 128-row tiles only; 28.3% with A in two planes and B through shared
+memory, 13.9% before this design, 20.0% with every tile by pointer loads).
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate. One program of 8 warps an SM (its registers) leaves
@@ -47,6 +51,7 @@ import torch
 import triton
 import triton.language as tl
 from task import input_t, output_t
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 # Columns of the per-group table (the kernels read them by these numbers).
 _A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M, _A_DECODED = range(11)
@@ -197,7 +202,7 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
 
 @triton.jit
 def _group(table_ptr, group):
-    """One group's row of the table: its A, A scales, B, B scales, C, decoded A and M, N, K."""
+    """One group's row of the table: its A, A scales, B, B scales, C, first row of decoded A and M, N, K."""
     row = table_ptr + group * 11
     # torch allocations are 256-byte aligned and every K is a multiple of 64 (checked on the
     # host): the hints let the loads use 16-byte vectors.
@@ -206,11 +211,11 @@ def _group(table_ptr, group):
     b_ptr = tl.multiple_of(tl.load(row + 2).to(tl.pointer_type(tl.uint8)), 16)
     sb_ptr = tl.multiple_of(tl.load(row + 3).to(tl.pointer_type(tl.uint8)), 16)
     c_ptr = tl.multiple_of(tl.load(row + 4).to(tl.pointer_type(tl.float16)), 16)
-    ad_ptr = tl.multiple_of(tl.load(row + 10).to(tl.pointer_type(tl.float16)), 16)
+    ad_row = tl.load(row + 10).to(tl.int32)
     M = tl.load(row + 5).to(tl.int32)
     N = tl.load(row + 6).to(tl.int32)
     K = tl.multiple_of(tl.load(row + 7).to(tl.int32), 64)
-    return a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K
+    return a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K
 
 
 @triton.jit
@@ -230,41 +235,36 @@ def _row_order(BN: tl.constexpr, WARPS: tl.constexpr):
 
 
 @triton.jit
-def _rows_in_order(x, BN: tl.constexpr, BK: tl.constexpr, WARPS: tl.constexpr):
-    """(BN, BK / 2) bytes in memory's row order -> the same in the tile's row order (``_row_order``)."""
-    if BN % (16 * WARPS) == 0:
-        x = tl.reshape(x, (BN // (16 * WARPS), 2, WARPS, 8, BK // 2))
-        x = tl.permute(x, (0, 2, 1, 3, 4))
-    return tl.reshape(x, (BN, BK // 2))
-
-
-@triton.jit
 def _predecode_kernel(
     table_ptr,  # (G, 11) int64, see the column names above
+    ad_ptr,  # (rows of every group, KP) fp16: the decoded A of all groups, group g from the table's first row
+    KP,  # the longest K rounded up to BK: the decoded rows' length
     R: tl.constexpr,
     BK: tl.constexpr,  # the GEMM kernel's BK: the span of the tile's K order
     USE_ASM: tl.constexpr,
     PDL: tl.constexpr,  # the GEMM kernel is launched as this one's programmatic dependent
 ):
-    """Every group's A -> (M, K rounded up to BK) fp16, values * 2^-14 in the tile's K order, at the table's address."""
+    """Every group's A -> M rows of fp16 (values * 2^-14 in the tile's K order, zeros from K to K rounded up to BK)
+    from the table's first row of the decoded A."""
     if PDL:
         tl.extra.cuda.gdc_launch_dependents()  # its programs may start now; they wait for A before reading it
-    a_ptr, sa_ptr, _, _, _, out_ptr, M, _, K = _group(table_ptr, tl.program_id(2))
+    a_ptr, sa_ptr, _, _, _, ad_row, M, _, K = _group(table_ptr, tl.program_id(2))
     rows = tl.program_id(0) * R + tl.arange(0, R)
     k0 = tl.program_id(1) * BK
     if tl.program_id(0) * R < M and k0 < K:
         s = _load_scales(sa_ptr, rows, M, 0, k0, K, R, BK, True, True, False)
         vals = _load_decode(a_ptr, s, rows, M, 0, k0, K, R, BK, True, True, USE_ASM)
-        offs = rows.to(tl.int64)[:, None] * (tl.cdiv(K, BK) * BK) + (k0 + tl.arange(0, BK))[None, :]
-        tl.store(out_ptr + offs, vals, mask=(rows < M)[:, None])
+        offs = (ad_row + rows).to(tl.int64)[:, None] * KP + (k0 + tl.arange(0, BK))[None, :]
+        tl.store(ad_ptr + offs, vals, mask=(rows < M)[:, None])
 
 
 @triton.jit
 def _tile(
+    a_desc,
     b_ptr,
     sb_ptr,
     c_ptr,
-    ad_ptr,
+    ad_row,
     M,
     N,
     K,
@@ -279,20 +279,28 @@ def _tile(
     WARPS: tl.constexpr,
     PDL: tl.constexpr,
 ):
-    """One (BM rows of A, BN rows of B) tile of a group's C^T over all of K, stored to C by TMA."""
+    """One (BM rows of A, BN rows of B) tile of a group's C^T over all of K, stored to C by TMA.
+
+    A's tile comes by TMA through a descriptor made on the host (``a_desc``: every group's decoded A,
+    one row length); its rows past M are the next group's or zeros and reach only rows of C past M,
+    which the store drops. B's bytes come by pointer loads (pipelined by Triton like the TMA copies),
+    so the only descriptor a program makes on the device is C's, at its end: each costs a release and
+    an acquire fence.
+    """
     rows_b = tn * BN + _row_order(BN, WARPS)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
-    # The group's TMA descriptors. Boxes read zeros past M, N and K (the decoded A's columns past K
-    # hold zeros up to the next multiple of BK).
-    padded_k = tl.cdiv(K, BK) * BK
-    a_desc = tl.make_tensor_descriptor(ad_ptr, shape=[M, padded_k], strides=[padded_k, 1], block_shape=[BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K // 2], strides=[K // 2, 1], block_shape=[BN, BK // 2])
     if PDL:
         tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
     for k0 in range(0, K, BK):
         sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
-        b_dec = _decode_tile(_rows_in_order(b_desc.load([tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
-        acc = tl.dot(b_dec, tl.trans(a_desc.load([row0, k0])), acc)
+        cols = k0 // 2 + tl.arange(0, BK // 2)
+        b_offs = rows_b.to(tl.int64)[:, None] * (K // 2) + cols[None, :]
+        if K_MASK:
+            b_bytes = tl.load(b_ptr + b_offs, mask=(rows_b < N)[:, None] & (cols < K // 2)[None, :], other=0)
+        else:
+            b_bytes = tl.load(b_ptr + b_offs, mask=(rows_b < N)[:, None], other=0)
+        b_dec = _decode_tile(b_bytes, sb, BN, BK, USE_ASM)
+        acc = tl.dot(b_dec, tl.trans(a_desc.load([ad_row + row0, k0])), acc)
     # Operands carried 2^-14 each.
     # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
     # (BM, BN) 64-bit addresses had kept 255 registers live and ptxas serialising the wgmmas.
@@ -307,6 +315,9 @@ def _tile(
 @triton.jit
 def _group_gemm_kernel(
     table_ptr,  # (G, 11) int64, see the column names above
+    a_desc,  # every group's decoded A, (BM, BK) boxes
+    a_desc_half,  # the same, (BM / 2, BK) boxes
+    a_desc_quarter,  # the same, (BM / 4, BK) boxes
     G,
     GP: tl.constexpr,  # a power of two >= G (group_slots: one compile for every G up to 8)
     BM: tl.constexpr,  # rows of A per full tile (wgmma's N); a group's last tile may be BM / 2 or BM / 4
@@ -322,7 +333,7 @@ def _group_gemm_kernel(
     groups = tl.arange(0, GP)
     firsts = tl.load(table_ptr + groups * 11 + 8, mask=groups < G, other=2**62)
     group = tl.sum((firsts <= pid).to(tl.int32)) - 1
-    _, _, b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K = _group(table_ptr, group)
+    _, _, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K = _group(table_ptr, group)
     tile = pid - tl.load(table_ptr + group * 11 + 8).to(tl.int32)
     tiles_m = tl.load(table_ptr + group * 11 + 9).to(tl.int32)
     tm = tile % tiles_m
@@ -332,14 +343,67 @@ def _group_gemm_kernel(
     row0 = tm * BM
     left = M - row0
     if left > BM // 2:
-        _tile(b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, row0, tn, BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)
+        _tile(
+            a_desc,
+            b_ptr,
+            sb_ptr,
+            c_ptr,
+            ad_row,
+            M,
+            N,
+            K,
+            row0,
+            tn,
+            BM,
+            BN,
+            BK,
+            K_MASK,
+            SCALE_WORDS,
+            USE_ASM,
+            WARPS,
+            PDL,
+        )
     elif left > BM // 4:
         _tile(
-            b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, row0, tn, BM // 2, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL
+            a_desc_half,
+            b_ptr,
+            sb_ptr,
+            c_ptr,
+            ad_row,
+            M,
+            N,
+            K,
+            row0,
+            tn,
+            BM // 2,
+            BN,
+            BK,
+            K_MASK,
+            SCALE_WORDS,
+            USE_ASM,
+            WARPS,
+            PDL,
         )
     else:
         _tile(
-            b_ptr, sb_ptr, c_ptr, ad_ptr, M, N, K, row0, tn, BM // 4, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL
+            a_desc_quarter,
+            b_ptr,
+            sb_ptr,
+            c_ptr,
+            ad_row,
+            M,
+            N,
+            K,
+            row0,
+            tn,
+            BM // 4,
+            BN,
+            BK,
+            K_MASK,
+            SCALE_WORDS,
+            USE_ASM,
+            WARPS,
+            PDL,
         )
 
 
@@ -356,9 +420,10 @@ _TABLES: dict = {}
 
 def _table(
     abc: list, scales: list, block_m: int, block_n: int, block_k: int, device: torch.device
-) -> tuple[torch.Tensor, int, torch.Tensor]:
-    """The per-group table on the device, the total tile count and the buffer of the decoded A
-    (rewritten by every call), cached by addresses, shapes and tiles."""
+) -> tuple[torch.Tensor, int, torch.Tensor, list]:
+    """The per-group table on the device, the total tile count, the buffer of every group's decoded A
+    (rewritten by every call) and its three TMA descriptors (BM, BM / 2 and BM / 4 rows a box), cached by
+    addresses, shapes and tiles."""
     key = (
         *(
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr(), a.shape[0], b.shape[0], a.shape[1])
@@ -371,11 +436,12 @@ def _table(
     )
     if key in _TABLES:
         return _TABLES[key]
-    # Each group's decoded A: M rows of K rounded up to block_k, 256-byte aligned.
-    sizes = [-(-a.shape[0] * triton.cdiv(2 * a.shape[1], block_k) * block_k // 128) * 128 for a, _, _ in abc]
-    decoded = torch.empty(sum(sizes), dtype=torch.float16, device=device)
-    rows, first, offset = [], 0, 0
-    for (a, b, c), (sa, sb), size in zip(abc, scales, sizes):
+    # Every group's decoded A in one buffer, one after the other, rows as long as the longest K rounded up
+    # to block_k, so that one descriptor made here reads them all.
+    row_length = max(triton.cdiv(2 * a.shape[1], block_k) * block_k for a, _, _ in abc)
+    decoded = torch.empty((sum(a.shape[0] for a, _, _ in abc), row_length), dtype=torch.float16, device=device)
+    rows, first, first_row = [], 0, 0
+    for (a, b, c), (sa, sb) in zip(abc, scales):
         m, n, k = a.shape[0], b.shape[0], 2 * a.shape[1]
         tiles_m, tiles_n = triton.cdiv(m, block_m), triton.cdiv(n, block_n)
         rows.append(
@@ -390,16 +456,17 @@ def _table(
                 k,
                 first,
                 tiles_m,
-                decoded[offset:].data_ptr(),
+                first_row,
             ]
         )
         first += tiles_m * tiles_n
-        offset += size
+        first_row += m
     table = torch.tensor(rows, dtype=torch.int64).to(device)
+    descriptors = [TensorDescriptor.from_tensor(decoded, [block_m // part, block_k]) for part in (1, 2, 4)]
     if len(_TABLES) > 64:
         _TABLES.clear()
-    _TABLES[key] = (table, first, decoded)
-    return table, first, decoded
+    _TABLES[key] = (table, first, decoded, descriptors)
+    return _TABLES[key]
 
 
 # The best of scripts/tune_nvfp4.py on the H100 (2026-11-27, replay clock, docs/baselines.md): BN 128, BK 128,
@@ -464,7 +531,7 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
             f"block_k {bk} is not measured correct on the GPU: 64 on BN 128 and 8 warps read wrong outputs on the "
             "H100 whenever two programs share an SM (docs/baselines.md, run 38); use 128"
         )
-    table, tiles, _ = _table(abc, scales, bm, bn, bk, device)
+    table, tiles, decoded, a_descs = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)
     for a, b, c in abc:
         if a.shape[1] % 32 or b.shape[0] % 8 or any(t.data_ptr() % 16 for t in (a, b, c)):
@@ -472,13 +539,14 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     max_m = max(a.shape[0] for a, _, _ in abc)
     max_k = max(2 * a.shape[1] for a, _, _ in abc)
     _predecode_kernel[(triton.cdiv(max_m, PREDECODE_ROWS), triton.cdiv(max_k, bk), groups)](
-        table, R=PREDECODE_ROWS, BK=bk, USE_ASM=asm, PDL=pdl, num_warps=4
+        table, decoded, decoded.shape[1], R=PREDECODE_ROWS, BK=bk, USE_ASM=asm, PDL=pdl, num_warps=4
     )
     k_mask = any((2 * a.shape[1]) % bk for a, _, _ in abc)
-    # The kernel builds its TMA descriptors on the device, in global scratch Triton asks for per launch.
+    # The kernel builds C's TMA descriptor on the device, in global scratch Triton asks for per launch.
     triton.set_allocator(functools.partial(_descriptor_scratch, device))
     _group_gemm_kernel[(tiles,)](
         table,
+        *a_descs,
         groups,
         GP=group_slots(groups),
         BM=bm,

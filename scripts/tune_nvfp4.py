@@ -81,8 +81,8 @@ GRID: dict[str, list[dict[str, Any]]] = {
         {"ctas_per_sm": 1},
         {"block_n": 128, "num_warps": 8, "ctas_per_sm": 1, "num_stages": 3},
     ],
-    "nvfp4_group_gemm": [  # default: BM 128, BN 128, BK 128, 8 warps, 3 stages, scales as bytes
-        {"block_n": 64, "num_warps": 4},
+    "nvfp4_group_gemm": [  # default: BM 128, BN 64, BK 128, 4 warps, 3 stages, scales as bytes
+        {"block_n": 128, "num_warps": 8},
         {"scale_words": True},
         {"num_stages": 4},
         # Narrower A tiles (BM 64, 32: run 29) and wider ones (BM 256, a group of up to 256 rows in one tile: run 35)

@@ -6,33 +6,36 @@ What it does: custom_kernel writes one small int64 table per call (per group: th
 M, N, K, the group's first tile, its tile-row count and the first row of its decoded A; cached by
 addresses and shapes, so repeated calls on the same tensors skip the host-to-device copy). A pre-pass
 kernel (grid over row blocks, K blocks and groups) decodes every group's A once to fp16 (block scale
-applied) in the tile's K order, all groups into one buffer. The GEMM kernel is launched as its programmatic
-dependent (PDL, sm_90: triggered as the pre-pass starts, it finds its group meanwhile and waits for the whole of A
-before its K loop; 1-10% faster on three benchmark shapes, 0.5% slower on the fourth, than a plain
-launch, and faster than a trigger at the end: docs/results.md run 27 calls 5-6). The GEMM kernel runs
-one program per output tile of every group, flattened into one grid: a program finds its group by
-comparing its id with the groups' first tiles and computes the transposed tile C^T = B A^T, so the large
-B (N x K weights) is decoded in registers as wgmma's register operand and the fp16 A reaches wgmma with
-no decode. A group's last row tile shrinks to the rows it has left (BM, BM / 2 or BM / 4: wgmma's N is
-the A side), each height its own pipelined K loop in the one kernel, so a group of 40 rows multiplies 64
-rather than 128; where BN 128 tiles on 8 warps (one program an SM) would not fill the GPU, BN 64 on 4
-warps takes two an SM (``narrow_tiles``). A's tiles arrive by TMA through descriptors made on the host
-(one buffer for every group), B's bytes by pointer loads, both pipelined over ``num_stages``. A descriptor
-made on the device costs each program a release and an acquire fence: with the table's loads, 2 us
-before its K loop on the H100 (docs/baselines.md), so only C's is made there (A's and B's too: 36.5%
-against 40.0% by the replay clock, docs/results.md run 39). Tiles of a group are ordered A-row-fastest
-so programs running together share the B tile in L2. The tile's K order (as in the GEMM: within each BK
-columns, position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h) lets each lane's bytes decode straight
-into wgmma's register layout, so the decoded B never goes through shared memory (tests/
-test_triton_baselines_ptx.py). C leaves by a TMA store (its descriptor made on the device, in global scratch Triton asks for through
-``triton.set_allocator``). Measured on the H100, ranked through ``harness eval`` (2026-11-28, docs/results.md
-run 39): 39.4-39.7% of the Hopper speed of light (geomean; 36.0-36.3% with A's and B's descriptors made on the
-device, 34.4-34.5% before that with 128-row tiles only; 28.3% with A in two planes and B through shared
-memory, 13.9% before this design, 20.0% with every tile by pointer loads).
+applied) in the tile's K order, all groups into one buffer. The GEMM kernel is launched as its
+programmatic dependent (PDL, sm_90: triggered as the pre-pass starts, it finds its group meanwhile and
+waits for the whole of A before its K loop; 1-10% faster on three benchmark shapes, 0.5% slower on the
+fourth, than a plain launch, and faster than a trigger at the end: docs/results.md run 27 calls 5-6).
+The GEMM kernel runs one program per output tile of every group, flattened into one grid: a program
+finds its group by comparing its id with the groups' first tiles and computes the transposed tile
+C^T = B A^T, so the large B (N x K weights) is decoded in registers as wgmma's register operand and the
+fp16 A reaches wgmma with no decode. A group's last row tile shrinks to the rows it has left (BM, BM / 2
+or BM / 4: wgmma's N is the A side), each height its own pipelined K loop in the one kernel, so a group
+of 40 rows multiplies 64 rather than 128. A program of 4 warps computes 64 rows of B (BN 64), two
+programs an SM. Tiles of a group are ordered A-row-fastest so programs running together share the B
+tile in L2.
+
+Operands: A's tiles arrive by TMA through descriptors made on the host (one buffer for every group),
+B's bytes by pointer loads, both pipelined over ``num_stages``; C leaves by a TMA store whose descriptor
+a program makes on the device (in global scratch Triton asks for through ``triton.set_allocator``). A
+descriptor made on the device costs its program a release and an acquire fence: with the table's loads,
+2 us before the K loop on the H100 when A's and B's were made there too (docs/results.md run 39). The
+tile's K order (as in the GEMM: within each BK columns, position 8 j + 2 q + h holds code 2 (BK / 8 q +
+j) + h) lets each lane's bytes decode straight into wgmma's register layout, so the decoded B never goes
+through shared memory (tests/test_triton_baselines_ptx.py).
+
+Measured on the H100 by the replay clock (docs/results.md run 39): 41.2% of the Hopper speed of light
+(geomean), 40.0-40.4% with BN 128 on 8 warps (one program an SM), 36.5-37.0% with A's and B's
+descriptors made on the device too. Ranked through ``harness eval``: docs/baselines.md.
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
-cores, so the math bound is the fp16 dense rate. One program of 8 warps an SM (its registers) leaves
-every unit under half its peak (docs/baselines.md: Nsight Compute summary): latency. The tensor work
+cores, so the math bound is the fp16 dense rate. Two programs of 4 warps an SM leave every unit under
+its peak (docs/baselines.md: Nsight Compute summary): latency, one program's decode against the other's
+wgmma and both against their loads. The tensor work
 the tiles waste counts on some shapes, not others: shrinking each group's last tile cut the second
 benchmark shape (m 40..196) by 8% and the first (m 64..248) by about 1%. Before this design (both
 operands decoded per tile) the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
@@ -469,15 +472,15 @@ def _table(
     return _TABLES[key]
 
 
-# The best of scripts/tune_nvfp4.py on the H100 (2026-11-27, replay clock, docs/baselines.md): BN 128, BK 128,
-# 8 warps, 3 stages, the scales read as bytes (1 point over words in runs 25, 29 and 35; ranked in run 36:
-# 193.5 / 137.5 / 42.4 / 21.3 us, 34.7% of SOL, against words' 33.9-34.1%). Since run 38, shrinking last tiles
-# and narrow_tiles: 193.0 / 128.3 / 39.7 / 21.2 us ranked, 35.9%.
+# The best of scripts/tune_nvfp4.py's configurations on the H100 (replay clock, docs/baselines.md): BK 128, 3
+# stages, the scales read as bytes (1 point over words in runs 25, 29 and 35). BN 64 on 4 warps (two programs
+# an SM) since run 39, when A's and B's descriptors left the device: 41.2% against 40.0-40.4% for BN 128 on 8
+# warps (one an SM), which had won while each program made three descriptors.
 DEFAULT_CONFIG = {
     "block_m": 128,
-    "block_n": 128,
+    "block_n": 64,
     "block_k": 128,
-    "num_warps": 8,
+    "num_warps": 4,
     "num_stages": 3,
     "scale_words": False,
 }
@@ -498,14 +501,6 @@ def group_slots(groups: int) -> int:
     return max(8, triton.next_power_of_2(groups))
 
 
-def narrow_tiles(abc: list, block_m: int, sms: int) -> dict:
-    """BN 64 on 4 warps (two programs an SM) where BN 128 on 8 warps (one an SM by its registers) would
-    leave SMs idle: under one wave, the narrower tiles fill the GPU (measured on the H100: the 2-group
-    shape m 192 / 320 took 39.0 us against 41.5, docs/baselines.md); otherwise nothing changes."""
-    programs = sum(triton.cdiv(a.shape[0], block_m) * triton.cdiv(b.shape[0], 128) for a, b, _ in abc)
-    return {"block_n": 64, "num_warps": 4} if programs < sms else {}
-
-
 def _descriptor_scratch(device: torch.device, size: int, alignment: int, stream: int | None) -> torch.Tensor:
     """Global memory for the kernel's on-device TMA descriptors (Triton's allocator hook)."""
     return torch.empty(size, dtype=torch.int8, device=device)
@@ -519,8 +514,6 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
     if unknown := set(config) - set(DEFAULT_CONFIG):
         raise TypeError(f"unknown configuration keys {sorted(unknown)}: choose from {sorted(DEFAULT_CONFIG)}")
     cfg = {**(INTERPRETER_CONFIG if interpreted else DEFAULT_CONFIG), **config}
-    if not interpreted and not {"block_n", "num_warps"} & set(config):
-        cfg.update(narrow_tiles(abc, cfg["block_m"], torch.cuda.get_device_properties(device).multi_processor_count))
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     asm = (not interpreted) if use_asm is None else use_asm
     pdl = not interpreted  # programmatic dependent launch (sm_90): the GEMM kernel starts during the pre-pass

@@ -346,68 +346,14 @@ def _group_gemm_kernel(
     row0 = tm * BM
     left = M - row0
     if left > BM // 2:
-        _tile(
-            a_desc,
-            b_ptr,
-            sb_ptr,
-            c_ptr,
-            ad_row,
-            M,
-            N,
-            K,
-            row0,
-            tn,
-            BM,
-            BN,
-            BK,
-            K_MASK,
-            SCALE_WORDS,
-            USE_ASM,
-            WARPS,
-            PDL,
-        )
+        _tile(a_desc, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K, row0, tn,
+              BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)  # fmt: skip
     elif left > BM // 4:
-        _tile(
-            a_desc_half,
-            b_ptr,
-            sb_ptr,
-            c_ptr,
-            ad_row,
-            M,
-            N,
-            K,
-            row0,
-            tn,
-            BM // 2,
-            BN,
-            BK,
-            K_MASK,
-            SCALE_WORDS,
-            USE_ASM,
-            WARPS,
-            PDL,
-        )
+        _tile(a_desc_half, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K, row0, tn,
+              BM // 2, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)  # fmt: skip
     else:
-        _tile(
-            a_desc_quarter,
-            b_ptr,
-            sb_ptr,
-            c_ptr,
-            ad_row,
-            M,
-            N,
-            K,
-            row0,
-            tn,
-            BM // 4,
-            BN,
-            BK,
-            K_MASK,
-            SCALE_WORDS,
-            USE_ASM,
-            WARPS,
-            PDL,
-        )
+        _tile(a_desc_quarter, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K, row0, tn,
+              BM // 4, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)  # fmt: skip
 
 
 def _storage(t: torch.Tensor) -> torch.Tensor:

@@ -34,11 +34,11 @@ descriptors made on the device too. Ranked through ``harness eval``: docs/baseli
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate. Two programs of 4 warps an SM leave every unit under
-its peak (docs/baselines.md: Nsight Compute summary): latency, one program's decode against the other's
-wgmma and both against their loads. The tensor work
-the tiles waste counts on some shapes, not others: shrinking each group's last tile cut the second
-benchmark shape (m 40..196) by 8% and the first (m 64..248) by about 1%. Before this design (both
-operands decoded per tile) the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
+its peak, the L2 the busiest at 64-67% on the 8-group shapes (docs/baselines.md: Nsight Compute summary):
+latency, one program's decode against the other's wgmma and both against their loads. The tensor work the
+tiles waste counts on some shapes, not others: shrinking each group's last tile cut the second benchmark
+shape (m 40..196) by 8% and the first (m 64..248) by about 1%. Before this design (both operands decoded
+per tile) the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
 
 Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals
 included); multiplying by the e4m3 block scale in fp16 is exact (at most 6 significant bits,
@@ -57,7 +57,7 @@ from task import input_t, output_t
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 # Columns of the per-group table (the kernels read them by these numbers).
-_A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M, _A_DECODED = range(11)
+_A, _SA, _B, _SB, _C, _M, _N, _K, _FIRST_TILE, _TILES_M, _A_FIRST_ROW = range(11)
 _COLUMNS = 11
 
 

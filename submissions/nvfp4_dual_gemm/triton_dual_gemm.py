@@ -10,9 +10,11 @@ register operand, while the fp16 A reaches wgmma with no decode; A and B's bytes
 and one of B2, then accumulates two fp16 dots into two fp32 accumulators (gate and up); the
 epilogue computes silu(gate) * up in fp32 and stores fp16.
 
-The tile's K order (as in the GEMM): within each BK columns, position 8 j + 2 q + h holds code
-2 (BK / 8 q + j) + h, so each lane's bytes decode straight into wgmma's register layout and the
-decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py).
+The tile's K order (``_decode_tile``): within each BK columns, position 8 j + 2 q + h holds nibble
+j % 2 of byte BK / 8 q + 2 (j // 2) + h, so each lane's bytes decode straight into wgmma's register
+layout and the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). (The
+GEMM keeps the order in which each register holds both nibbles of one byte: this one read wrong outputs
+there, docs/results.md run 39.)
 
 Why this design (on Hopper, which has no FP4 tensor cores; docs/baselines.md has the Nsight
 Compute profile): the earlier version decoded A and B in every program and sent the decoded B
@@ -24,9 +26,10 @@ finish a tile (atomic counter) adds the fp32 partials in a fixed order before th
 the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
 Triton.
 
-Measured on the H100, ranked through ``harness eval`` (docs/baselines.md, 2026-11-27): 50.2% of
-the Hopper speed of light (geomean; 35.4% with A in two planes and the decoded B sent through
-shared memory, 22.2% with cp.async, 17.6% before the pre-pass).
+Measured on the H100, ranked through ``harness eval`` (docs/results.md run 39, 2026-11-28): 52.5% of
+the Hopper speed of light (geomean; 51.1% with each register holding both nibbles of one byte, 35.4%
+with A in two planes and the decoded B sent through shared memory, 22.2% with cp.async, 17.6% before
+the pre-pass).
 """
 
 import os
@@ -163,13 +166,15 @@ def _load_decode(
 def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr):
     """(R, BK / 2) code bytes and their (R, BK / 16) scale bytes -> (R, BK) fp16 in the tile's K order.
 
-    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h the nibble)
-    holds code 2 (J q + j) + h. wgmma's register operand gives the thread of lane q (mod 4) the
-    pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
-    one quarter of each row, one byte per f16x2 register, so the bytes come from shared memory
-    in one vector load per row and the decoded tile is already in wgmma's layout (no trip back
-    through shared memory). A is stored in the same order by the pre-pass, so the dot sums the
-    same products.
+    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h < 2) holds nibble
+    j % 2 of byte J q + 2 (j // 2) + h. wgmma's register operand gives the thread of lane q (mod 4)
+    the pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
+    one quarter of each row, and each f16x2 register holds the same nibble of two neighbouring bytes,
+    which is how the decode's snippet writes them: the bytes come from shared memory in one vector
+    load per row and the decoded tile is already in wgmma's layout (no trip back through shared
+    memory, and no half-word shuffles: 52 instructions fewer a K step than pairing both nibbles of
+    one byte, docs/baselines.md). A is stored in the same order by the pre-pass, so the dot sums
+    the same products.
     """
     J: tl.constexpr = BK // 8
     scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)
@@ -179,7 +184,8 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
         lo, hi = _decode_asm(x, scale)
     else:
         lo, hi = _decode_ref(x, scale)
-    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1, 3)), (R, BK))
+    pairs = tl.join(tl.reshape(lo, (R, 4, J // 2, 2)), tl.reshape(hi, (R, 4, J // 2, 2)))  # [r, q, i, h, nibble]
+    return tl.reshape(tl.permute(pairs, (0, 2, 4, 1, 3)), (R, BK))
 
 
 @triton.jit

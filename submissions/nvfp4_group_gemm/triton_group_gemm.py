@@ -24,13 +24,14 @@ B's bytes by pointer loads, both pipelined over ``num_stages``; C leaves by a TM
 a program makes on the device (in global scratch Triton asks for through ``triton.set_allocator``). A
 descriptor made on the device costs its program a release and an acquire fence: with the table's loads,
 2 us before the K loop on the H100 when A's and B's were made there too (docs/results.md run 39). The
-tile's K order (as in the GEMM: within each BK columns, position 8 j + 2 q + h holds code 2 (BK / 8 q +
-j) + h) lets each lane's bytes decode straight into wgmma's register layout, so the decoded B never goes
-through shared memory (tests/test_triton_baselines_ptx.py).
+tile's K order (``_decode_tile``: within each BK columns, position 8 j + 2 q + h holds nibble j % 2 of
+byte BK / 8 q + 2 (j // 2) + h) lets each lane's bytes decode straight into wgmma's register layout, so
+the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py).
 
-Measured on the H100 by the replay clock (docs/results.md run 39): 41.2% of the Hopper speed of light
-(geomean), 40.0-40.4% with BN 128 on 8 warps (one program an SM), 36.5-37.0% with A's and B's
-descriptors made on the device too. Ranked through ``harness eval``: docs/baselines.md.
+Measured on the H100 by the replay clock (docs/results.md run 39): 42.6-42.7% of the Hopper speed of
+light (geomean), 41.2% with each register holding both nibbles of one byte, 40.0-40.4% with BN 128 on 8
+warps (one program an SM), 36.5-37.0% with A's and B's descriptors made on the device too. Ranked
+through ``harness eval``: docs/baselines.md.
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate. Two programs of 4 warps an SM leave every unit under
@@ -184,13 +185,15 @@ def _load_decode(
 def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr):
     """(R, BK / 2) code bytes and their (R, BK / 16) scale bytes -> (R, BK) fp16 in the tile's K order.
 
-    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h the nibble)
-    holds code 2 (J q + j) + h. wgmma's register operand gives the thread of lane q (mod 4) the
-    pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
-    one quarter of each row, one byte per f16x2 register, so the bytes come from shared memory
-    in one vector load per row and the decoded tile is already in wgmma's layout (no trip back
-    through shared memory). A is stored in the same order by the pre-pass, so the dot sums the
-    same products.
+    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h < 2) holds nibble
+    j % 2 of byte J q + 2 (j // 2) + h. wgmma's register operand gives the thread of lane q (mod 4)
+    the pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
+    one quarter of each row, and each f16x2 register holds the same nibble of two neighbouring bytes,
+    which is how the decode's snippet writes them: the bytes come from shared memory in one vector
+    load per row and the decoded tile is already in wgmma's layout (no trip back through shared
+    memory, and no half-word shuffles: 32 instructions fewer a K step than pairing both nibbles of
+    one byte, docs/baselines.md). A is stored in the same order by the pre-pass, so the dot sums
+    the same products.
     """
     J: tl.constexpr = BK // 8
     scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)
@@ -200,7 +203,8 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
         lo, hi = _decode_asm(x, scale)
     else:
         lo, hi = _decode_ref(x, scale)
-    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1, 3)), (R, BK))
+    pairs = tl.join(tl.reshape(lo, (R, 4, J // 2, 2)), tl.reshape(hi, (R, 4, J // 2, 2)))  # [r, q, i, h, nibble]
+    return tl.reshape(tl.permute(pairs, (0, 2, 4, 1, 3)), (R, BK))
 
 
 @triton.jit

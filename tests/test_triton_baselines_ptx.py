@@ -39,6 +39,8 @@ GROUP_SIGNATURE = {
     "a_desc_quarter": "tensordesc<fp16[32,128]>",
     "G": "i32",
 }
+GROUP_CONSTEXPRS = {"GP": 8, "BM": 128, "BN": 64, "BK": 128, "K_MASK": False, "SCALE_WORDS": False, "USE_ASM": True,
+                    "WARPS": 4, "PDL": True}
 
 # case (its problem first) -> (file, kernel, signature, constexprs, num_warps, num_stages, divisible
 # argument indices): configurations of each file on a contest shape (no masks, one split).
@@ -85,17 +87,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
         "submissions/nvfp4_group_gemm/triton_group_gemm.py",
         "_group_gemm_kernel",
         GROUP_SIGNATURE,
-        {
-            "GP": 8,
-            "BM": 128,
-            "BN": 64,
-            "BK": 128,
-            "K_MASK": False,
-            "SCALE_WORDS": False,
-            "USE_ASM": True,
-            "WARPS": 4,
-            "PDL": True,
-        },
+        GROUP_CONSTEXPRS,
         4,
         3,
         (0,),
@@ -105,17 +97,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, Any], int, int, tup
         "submissions/nvfp4_group_gemm/triton_group_gemm.py",
         "_group_gemm_kernel",
         GROUP_SIGNATURE,
-        {
-            "GP": 8,
-            "BM": 128,
-            "BN": 128,
-            "BK": 128,
-            "K_MASK": False,
-            "SCALE_WORDS": False,
-            "USE_ASM": True,
-            "WARPS": 8,
-            "PDL": True,
-        },
+        {**GROUP_CONSTEXPRS, "BN": 128, "WARPS": 8},
         8,
         3,
         (0,),

@@ -291,8 +291,8 @@ def _tile(
     A's tile comes by TMA through a descriptor made on the host (``a_desc``: every group's decoded A,
     one row length); its rows past M are the next group's or zeros and reach only rows of C past M,
     which the store drops. B's bytes come by pointer loads (pipelined by Triton like the TMA copies),
-    so the only descriptor a program makes on the device is C's, at its end: each costs a release and
-    an acquire fence.
+    so the only descriptor a program makes on the device is C's, at its end (a release and an acquire
+    fence).
     """
     rows_b = tn * BN + _row_order(BN, WARPS)
     acc = tl.zeros((BN, BM), dtype=tl.float32)  # C^T tile
@@ -471,8 +471,8 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
         raise ValueError(f"block_k {bk} is not a multiple of 64 (the tile's K order spans whole 64-code blocks)")
     if not interpreted and bk != 128:
         raise ValueError(
-            f"block_k {bk} is not measured correct on the GPU: 64 on BN 128 and 8 warps read wrong outputs on the "
-            "H100 whenever two programs share an SM (docs/baselines.md, run 38); use 128"
+            f"block_k {bk} is not measured correct on the GPU: 64 read wrong outputs on the H100 (BN 128 on 8 warps, "
+            "two programs an SM, docs/baselines.md, run 38) and has not been measured since; use 128"
         )
     table, tiles, decoded, a_descs = _table(abc, scales, bm, bn, bk, device)
     groups = len(abc)

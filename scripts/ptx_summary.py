@@ -1,11 +1,15 @@
 """Every Triton kernel in a cache folder as ptxas sees it: shared-memory traffic, registers, spills,
-and whether ptxas serialised its wgmma instructions.
+whether ptxas serialised its wgmma instructions, and writes to the registers of wgmmas in flight.
 
 Why: a decoded operand that Triton sends back through shared memory (``st.shared`` in the main
 loop) and wgmma groups that ptxas serialises (warnings C7513 / C7515: a non-wgmma instruction
 writes a wgmma's registers while its group is in flight) each cost an NVFP4 GEMM a large part of
-its tensor-core rate, and neither shows in a timing. This reads what the kernels compiled to,
-so a tune's table can say why a configuration is slow (issue 37).
+its tensor-core rate, and neither shows in a timing. Worse, Triton 3.6 lets the next K step's
+decode write the A-operand registers of wgmmas still in flight from the last one (its waits leave
+7 of 8 groups pending at the loop's back edge, and ptxas does not always keep their registers);
+a wgmma that reads them late multiplies garbage: the GEMM read inf that way (docs/results.md runs
+39 and 40). This reads what the kernels compiled to, so a tune's table can say why a configuration
+is slow or wrong, and the tests can refuse a kernel whose loop has such a write (issue 37).
 
     python3 scripts/ptx_summary.py TRITON_CACHE_DIR [OUT.json]
 """
@@ -17,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import triton
@@ -39,22 +44,104 @@ def ptxas_candidates() -> list[str]:
 
 
 def ptxas_report(ptx: Path, arch: str) -> dict:
-    """Registers, spill bytes and the wgmma serialisation warnings of one PTX file (the first ptxas that reads it)."""
+    """Registers, spill bytes, the wgmma serialisation warnings and the writes to in-flight wgmma operands
+    (``pending_operand_writes``) of one PTX file (the first ptxas that reads it)."""
     text = "no ptxas found"
-    for ptxas in ptxas_candidates():
-        run = subprocess.run(
-            [ptxas, f"-arch={arch}", "-v", str(ptx), "-o", "/dev/null"], capture_output=True, text=True
-        )
-        text = run.stdout + run.stderr
-        if run.returncode == 0:
-            registers = re.search(r"Used (\d+) registers", text)
-            spills = re.search(r"(\d+) bytes spill stores", text)
-            return {
-                "registers": int(registers.group(1)) if registers else None,
-                "spill_bytes": int(spills.group(1)) if spills else None,
-                "serialised_wgmma": sorted(set(re.findall(r"\((C75\d\d)\)", text))),
-            }
+    with tempfile.TemporaryDirectory() as folder:
+        cubin = Path(folder) / "kernel.cubin"
+        for ptxas in ptxas_candidates():
+            run = subprocess.run(
+                [ptxas, f"-arch={arch}", "-v", str(ptx), "-o", str(cubin)], capture_output=True, text=True
+            )
+            text = run.stdout + run.stderr
+            if run.returncode == 0:
+                registers = re.search(r"Used (\d+) registers", text)
+                spills = re.search(r"(\d+) bytes spill stores", text)
+                sass = subprocess.run(
+                    [str(Path(ptxas).with_name("cuobjdump")), "-sass", str(cubin)], capture_output=True, text=True
+                ).stdout
+                return {
+                    "registers": int(registers.group(1)) if registers else None,
+                    "spill_bytes": int(spills.group(1)) if spills else None,
+                    "serialised_wgmma": sorted(set(re.findall(r"\((C75\d\d)\)", text))),
+                    "pending_operand_writes": len(pending_operand_writes(sass)),
+                }
     return {"ptxas_error": text.strip().splitlines()[-1] if text.strip() else "ptxas printed nothing"}
+
+
+def sass_instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, instruction) of every line of ``cuobjdump -sass`` output."""
+    found = (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line) for line in sass.splitlines())
+    return [(int(match.group(1), 16), match.group(2)) for match in found if match]
+
+
+def hgmma_loop(instructions: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The innermost loop (a backward branch and its target) that issues HGMMA; empty if none."""
+    best: list[tuple[int, str]] = []
+    for address, text in instructions:
+        branch = re.search(r"\bBRA\s+0x([0-9a-f]+)$", text)
+        if branch and int(branch.group(1), 16) < address:
+            body = [item for item in instructions if int(branch.group(1), 16) <= item[0] <= address]
+            if any("HGMMA" in line for _, line in body) and (not best or len(body) < len(best)):
+                best = body
+    return best
+
+
+# Opcodes that write no general register (or only uniform, predicate or barrier state).
+_NO_REGISTER_WRITE = (
+    "HGMMA",
+    "ST",
+    "RED",
+    "ATOM",
+    "BRA",
+    "BAR",
+    "SYNCS",
+    "WARPGROUP",
+    "DEPBAR",
+    "LDGDEPBAR",
+    "LDGSTS",
+    "UTMA",
+    "NOP",
+    "ISETP",
+    "FSETP",
+    "PLOP3",
+    "ELECT",
+    "VOTEU",
+    "R2UR",
+    "U",
+)
+
+
+def written_registers(text: str) -> set[int]:
+    """The general registers one SASS instruction writes (its first operand; 64- and 128-bit forms widen it)."""
+    text = re.sub(r"^@!?U?P[T0-9]+\s+", "", text)
+    opcode = text.split()[0]
+    destination = re.match(r"\S+\s+R(\d+)\b", text)
+    if opcode.startswith(_NO_REGISTER_WRITE) or not destination:
+        return set()
+    width = 4 if ".128" in opcode else 2 if ".64" in opcode or opcode.startswith("IMAD.WIDE") else 1
+    return set(range(int(destination.group(1)), int(destination.group(1)) + width))
+
+
+def pending_operand_writes(sass: str) -> list[str]:
+    """Instructions of the HGMMA loop that write an A-operand register of a wgmma still in flight.
+
+    Simulates the warpgroup's scoreboard over two passes of the loop (the first leaves the state the
+    back edge carries): an HGMMA adds its four A registers to the in-flight list, ``WARPGROUP.DEPBAR.LE
+    gsb0, N`` keeps the N newest, and any other instruction writing a listed register is reported.
+    """
+    in_flight: list[set[int]] = []
+    writes = []
+    for lap in range(2):
+        for address, text in hgmma_loop(sass_instructions(sass)):
+            if operand := re.search(r"HGMMA\S*\s+R\d+,\s+R(\d+)", text):
+                in_flight.append(set(range(int(operand.group(1)), int(operand.group(1)) + 4)))
+            elif wait := re.search(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s+0x([0-9a-f]+)", text):
+                keep = int(wait.group(1), 16)
+                in_flight = in_flight[-keep:] if keep else []
+            elif lap and any(written_registers(text) & quad for quad in in_flight):
+                writes.append(f"{address:#06x} {text}")
+    return writes
 
 
 def main_loop_traffic(ptx: str) -> tuple[int, int]:

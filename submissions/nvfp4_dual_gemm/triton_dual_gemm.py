@@ -72,6 +72,27 @@ def _decode_asm(x, s):
 
 
 @triton.jit
+def _after_wgmma(x):
+    """``x`` (uint8) unchanged, from the point where every wgmma this warpgroup issued has completed.
+
+    Why: Triton 3.6's waits leave 7 of a K step's 8 wgmma groups in flight at the loop's back edge,
+    and ptxas does not always keep their A registers (the decoded B) untouched until they retire, so
+    the next step's decode could overwrite an operand a wgmma has yet to read: the GEMM read inf that
+    way (docs/results.md run 40). Passing the next step's bytes through this wait orders the decode's
+    register writes after it; ptxas still starts the decode early into free registers.
+    tests/test_triton_baselines_ptx.py checks the compiled loop for such writes.
+    """
+    return tl.inline_asm_elementwise(
+        asm="wgmma.wait_group.sync.aligned 0;\n mov.b32 $0, $1;",
+        constraints="=r,r",
+        args=[x],
+        dtype=tl.uint8,
+        is_pure=False,
+        pack=4,
+    )
+
+
+@triton.jit
 def _decode_ref(x, s):
     """Plain-Triton twin of ``_decode_asm`` (same bits, one element at a time)."""
     x = x.to(tl.int32)
@@ -172,8 +193,8 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
     one quarter of each row, and each f16x2 register holds the same nibble of two neighbouring bytes,
     which is how the decode's snippet writes them: the bytes come from shared memory in one vector
     load per row and the decoded tile is already in wgmma's layout (no trip back through shared
-    memory, and no half-word shuffles: 52 instructions fewer a K step than pairing both nibbles of
-    one byte, docs/baselines.md). A is stored in the same order by the pre-pass, so the dot sums
+    memory, and no half-word shuffles, which pairing both nibbles of one byte cost: docs/baselines.md
+    has the counts). A is stored in the same order by the pre-pass, so the dot sums
     the same products.
     """
     J: tl.constexpr = BK // 8
@@ -297,13 +318,15 @@ def _dual_gemm_kernel(
         # Both B tiles are decoded before either dot: a decode between two asynchronous wgmma
         # groups writes their input registers, and ptxas then serialises every wgmma (C7513).
         sb1 = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b1_dec = _decode_tile(
-            _rows_in_order(b1_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb1, BN, BK, USE_ASM
-        )
+        b1_bytes = _rows_in_order(b1_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS)
+        if USE_ASM:  # compiled only (the interpreter runs no PTX)
+            b1_bytes = _after_wgmma(b1_bytes)
+        b1_dec = _decode_tile(b1_bytes, sb1, BN, BK, USE_ASM)
         sb2 = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b2_dec = _decode_tile(
-            _rows_in_order(b2_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb2, BN, BK, USE_ASM
-        )
+        b2_bytes = _rows_in_order(b2_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS)
+        if USE_ASM:
+            b2_bytes = _after_wgmma(b2_bytes)
+        b2_dec = _decode_tile(b2_bytes, sb2, BN, BK, USE_ASM)
         gate = tl.dot(b1_dec, a_dec, gate)
         up = tl.dot(b2_dec, a_dec, up)
     c_offs = (batch * M + rows_a).to(tl.int64)[:, None] * N + rows_b[None, :]

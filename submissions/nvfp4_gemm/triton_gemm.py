@@ -87,6 +87,27 @@ def _decode_asm(x, s):
 
 
 @triton.jit
+def _after_wgmma(x):
+    """``x`` (uint8) unchanged, from the point where every wgmma this warpgroup issued has completed.
+
+    Why: Triton 3.6's waits leave 7 of a K step's 8 wgmma groups in flight at the loop's back edge,
+    and ptxas does not always keep their A registers (the decoded B) untouched until they retire, so
+    the next step's decode could overwrite an operand a wgmma has yet to read: the GEMM read inf that
+    way (docs/results.md run 40). Passing the next step's bytes through this wait orders the decode's
+    register writes after it; ptxas still starts the decode early into free registers.
+    tests/test_triton_baselines_ptx.py checks the compiled loop for such writes.
+    """
+    return tl.inline_asm_elementwise(
+        asm="wgmma.wait_group.sync.aligned 0;\n mov.b32 $0, $1;",
+        constraints="=r,r",
+        args=[x],
+        dtype=tl.uint8,
+        is_pure=False,
+        pack=4,
+    )
+
+
+@triton.jit
 def _decode_ref(x, s):
     """Plain-Triton twin of ``_decode_asm`` (same bits, one element at a time)."""
     x = x.to(tl.int32)
@@ -181,13 +202,15 @@ def _load_decode(
 def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr):
     """(R, BK / 2) code bytes and their (R, BK / 16) scale bytes -> (R, BK) fp16 in the tile's K order.
 
-    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h the nibble)
-    holds code 2 (J q + j) + h. wgmma's register operand gives the thread of lane q (mod 4) the
-    pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
-    one quarter of each row, one byte per f16x2 register, so the bytes come from shared memory
-    in one vector load per row and the decoded tile is already in wgmma's layout (no trip back
-    through shared memory). A is stored in the same order by the pre-pass, so the dot sums the
-    same products.
+    The tile's K order: with J = BK / 8, position 8 j + 2 q + h (q < 4, j < J, h < 2) holds nibble
+    j % 2 of byte J q + 2 (j // 2) + h. wgmma's register operand gives the thread of lane q (mod 4)
+    the pairs at positions 2 q + 8 j of its rows; in this order they are the J consecutive bytes of
+    one quarter of each row, and each f16x2 register holds the same nibble of two neighbouring bytes,
+    which is how the decode's snippet writes them: the bytes come from shared memory in one vector
+    load per row and the decoded tile is already in wgmma's layout (no trip back through shared
+    memory, and no half-word shuffles, which pairing both nibbles of one byte cost: docs/baselines.md
+    has the counts). A is stored in the same order by the pre-pass, so the dot sums
+    the same products.
     """
     J: tl.constexpr = BK // 8
     scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float16)
@@ -197,7 +220,8 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
         lo, hi = _decode_asm(x, scale)
     else:
         lo, hi = _decode_ref(x, scale)
-    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1, 3)), (R, BK))
+    pairs = tl.join(tl.reshape(lo, (R, 4, J // 2, 2)), tl.reshape(hi, (R, 4, J // 2, 2)))  # [r, q, i, h, nibble]
+    return tl.reshape(tl.permute(pairs, (0, 2, 4, 1, 3)), (R, BK))
 
 
 @triton.jit
@@ -295,7 +319,10 @@ def _gemm_kernel(
         # TMA boxes read zeros past N and K; A's rows past M (the next batch's, or zeros) reach
         # only rows of C past M, which are never stored.
         sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
-        b_dec = _decode_tile(_rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS), sb, BN, BK, USE_ASM)
+        b_bytes = _rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS)
+        if USE_ASM:  # compiled only (the interpreter runs no PTX)
+            b_bytes = _after_wgmma(b_bytes)
+        b_dec = _decode_tile(b_bytes, sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(ad_desc.load([batch * M + tm * BM, k0])), acc)
     if SPLIT_K == 1:
         _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)

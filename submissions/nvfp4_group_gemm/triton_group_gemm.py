@@ -91,6 +91,19 @@ def _decode_asm(x, s):
 
 
 @triton.jit
+def _retire_wgmmas():
+    """Wait until every wgmma this warpgroup issued has completed.
+
+    Why: Triton 3.6's waits leave 7 of a K step's 8 wgmma groups in flight at the loop's back edge,
+    and ptxas does not keep their A registers (the decoded B) untouched until they retire, so the
+    next step's loads and decode could overwrite an operand a wgmma has yet to read (the GEMM read inf
+    that way, docs/results.md run 40). Called after each step's dot; tests/test_triton_baselines_ptx.py
+    checks the compiled loop for such writes.
+    """
+    tl.inline_asm_elementwise("wgmma.wait_group.sync.aligned 0; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def _decode_ref(x, s):
     """Plain-Triton twin of ``_decode_asm`` (same bits, one element at a time)."""
     x = x.to(tl.int32)
@@ -191,8 +204,8 @@ def _decode_tile(x, s, R: tl.constexpr, BK: tl.constexpr, USE_ASM: tl.constexpr)
     one quarter of each row, and each f16x2 register holds the same nibble of two neighbouring bytes,
     which is how the decode's snippet writes them: the bytes come from shared memory in one vector
     load per row and the decoded tile is already in wgmma's layout (no trip back through shared
-    memory, and no half-word shuffles: 32 instructions fewer a K step than pairing both nibbles of
-    one byte, docs/baselines.md). A is stored in the same order by the pre-pass, so the dot sums
+    memory, and no half-word shuffles, which pairing both nibbles of one byte cost: docs/baselines.md
+    has the counts). A is stored in the same order by the pre-pass, so the dot sums
     the same products.
     """
     J: tl.constexpr = BK // 8
@@ -308,6 +321,8 @@ def _tile(
             b_bytes = tl.load(b_ptr + b_offs, mask=(rows_b < N)[:, None], other=0)
         b_dec = _decode_tile(b_bytes, sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([ad_row + row0, k0])), acc)
+        if USE_ASM:  # compiled only (the interpreter runs no PTX)
+            _retire_wgmmas()  # the next step's loads and decode may not overwrite its operands in flight
     # Operands carried 2^-14 each.
     # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
     # (BM, BN) 64-bit addresses had kept 255 registers live and ptxas serialising the wgmmas.

@@ -19,7 +19,9 @@
 #   tune_nvfp4  the four NVFP4 Triton baselines' configurations, % of SOL per shape and geomean
 #               (scripts/tune_nvfp4.py; TUNE_PROBLEMS narrows it, TUNE_BUDGET_S caps it: 390 s)
 #   ptx         the kernels tune_nvfp4 compiled as ptxas sees them: shared-memory stores and loads, registers,
-#               spills, wgmma serialised (scripts/ptx_summary.py; run after tune_nvfp4 in the same call)
+#               spills, wgmma serialised, writes to the registers of wgmmas in flight (scripts/ptx_summary.py; run after tune_nvfp4 in the same call)
+#   compiled    the shipped Triton GEMMs compiled by this machine's Triton: tests/test_triton_baselines_ptx.py
+#               (no shared-memory round trip, no write to a wgmma in flight; CI's newer Triton does not show the latter)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it), each
 #               call behind the reading flush and ncu under --cache-control none (replay's cache policy); one
 #               ncu run per file, one more for ncu's floor (an empty kernel, held against replay's reading
@@ -232,7 +234,7 @@ sanitize_all() {
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
   --format=csv,noheader -lms 200 > "$WORK/clocks.csv" 2>/dev/null &
 clock_logger=$!
-steps=${*:-build b2b probe env inputs reference calibrate sol timing throughput eval fidelity contest adversarial sanitize service leaderboard}
+steps=${*:-build b2b probe env compiled inputs reference calibrate sol timing throughput eval fidelity contest adversarial sanitize service leaderboard}
 first=${steps%% *}
 for step in $steps; do
   case $step in
@@ -249,6 +251,7 @@ for step in $steps; do
     tune) run_step tune python3 scripts/tune_blockwise.py "$WORK/tune_blockwise.json" ;;
     tune_nvfp4) TRITON_CACHE_DIR="$WORK/tune_nvfp4_kernels" run_step tune_nvfp4 python3 scripts/tune_nvfp4.py "$WORK/tune_nvfp4.json" --budget-s "${TUNE_BUDGET_S:-390}" \
                   ${TUNE_PROBLEMS:+--problems "$TUNE_PROBLEMS"} ;;
+    compiled) run_step compiled python3 -m pytest -q -p no:cacheprovider --noconftest tests/test_triton_baselines_ptx.py ;;
     ptx) run_step ptx python3 scripts/ptx_summary.py "$WORK/tune_nvfp4_kernels" "$WORK/ptx_summary.json" ;;
     ncu) TAIL=90 run_step ncu python3 scripts/ncu_times.py "$WORK/graph_replay.json" "$WORK/ncu_times.json" ;;
     kernel_replay) run_step kernel_replay python3 scripts/kernel_replay.py "$WORK/ncu_times.json" "$WORK/kernel_replay.json" ;;

@@ -12,9 +12,9 @@ epilogue computes silu(gate) * up in fp32 and stores fp16.
 
 The tile's K order (``_decode_tile``): within each BK columns, position 8 j + 2 q + h holds nibble
 j % 2 of byte BK / 8 q + 2 (j // 2) + h, so each lane's bytes decode straight into wgmma's register
-layout and the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). (The
-GEMM keeps the order in which each register holds both nibbles of one byte: this one read wrong outputs
-there, docs/results.md run 39.)
+layout and the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). Each
+step's bytes pass through a wgmma wait (``_after_wgmma``) so that the decode never writes the registers of a
+wgmma still in flight (docs/baselines.md: the same test checks the compiled loop for such writes).
 
 Why this design (on Hopper, which has no FP4 tensor cores; docs/baselines.md has the Nsight
 Compute profile): the earlier version decoded A and B in every program and sent the decoded B
@@ -26,10 +26,10 @@ finish a tile (atomic counter) adds the fp32 partials in a fixed order before th
 the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
 Triton.
 
-Measured on the H100, ranked through ``harness eval`` (docs/results.md run 39, 2026-11-28): 52.5% of
-the Hopper speed of light (geomean; 51.1% with each register holding both nibbles of one byte, 35.4%
-with A in two planes and the decoded B sent through shared memory, 22.2% with cp.async, 17.6% before
-the pre-pass).
+Measured on the H100, ranked through ``harness eval`` (docs/results.md run 40, 2026-11-28): 52.6% of
+the Hopper speed of light (geomean; 52.4% without the wait, 51.1% with each register holding both
+nibbles of one byte, 35.4% with A in two planes and the decoded B sent through shared memory, 22.2%
+with cp.async, 17.6% before the pre-pass).
 """
 
 import os

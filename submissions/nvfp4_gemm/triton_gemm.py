@@ -15,14 +15,17 @@ launch and start overlap the pre-pass's tail instead of following it on the stre
 programs take the SMs the pre-pass's later programs needed: 24% slower on the K = 2048 shape
 (docs/results.md run 27 call 6).
 
-The tile's K order: within each BK columns, position 8 j + 2 q + h holds code 2 (BK / 8 q + j) + h.
-wgmma's register operand gives lane q (mod 4) the element pairs at positions 2 q + 8 j; in this
-order those pairs are one quarter row of consecutive bytes, each byte one f16x2 register, so the
-bytes come from shared memory in one vector load and decode straight into wgmma's layout. A is
-stored in the same order, so the dot sums the same products. The tile's row order (``_row_order``)
+The tile's K order (``_decode_tile``): within each BK columns, position 8 j + 2 q + h holds nibble
+j % 2 of byte BK / 8 q + 2 (j // 2) + h. wgmma's register operand gives lane q (mod 4) the element pairs
+at positions 2 q + 8 j; in this order those pairs are one quarter row of consecutive bytes, each f16x2
+register the same nibble of two neighbouring bytes, so the bytes come from shared memory in one vector
+load and decode straight into wgmma's layout. A is stored in the same order, so the dot sums the same
+products. Each step's bytes pass through a wgmma wait (``_after_wgmma``): without it the decode wrote the
+registers of wgmmas still in flight and C read inf (docs/results.md run 40). The tile's row order (``_row_order``)
 does the same for rows, whose split between warps otherwise differs; C is stored through it. With
 both, the loop has no shared-memory round trip and ptxas keeps the wgmmas asynchronous
-(tests/test_triton_baselines_ptx.py checks the compiled loop: no shared-memory store, no ldmatrix).
+(tests/test_triton_baselines_ptx.py checks the compiled loop: no shared-memory store, no ldmatrix, no
+write to a register of a wgmma in flight).
 
 Why this design (Hopper has no FP4 tensor cores; docs/baselines.md has the Nsight Compute
 profile): decoding both operands per tile and sending the decoded B through shared memory cost
@@ -39,8 +42,9 @@ When the tile grid cannot fill the GPU, K is split across programs; the last pro
 a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, in the same
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
-Measured on the H100 through ``harness eval`` (docs/baselines.md, 2026-11-27): 40.7-40.9% of the
-Hopper speed of light in benchmark mode with PDL, 38.6-38.7% without (geomean; 26.2% while the
+Measured on the H100 through ``harness eval``, ranked (docs/results.md run 40, 2026-11-28): 41.9-42.5% of
+the Hopper speed of light (geomean; 41.3% with each register holding both nibbles of one byte; run 27:
+40.7-40.9% in benchmark mode with PDL, 38.6-38.7% without; 26.2% while the
 decoded B went through shared memory to reach wgmma's layout and ptxas serialised the wgmmas, 20.3%
 with cp.async, 12.8% before the pre-pass).
 What bounds it: the M = 128 shapes give 56-112 output tiles for 132 SMs, so K is split and the

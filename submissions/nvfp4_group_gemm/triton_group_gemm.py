@@ -26,10 +26,13 @@ descriptor made on the device costs its program a release and an acquire fence: 
 2 us before the K loop on the H100 when A's and B's were made there too (docs/results.md run 39). The
 tile's K order (``_decode_tile``: within each BK columns, position 8 j + 2 q + h holds nibble j % 2 of
 byte BK / 8 q + 2 (j // 2) + h) lets each lane's bytes decode straight into wgmma's register layout, so
-the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py).
+the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). Each step waits for its
+wgmmas after its dot (``_retire_wgmmas``), so that the next step's loads and decode never write the registers of
+a wgmma still in flight (the same test checks the compiled loop).
 
-Measured on the H100 by the replay clock (docs/results.md run 39): 42.6-42.7% of the Hopper speed of
-light (geomean), 41.2% with each register holding both nibbles of one byte, 40.0-40.4% with BN 128 on 8
+Measured on the H100, ranked through ``harness eval`` (docs/results.md run 40): 41.2% of the Hopper speed of
+light (geomean), 42.2% without the wait; by the replay clock (run 39) 42.6-42.7% without it, 41.2% with each
+register holding both nibbles of one byte, 40.0-40.4% with BN 128 on 8
 warps (one program an SM), 36.5-37.0% with A's and B's descriptors made on the device too. Ranked
 through ``harness eval``: docs/baselines.md.
 

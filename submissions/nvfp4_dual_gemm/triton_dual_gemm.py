@@ -83,12 +83,12 @@ def _after_wgmma(x):
     tests/test_triton_baselines_ptx.py checks the compiled loop for such writes.
     """
     return tl.inline_asm_elementwise(
-        asm="wgmma.wait_group.sync.aligned 0;\n mov.b32 $0, $1;",
-        constraints="=r,r",
+        asm="wgmma.wait_group.sync.aligned 0;\n mov.b32 $0, $4;\n mov.b32 $1, $5;\n mov.b32 $2, $6;\n mov.b32 $3, $7;",
+        constraints="=r,=r,=r,=r,r,r,r,r",
         args=[x],
         dtype=tl.uint8,
         is_pure=False,
-        pack=4,
+        pack=16,  # one wait for each 16 bytes a thread holds (two a step), not for each 4
     )
 
 

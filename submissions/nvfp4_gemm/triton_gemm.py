@@ -42,7 +42,7 @@ When the tile grid cannot fill the GPU, K is split across programs; the last pro
 a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, in the same
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
-Measured on the H100 through ``harness eval``, ranked (docs/results.md run 40, 2026-11-28): 41.9-42.5% of
+Measured on the H100 through ``harness eval``, ranked (docs/results.md run 40, 2026-11-28): 41.9-42.8% of
 the Hopper speed of light (geomean; 41.3% with each register holding both nibbles of one byte; run 27:
 40.7-40.9% in benchmark mode with PDL, 38.6-38.7% without; 26.2% while the
 decoded B went through shared memory to reach wgmma's layout and ptxas serialised the wgmmas, 20.3%
@@ -102,12 +102,12 @@ def _after_wgmma(x):
     tests/test_triton_baselines_ptx.py checks the compiled loop for such writes.
     """
     return tl.inline_asm_elementwise(
-        asm="wgmma.wait_group.sync.aligned 0;\n mov.b32 $0, $1;",
-        constraints="=r,r",
+        asm="wgmma.wait_group.sync.aligned 0;\n mov.b32 $0, $4;\n mov.b32 $1, $5;\n mov.b32 $2, $6;\n mov.b32 $3, $7;",
+        constraints="=r,=r,=r,=r,r,r,r,r",
         args=[x],
         dtype=tl.uint8,
         is_pure=False,
-        pack=4,
+        pack=16,  # one wait for each 16 bytes a thread holds (two a step), not for each 4
     )
 
 

@@ -30,7 +30,7 @@ ptx_summary = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ptx_summary)
 
 COMMON = {"M": "i32", "N": "i32", "K": "i32", "L": "i32"}
-FLAGS = {"N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True}
+FLAGS = {"N_MASK": False, "K_MASK": False, "SCALE_WORDS": True, "USE_ASM": True, "COMPILED": True}
 
 GROUP_SIGNATURE = {
     "table_ptr": "*i64",
@@ -47,6 +47,7 @@ GROUP_CONSTEXPRS = {
     "K_MASK": False,
     "SCALE_WORDS": False,
     "USE_ASM": True,
+    "COMPILED": True,
     "WARPS": 4,
     "PDL": True,
 }

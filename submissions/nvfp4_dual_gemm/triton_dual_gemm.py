@@ -290,6 +290,7 @@ def _dual_gemm_kernel(
     K_MASK: tl.constexpr,
     SCALE_WORDS: tl.constexpr,
     USE_ASM: tl.constexpr,
+    COMPILED: tl.constexpr,  # for the GPU, not the interpreter (which runs no PTX): the wgmma waits
     WARPS: tl.constexpr,  # num_warps (the tile's row order)
     PDL: tl.constexpr,  # launched as the pre-pass's programmatic dependent: wait for its A
 ):
@@ -319,12 +320,12 @@ def _dual_gemm_kernel(
         # groups writes their input registers, and ptxas then serialises every wgmma (C7513).
         sb1 = _load_scales(sb1_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         b1_bytes = _rows_in_order(b1_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS)
-        if USE_ASM:  # compiled only (the interpreter runs no PTX)
+        if COMPILED:
             b1_bytes = _after_wgmma(b1_bytes)
         b1_dec = _decode_tile(b1_bytes, sb1, BN, BK, USE_ASM)
         sb2 = _load_scales(sb2_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         b2_bytes = _rows_in_order(b2_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS)
-        if USE_ASM:
+        if COMPILED:
             b2_bytes = _after_wgmma(b2_bytes)
         b2_dec = _decode_tile(b2_bytes, sb2, BN, BK, USE_ASM)
         gate = tl.dot(b1_dec, a_dec, gate)
@@ -481,6 +482,7 @@ def dual_gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = 
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
+        COMPILED=not interpreted,
         WARPS=cfg["num_warps"],
         PDL=pdl,
         num_warps=cfg["num_warps"],

@@ -299,6 +299,7 @@ def _gemm_kernel(
     K_MASK: tl.constexpr,  # K % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
+    COMPILED: tl.constexpr,  # for the GPU, not the interpreter (which runs no PTX): the wgmma waits
     WARPS: tl.constexpr,  # num_warps (the tile's row order)
     PDL: tl.constexpr,  # launched as the pre-pass's programmatic dependent: wait for its A
 ):
@@ -324,7 +325,7 @@ def _gemm_kernel(
         # only rows of C past M, which are never stored.
         sb = _load_scales(sb_ptr, rows_b, N, batch * N, k0, K, BN, BK, N_MASK, K_MASK, SCALE_WORDS)
         b_bytes = _rows_in_order(b_desc.load([batch, tn * BN, k0 // 2]), BN, BK, WARPS)
-        if USE_ASM:  # compiled only (the interpreter runs no PTX)
+        if COMPILED:
             b_bytes = _after_wgmma(b_bytes)
         b_dec = _decode_tile(b_bytes, sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(ad_desc.load([batch * M + tm * BM, k0])), acc)
@@ -486,6 +487,7 @@ def gemm(data: input_t, split_k: int | None = None, use_asm: bool | None = None,
         K_MASK=k % bk != 0,
         SCALE_WORDS=cfg["scale_words"] and k % bk == 0 and bk in (64, 128),
         USE_ASM=asm,
+        COMPILED=not interpreted,
         WARPS=cfg["num_warps"],
         PDL=pdl,
         num_warps=cfg["num_warps"],

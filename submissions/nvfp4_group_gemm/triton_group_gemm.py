@@ -299,6 +299,7 @@ def _tile(
     K_MASK: tl.constexpr,
     SCALE_WORDS: tl.constexpr,
     USE_ASM: tl.constexpr,
+    COMPILED: tl.constexpr,  # for the GPU, not the interpreter (which runs no PTX): the wgmma waits
     WARPS: tl.constexpr,
     PDL: tl.constexpr,
 ):
@@ -324,7 +325,7 @@ def _tile(
             b_bytes = tl.load(b_ptr + b_offs, mask=(rows_b < N)[:, None], other=0)
         b_dec = _decode_tile(b_bytes, sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([ad_row + row0, k0])), acc)
-        if USE_ASM:  # compiled only (the interpreter runs no PTX)
+        if COMPILED:
             _retire_wgmmas()  # the next step's loads and decode may not overwrite its operands in flight
     # Operands carried 2^-14 each.
     # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
@@ -351,6 +352,7 @@ def _group_gemm_kernel(
     K_MASK: tl.constexpr,  # some K_g % BK != 0
     SCALE_WORDS: tl.constexpr,  # load scales as words (see _load_scales)
     USE_ASM: tl.constexpr,
+    COMPILED: tl.constexpr,  # for the GPU, not the interpreter (which runs no PTX): the wgmma waits
     WARPS: tl.constexpr,  # num_warps (the tile's row order)
     PDL: tl.constexpr,  # launched as the pre-pass's programmatic dependent: wait for its A
 ):
@@ -369,13 +371,13 @@ def _group_gemm_kernel(
     left = M - row0
     if left > BM // 2:
         _tile(a_desc, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K, row0, tn,
-              BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)  # fmt: skip
+              BM, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, COMPILED, WARPS, PDL)  # fmt: skip
     elif left > BM // 4:
         _tile(a_desc_half, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K, row0, tn,
-              BM // 2, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)  # fmt: skip
+              BM // 2, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, COMPILED, WARPS, PDL)  # fmt: skip
     else:
         _tile(a_desc_quarter, b_ptr, sb_ptr, c_ptr, ad_row, M, N, K, row0, tn,
-              BM // 4, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, WARPS, PDL)  # fmt: skip
+              BM // 4, BN, BK, K_MASK, SCALE_WORDS, USE_ASM, COMPILED, WARPS, PDL)  # fmt: skip
 
 
 def _storage(t: torch.Tensor) -> torch.Tensor:
@@ -516,6 +518,7 @@ def group_gemm(data: input_t, use_asm: bool | None = None, **config: int) -> out
         K_MASK=k_mask,
         SCALE_WORDS=cfg["scale_words"] and not k_mask and bk in (64, 128),
         USE_ASM=asm,
+        COMPILED=not interpreted,
         WARPS=cfg["num_warps"],
         PDL=pdl,
         num_warps=cfg["num_warps"],

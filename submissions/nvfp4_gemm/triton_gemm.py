@@ -94,7 +94,7 @@ def _decode_asm(x, s):
 def _after_wgmma(x):
     """``x`` (uint8) unchanged, from the point where every wgmma this warpgroup issued has completed.
 
-    Why: Triton 3.6's waits leave 7 of a K step's 8 wgmma groups in flight at the loop's back edge,
+    Why: Triton 3.6's waits leave all but one of a K step's wgmma groups in flight at the loop's back edge,
     and ptxas does not always keep their A registers (the decoded B) untouched until they retire, so
     the next step's decode could overwrite an operand a wgmma has yet to read: the GEMM read inf that
     way (docs/results.md run 40). Passing the next step's bytes through this wait orders the decode's

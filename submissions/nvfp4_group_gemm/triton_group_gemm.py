@@ -97,7 +97,7 @@ def _decode_asm(x, s):
 def _retire_wgmmas():
     """Wait until every wgmma this warpgroup issued has completed.
 
-    Why: Triton 3.6's waits leave 7 of a K step's 8 wgmma groups in flight at the loop's back edge,
+    Why: Triton 3.6's waits leave all but one of a K step's wgmma groups in flight at the loop's back edge,
     and ptxas does not keep their A registers (the decoded B) untouched until they retire, so the
     next step's loads and decode could overwrite an operand a wgmma has yet to read (the GEMM read inf
     that way, docs/results.md run 40). Called after each step's dot; tests/test_triton_baselines_ptx.py

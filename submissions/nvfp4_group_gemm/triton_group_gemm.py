@@ -26,14 +26,14 @@ descriptor made on the device costs its program a release and an acquire fence: 
 2 us before the K loop on the H100 when A's and B's were made there too (docs/results.md run 39). The
 tile's K order (``_decode_tile``: within each BK columns, position 8 j + 2 q + h holds nibble j % 2 of
 byte BK / 8 q + 2 (j // 2) + h) lets each lane's bytes decode straight into wgmma's register layout, so
-the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). Each step waits for its
-wgmmas after its dot (``_retire_wgmmas``), so that the next step's loads and decode never write the registers of
-a wgmma still in flight (the same test checks the compiled loop).
+the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.py). Each step first waits
+for the last step's wgmmas (``_retire_wgmmas``), so that its loads and decode never write the registers of a
+wgmma still in flight (the same test checks the compiled loop).
 
-Measured on the H100, ranked through ``harness eval`` (docs/results.md run 40): 41.2% of the Hopper speed of
-light (geomean), 42.2% without the wait; by the replay clock (run 39) 42.6-42.7% without it, 41.2% with each
-register holding both nibbles of one byte, 40.0-40.4% with BN 128 on 8
-warps (one program an SM), 36.5-37.0% with A's and B's descriptors made on the device too. Ranked
+Measured on the H100, ranked through ``harness eval`` (docs/results.md run 40): 41.7% of the Hopper speed of
+light (geomean), 41.2% with the wait after each dot, 42.2% without a wait; by the replay clock (run 39)
+42.6-42.7% without it, 41.2% with each register holding both nibbles of one byte, 40.0-40.4% with BN 128 on
+8 warps (one program an SM), 36.5-37.0% with A's and B's descriptors made on the device too. Ranked
 through ``harness eval``: docs/baselines.md.
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
@@ -100,7 +100,7 @@ def _retire_wgmmas():
     Why: Triton 3.6's waits leave all but one of a K step's wgmma groups in flight at the loop's back edge,
     and ptxas does not keep their A registers (the decoded B) untouched until they retire, so the
     next step's loads and decode could overwrite an operand a wgmma has yet to read (the GEMM read inf
-    that way, docs/results.md run 40). Called after each step's dot; tests/test_triton_baselines_ptx.py
+    that way, docs/results.md run 40). Called at the top of each step; tests/test_triton_baselines_ptx.py
     checks the compiled loop for such writes.
     """
     tl.inline_asm_elementwise("wgmma.wait_group.sync.aligned 0; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
@@ -316,6 +316,8 @@ def _tile(
     if PDL:
         tl.extra.cuda.gdc_wait()  # the pre-pass's A is complete and visible from here
     for k0 in range(0, K, BK):
+        if COMPILED:  # the last step's wgmmas done before this one's loads and decode write registers
+            _retire_wgmmas()  # (here, not after the dot: the next step's copies are issued first, +0.4 points)
         sb = _load_scales(sb_ptr, rows_b, N, 0, k0, K, BN, BK, True, K_MASK, SCALE_WORDS)
         cols = k0 // 2 + tl.arange(0, BK // 2)
         b_offs = rows_b.to(tl.int64)[:, None] * (K // 2) + cols[None, :]
@@ -325,8 +327,6 @@ def _tile(
             b_bytes = tl.load(b_ptr + b_offs, mask=(rows_b < N)[:, None], other=0)
         b_dec = _decode_tile(b_bytes, sb, BN, BK, USE_ASM)
         acc = tl.dot(b_dec, tl.trans(a_desc.load([ad_row + row0, k0])), acc)
-        if COMPILED:
-            _retire_wgmmas()  # the next step's loads and decode may not overwrite its operands in flight
     # Operands carried 2^-14 each.
     # C by a TMA store, which drops the rows past M and columns past N: no offsets or masks, whose
     # (BM, BN) 64-bit addresses had kept 255 registers live and ptxas serialising the wgmmas.

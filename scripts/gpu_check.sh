@@ -19,7 +19,8 @@
 #   tune_nvfp4  the four NVFP4 Triton baselines' configurations, % of SOL per shape and geomean
 #               (scripts/tune_nvfp4.py; TUNE_PROBLEMS narrows it, TUNE_BUDGET_S caps it: 390 s)
 #   ptx         the kernels tune_nvfp4 compiled as ptxas sees them: shared-memory stores and loads, registers,
-#               spills, wgmma serialised, writes to the registers of wgmmas in flight (scripts/ptx_summary.py; run after tune_nvfp4 in the same call)
+#               spills, wgmma serialised, writes to the registers of wgmmas in flight (scripts/ptx_summary.py;
+#               run after tune_nvfp4 in the same call)
 #   compiled    the shipped Triton GEMMs compiled by this machine's Triton: tests/test_triton_baselines_ptx.py
 #               (no shared-memory round trip, no write to a wgmma in flight; CI's newer Triton does not show the latter)
 #   ncu         Nsight Compute's time beside fidelity's graph replay and harness medians (run after it), each

@@ -6,7 +6,7 @@ loop) and wgmma groups that ptxas serialises (warnings C7513 / C7515: a non-wgmm
 writes a wgmma's registers while its group is in flight) each cost an NVFP4 GEMM a large part of
 its tensor-core rate, and neither shows in a timing. Worse, Triton 3.6 lets the next K step's
 decode write the A-operand registers of wgmmas still in flight from the last one (its waits leave
-7 of 8 groups pending at the loop's back edge, and ptxas does not always keep their registers);
+all but one group pending at the loop's back edge, and ptxas does not always keep their registers);
 a wgmma that reads them late multiplies garbage: the GEMM read inf that way (docs/results.md runs
 39 and 40). This reads what the kernels compiled to, so a tune's table can say why a configuration
 is slow or wrong, and the tests can refuse a kernel whose loop has such a write (issue 37).
@@ -75,16 +75,18 @@ def sass_instructions(sass: str) -> list[tuple[int, str]]:
     return [(int(match.group(1), 16), match.group(2)) for match in found if match]
 
 
-def hgmma_loop(instructions: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """The innermost loop (a backward branch and its target) that issues HGMMA; empty if none."""
-    best: list[tuple[int, str]] = []
+def hgmma_loops(instructions: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    """Every innermost loop (a backward branch and its target) that issues HGMMA: a kernel may hold several
+    (the grouped GEMM has one K loop per tile height), and each is a pipeline of its own."""
+    loops = []
     for address, text in instructions:
         branch = re.search(r"\bBRA\s+0x([0-9a-f]+)$", text)
         if branch and int(branch.group(1), 16) < address:
             body = [item for item in instructions if int(branch.group(1), 16) <= item[0] <= address]
-            if any("HGMMA" in line for _, line in body) and (not best or len(body) < len(best)):
-                best = body
-    return best
+            # A retry stub placed after the kernel's EXIT that branches back into a loop spans no loop.
+            if any("HGMMA" in line for _, line in body) and not any(line.startswith("EXIT") for _, line in body):
+                loops.append(body)
+    return [body for body in loops if not any(other != body and set(other) < set(body) for other in loops)]
 
 
 # Opcodes that write no general register (or only uniform, predicate or barrier state).
@@ -124,23 +126,24 @@ def written_registers(text: str) -> set[int]:
 
 
 def pending_operand_writes(sass: str) -> list[str]:
-    """Instructions of the HGMMA loop that write an A-operand register of a wgmma still in flight.
+    """Instructions of the HGMMA loops that write an A-operand register of a wgmma still in flight.
 
-    Simulates the warpgroup's scoreboard over two passes of the loop (the first leaves the state the
+    Simulates the warpgroup's scoreboard over two passes of each loop (the first leaves the state the
     back edge carries): an HGMMA adds its four A registers to the in-flight list, ``WARPGROUP.DEPBAR.LE
     gsb0, N`` keeps the N newest, and any other instruction writing a listed register is reported.
     """
-    in_flight: list[set[int]] = []
     writes = []
-    for lap in range(2):
-        for address, text in hgmma_loop(sass_instructions(sass)):
-            if operand := re.search(r"HGMMA\S*\s+R\d+,\s+R(\d+)", text):
-                in_flight.append(set(range(int(operand.group(1)), int(operand.group(1)) + 4)))
-            elif wait := re.search(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s+0x([0-9a-f]+)", text):
-                keep = int(wait.group(1), 16)
-                in_flight = in_flight[-keep:] if keep else []
-            elif lap and any(written_registers(text) & quad for quad in in_flight):
-                writes.append(f"{address:#06x} {text}")
+    for loop in hgmma_loops(sass_instructions(sass)):
+        in_flight: list[set[int]] = []
+        for lap in range(2):
+            for address, text in loop:
+                if operand := re.search(r"HGMMA\S*\s+R\d+,\s+R(\d+)", text):
+                    in_flight.append(set(range(int(operand.group(1)), int(operand.group(1)) + 4)))
+                elif wait := re.search(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s+0x([0-9a-f]+)", text):
+                    keep = int(wait.group(1), 16)
+                    in_flight = in_flight[-keep:] if keep else []
+                elif lap and any(written_registers(text) & quad for quad in in_flight):
+                    writes.append(f"{address:#06x} {text}")
     return writes
 
 

@@ -1,11 +1,13 @@
 """A small interpreter of the PTX subset harness/contract/leaf_hash.py writes, for one thread: the CPU's
 way to run the leaf kernel's own text against hashlib (the device runs the same check for real,
-scripts/leaf_hash_check.py). Instructions it does not know raise, so a kernel that grows past the
+scripts/leaf_hash_check.py), and the Triton baselines' inline-asm decode snippets against an e2m1
+table (``run_snippet``). Instructions it does not know raise, so a kernel that grows past the
 subset fails its test rather than passing unread."""
 
 from __future__ import annotations
 
 import re
+import struct
 from typing import Any
 
 MASKS = {"8": 0xFF, "16": 0xFFFF, "32": 0xFFFFFFFF, "64": 0xFFFFFFFFFFFFFFFF}
@@ -41,7 +43,7 @@ class Thread:
             return self.local_names[operand]
         if operand in self.constant_names:
             return self.constant_names[operand]
-        if operand.startswith("%"):
+        if operand.startswith("%") or operand in self.registers:
             return self.registers[operand]
         return int(operand, 0)
 
@@ -110,6 +112,9 @@ class Thread:
                     self._store(space, address + index * size, size, self._value(register))
             return
         values = [self._value(operand) for operand in operands[1:]]
+        if kind == "f16x2":  # mul.rn.f16x2: two fp16 products, each rounded to nearest
+            self.registers[out] = _f16x2_product(values[0], values[1])
+            return
         if name == "setp":
             left, right = values
             compare = {"ge": left >= right, "lt": left < right, "ne": left != right}[parts[1]]
@@ -123,6 +128,7 @@ class Thread:
             "mul": lambda: values[0] * values[1],
             "min": lambda: min(values),
             "and": lambda: values[0] & values[1],
+            "or": lambda: values[0] | values[1],
             "xor": lambda: values[0] ^ values[1],
             "not": lambda: ~values[0],
             "shl": lambda: values[0] << values[1],
@@ -138,6 +144,23 @@ class Thread:
 def _permute(low: int, high: int, selector: int) -> int:
     source = (high << 32 | low).to_bytes(8, "little")
     return int.from_bytes(bytes(source[(selector >> (4 * i)) & 7] for i in range(4)), "little")
+
+
+def _f16x2_product(left: int, right: int) -> int:
+    halves = [struct.unpack("<e", struct.pack("<H", (word >> shift) & 0xFFFF))[0]
+              for word in (left, right) for shift in (0, 16)]
+    low, high = (struct.unpack("<H", struct.pack("<e", halves[i] * halves[i + 2]))[0] for i in (0, 1))
+    return high << 16 | low
+
+
+def run_snippet(asm: str, operands: dict[str, int]) -> dict[str, int]:
+    """One thread through an inline-asm snippet (the text of ``tl.inline_asm_elementwise``): its ``$n``
+    operands set from ``operands``, every register after it returned."""
+    statements = [part.strip() for part in re.split(r"[;{}\n]", asm) if part.strip()]
+    thread = Thread(".entry snippet {\n" + "\n".join(statements) + "\n}", bytearray(), {}, {})
+    thread.registers.update(operands)
+    thread.run()
+    return thread.registers
 
 
 def launch(ptx: str, memory: bytearray, params: dict[str, int], threads: int) -> None:

@@ -26,8 +26,9 @@ finish a tile (atomic counter) adds the fp32 partials in a fixed order before th
 the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
 Triton.
 
-Measured on the H100, ranked through ``harness eval`` (docs/results.md run 40, 2026-11-28): 52.6% of
-the Hopper speed of light (geomean; 52.4% without the wait, 51.1% with each register holding both
+Measured ranked through ``harness eval``: 56.9% of the Hopper speed of light on the H200 with the
+byte-parallel decode (``_decode_asm``; docs/results.md run 41, 2026-11-28); on the H100 (run 40) 52.6%
+before it (geomean; 52.4% without the wait, 51.1% with each register holding both
 nibbles of one byte, 35.4% with A in two planes and the decoded B sent through shared memory, 22.2%
 with cp.async, 17.6% before the pre-pass).
 """
@@ -45,22 +46,27 @@ NUM_SMS_DEFAULT = 132
 
 @triton.jit
 def _decode_asm(x, s):
-    """Bytes x (uint8) and their block scales s (fp16) -> (low, high) nibble values * 2^-14, fp16."""
+    """Bytes x (uint8) and their block scales s (fp16) -> (low, high) nibble values * 2^-14, fp16.
+
+    All four bytes of a word at once: each nibble becomes the upper byte of its fp16 (sign to bit 7,
+    the three magnitude bits to bits 3..1), low nibbles in one word and high nibbles in another; a
+    byte permute then puts two of them into an f16x2 register over zero low bytes. 15 SASS
+    instructions for 8 codes against 22 one register at a time; on Hopper each counts, since the
+    decode's time adds to the wgmmas' instead of hiding under them (docs/baselines.md, run 41).
+    """
     return tl.inline_asm_elementwise(
         asm="""
         {
-        .reg .b32 z, t0, t1, m, g;
+        .reg .b32 z, lo, hi, t;
         mov.b32 z, 0;
-        prmt.b32 t0, $4, z, 0x4140;
-        prmt.b32 t1, $4, z, 0x4342;
-        shl.b32 m, t0, 9;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t0, 12; and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $0, m, $5;
-        shl.b32 m, t1, 9;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t1, 12; and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $1, m, $6;
-        shl.b32 m, t0, 5;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t0, 8;  and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $2, m, $5;
-        shl.b32 m, t1, 5;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t1, 8;  and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $3, m, $6;
+        shl.b32 lo, $4, 4; and.b32 lo, lo, 0x80808080;
+        shl.b32 t, $4, 1;  and.b32 t, t, 0x0E0E0E0E; or.b32 lo, lo, t;
+        shr.b32 t, $4, 3;  and.b32 t, t, 0x0E0E0E0E;
+        and.b32 hi, $4, 0x80808080; or.b32 hi, hi, t;
+        prmt.b32 t, lo, z, 0x1404; mul.rn.f16x2 $0, t, $5;
+        prmt.b32 t, lo, z, 0x3424; mul.rn.f16x2 $1, t, $6;
+        prmt.b32 t, hi, z, 0x1404; mul.rn.f16x2 $2, t, $5;
+        prmt.b32 t, hi, z, 0x3424; mul.rn.f16x2 $3, t, $6;
         }
         """,
         constraints="=r,=r,=r,=r,r,r,r",

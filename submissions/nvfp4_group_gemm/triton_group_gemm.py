@@ -30,11 +30,11 @@ the decoded B never goes through shared memory (tests/test_triton_baselines_ptx.
 for the last step's wgmmas (``_retire_wgmmas``), so that its loads and decode never write the registers of a
 wgmma still in flight (the same test checks the compiled loop).
 
-Measured on the H100, ranked through ``harness eval`` (docs/results.md run 40): 41.7% of the Hopper speed of
-light (geomean), 41.2% with the wait after each dot, 42.2% without a wait; by the replay clock (run 39)
-42.6-42.7% without it, 41.2% with each register holding both nibbles of one byte, 40.0-40.4% with BN 128 on
-8 warps (one program an SM), 36.5-37.0% with A's and B's descriptors made on the device too. Ranked
-through ``harness eval``: docs/baselines.md.
+Measured ranked through ``harness eval``: 45.4% of the Hopper speed of light on the H200 with the byte-parallel
+decode (docs/results.md run 41). On the H100 (run 40), before it: 41.7% (geomean), 41.2% with the wait after
+each dot, 42.2% without a wait; by the replay clock (run 39) 42.6-42.7% without it, 41.2% with each register
+holding both nibbles of one byte, 40.0-40.4% with BN 128 on 8 warps (one program an SM), 36.5-37.0% with A's
+and B's descriptors made on the device too. Ranked through ``harness eval``: docs/baselines.md.
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate. Two programs of 4 warps an SM leave every unit under
@@ -47,7 +47,7 @@ per tile) the grouped GEMM measured 13.8% of the Hopper speed of light, ranked.
 Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals
 included); multiplying by the e4m3 block scale in fp16 is exact (at most 6 significant bits,
 below 1); the fp32 accumulator is scaled by 2^28 once. On the GPU one PTX snippet decodes 4
-bytes (8 codes) with two byte permutes, shifts, masks and two f16x2 multiplies; under the CPU
+bytes (8 codes) at once (``_decode_asm``: word-wide shifts and masks, byte permutes, f16x2 multiplies); under the CPU
 interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 """
 
@@ -67,22 +67,27 @@ _COLUMNS = 11
 
 @triton.jit
 def _decode_asm(x, s):
-    """Bytes x (uint8) and their block scales s (fp16) -> (low, high) nibble values * 2^-14, fp16."""
+    """Bytes x (uint8) and their block scales s (fp16) -> (low, high) nibble values * 2^-14, fp16.
+
+    All four bytes of a word at once: each nibble becomes the upper byte of its fp16 (sign to bit 7,
+    the three magnitude bits to bits 3..1), low nibbles in one word and high nibbles in another; a
+    byte permute then puts two of them into an f16x2 register over zero low bytes. 15 SASS
+    instructions for 8 codes against 22 one register at a time; on Hopper each counts, since the
+    decode's time adds to the wgmmas' instead of hiding under them (docs/baselines.md, run 41).
+    """
     return tl.inline_asm_elementwise(
         asm="""
         {
-        .reg .b32 z, t0, t1, m, g;
+        .reg .b32 z, lo, hi, t;
         mov.b32 z, 0;
-        prmt.b32 t0, $4, z, 0x4140;
-        prmt.b32 t1, $4, z, 0x4342;
-        shl.b32 m, t0, 9;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t0, 12; and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $0, m, $5;
-        shl.b32 m, t1, 9;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t1, 12; and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $1, m, $6;
-        shl.b32 m, t0, 5;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t0, 8;  and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $2, m, $5;
-        shl.b32 m, t1, 5;  and.b32 m, m, 0x0E000E00;
-        shl.b32 g, t1, 8;  and.b32 g, g, 0x80008000; or.b32 m, m, g; mul.rn.f16x2 $3, m, $6;
+        shl.b32 lo, $4, 4; and.b32 lo, lo, 0x80808080;
+        shl.b32 t, $4, 1;  and.b32 t, t, 0x0E0E0E0E; or.b32 lo, lo, t;
+        shr.b32 t, $4, 3;  and.b32 t, t, 0x0E0E0E0E;
+        and.b32 hi, $4, 0x80808080; or.b32 hi, hi, t;
+        prmt.b32 t, lo, z, 0x1404; mul.rn.f16x2 $0, t, $5;
+        prmt.b32 t, lo, z, 0x3424; mul.rn.f16x2 $1, t, $6;
+        prmt.b32 t, hi, z, 0x1404; mul.rn.f16x2 $2, t, $5;
+        prmt.b32 t, hi, z, 0x3424; mul.rn.f16x2 $3, t, $6;
         }
         """,
         constraints="=r,=r,=r,=r,r,r,r",

@@ -92,6 +92,9 @@
 #               pool stream, a blocking stream (scripts/stream_gap_probe.py): which stream pays a second launch
 #   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh
 #               secret each; every one must pass and be rankable (about 15 s a run)
+#   decode_overlap issue 37: does B's decode hide under the wgmmas? The hand-written CUDA GEMM in variants (no
+#               decode, plain integer work instead, decode after the wait, A from shared memory) timed on the
+#               long GEMM shape (scripts/decode_overlap_probe.py; builds each variant with nvcc, about 4 min)
 #   sanitize    the planted defects and the baselines under compute-sanitizer
 #   service     baselines through a local submission service vs harness eval (SERVICE_FILES)
 #   leaderboard the ranked leaderboard over submissions/
@@ -294,6 +297,7 @@ for step in $steps; do
     window) run_step window python3 scripts/window_check.py "$WORK/window" --part "${WINDOW_PART:-all}" ;;
     sanitize) run_step sanitize sanitize_all ;;
     honest_ranked) run_step honest_ranked honest_ranked ;;
+    decode_overlap) run_step decode_overlap python3 scripts/decode_overlap_probe.py "$WORK/decode_overlap.json" ;;
     stream_gap) run_step stream_gap python3 scripts/stream_gap_probe.py "$WORK/stream_gap.json" ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;

@@ -49,7 +49,9 @@ byte-parallel decode (docs/results.md run 41, 2026-11-28; 42.8% before on the sa
 decoded B went through shared memory to reach wgmma's layout and ptxas serialised the wgmmas, 20.3%
 with cp.async, 12.8% before the pre-pass).
 What bounds it: the M = 128 shapes give 56-112 output tiles for 132 SMs, so K is split and the
-fix-up costs about 9 K steps; decode and wgmma of one program never overlap (no warp specialisation).
+fix-up costs about 9 K steps; and a K step costs its wgmmas plus its decode: in a hand-written kernel that
+decodes the next step while this step's wgmmas run, the decode's time still added to the wgmmas' on the H200
+(docs/baselines.md, run 41), so the decode's instruction count is what to cut.
 """
 
 import os

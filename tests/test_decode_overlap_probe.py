@@ -24,6 +24,7 @@ def test_every_variant_but_the_shipped_loop_changes_the_cuda_text() -> None:
     assert all(text != rs_gemm_cuda.CUDA_SRC for text in sources.values())
     assert "decode_step(nb, next)" not in sources["no decode"]
     assert "wgmma_ss(d, s, s)" in sources["A from shared memory, decode"]
+    assert "mul.rn.f16x2" not in sources["decode with an integer operation for each f16x2 multiply"]
 
 
 def test_a_replacement_whose_text_is_missing_is_an_error() -> None:

@@ -142,8 +142,14 @@ class Thread:
 
 
 def _permute(low: int, high: int, selector: int) -> int:
+    """prmt.b32's default mode: each selector nibble picks one of 8 bytes; its bit 3 replicates that byte's sign."""
     source = (high << 32 | low).to_bytes(8, "little")
-    return int.from_bytes(bytes(source[(selector >> (4 * i)) & 7] for i in range(4)), "little")
+    picked = []
+    for i in range(4):
+        nibble = (selector >> (4 * i)) & 0xF
+        byte = source[nibble & 7]
+        picked.append((0xFF if byte & 0x80 else 0) if nibble & 8 else byte)
+    return int.from_bytes(bytes(picked), "little")
 
 
 def _f16x2_product(left: int, right: int) -> int:

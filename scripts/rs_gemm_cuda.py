@@ -55,7 +55,7 @@ CUDA_SRC = r"""
 #include <cuda_runtime.h>
 
 namespace {
-constexpr int BM = 128, BN = 128, BK = 128, STAGES = 4, THREADS = 256;
+constexpr int BM = TILE_BM, BN = TILE_BN, BK = TILE_BK, STAGES = TILE_STAGES, THREADS = TILE_THREADS;
 constexpr int STAGE_BYTES = BM * BK * 2;  // one A stage: 2 swizzle atoms of 128 rows x 128 bytes
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -263,19 +263,18 @@ gemm_rs(const uint8_t* __restrict__ a_img, const uint8_t* __restrict__ b, const 
   }
 
   // Fragment i of a thread: C^T row (B row) 16 warp + g + 8 ((i / 2) % 2), column (A row) 8 (i / 4) + 2 t + i % 2.
-  const int tile_id = tile;
   if (split > 1) {
-    float4* mine = reinterpret_cast<float4*>(ws) + (static_cast<long long>(tile_id) * split + part) * 16 * THREADS;
+    float4* mine = reinterpret_cast<float4*>(ws) + (static_cast<long long>(tile) * split + part) * 16 * THREADS;
 #pragma unroll
     for (int j = 0; j < 16; ++j)
       mine[j * THREADS + tid] = make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
     __threadfence();
     __syncthreads();
-    if (tid == 0) last_arrival = atomicAdd(&counters[tile_id], 1) == split - 1;
+    if (tid == 0) last_arrival = atomicAdd(&counters[tile], 1) == split - 1;
     __syncthreads();
     if (!last_arrival) return;
     __threadfence();
-    const float4* parts = reinterpret_cast<const float4*>(ws) + static_cast<long long>(tile_id) * split * 16 * THREADS;
+    const float4* parts = reinterpret_cast<const float4*>(ws) + static_cast<long long>(tile) * split * 16 * THREADS;
 #pragma unroll
     for (int i = 0; i < 64; ++i) d[i] = 0.0f;
     for (int p = 0; p < split; ++p) {
@@ -285,7 +284,7 @@ gemm_rs(const uint8_t* __restrict__ a_img, const uint8_t* __restrict__ b, const 
         d[4 * j] += v.x; d[4 * j + 1] += v.y; d[4 * j + 2] += v.z; d[4 * j + 3] += v.w;
       }
     }
-    if (tid == 0) counters[tile_id] = 0;
+    if (tid == 0) counters[tile] = 0;
   }
   // C through shared memory (the A stages are free now), then 16-byte rows out.
   __syncthreads();
@@ -333,7 +332,10 @@ void launch(int64_t a, int64_t sa, int64_t a_img, int64_t b, int64_t sb, int64_t
                      reinterpret_cast<int*>(counters), static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
                      static_cast<int>(split));
 }
-""".replace("WGMMA_ASM", _wgmma_asm())
+"""
+for _name, _value in {"WGMMA_ASM": _wgmma_asm(), "TILE_BM": BM, "TILE_BN": BN, "TILE_BK": BK, "TILE_STAGES": STAGES,
+                      "TILE_THREADS": THREADS}.items():  # the tile's constants defined once, here
+    CUDA_SRC = CUDA_SRC.replace(_name, str(_value))
 
 CPP_SRC = (
     "void launch(int64_t a, int64_t sa, int64_t a_img, int64_t b, int64_t sb, int64_t c, int64_t ws,"

@@ -31,7 +31,8 @@ Why this design (Hopper has no FP4 tensor cores; docs/baselines.md has the Nsigh
 profile): decoding both operands per tile and sending the decoded B through shared memory cost
 5.6 million shared stores, barrier and scoreboard stalls and 1 warp in 5.6 cycles issuing. Here
 only B's decode passes through registers, A is decoded once for all N tiles, and two programs
-of 4 warps share an SM so one decodes while the other's wgmma runs.
+of 4 warps share an SM (faster than one of 8 warps: DEFAULT_CONFIG; that one program's decode hides
+under the other's wgmma was the intent, but run 41 measured the two adding up, "What bounds it" below).
 
 Exactness: fp16 bits ((n & 7) << 9) | ((n & 8) << 12) equal e2m1(n) * 2^-14 (subnormals
 included), and multiplying by the e4m3 scale in fp16 gives e2m1 * scale * 2^-14 exactly (at most

@@ -34,7 +34,7 @@ Measured ranked through ``harness eval``: 45.4% of the Hopper speed of light on 
 decode (docs/results.md run 41). On the H100 (run 40), before it: 41.7% (geomean), 41.2% with the wait after
 each dot, 42.2% without a wait; by the replay clock (run 39) 42.6-42.7% without it, 41.2% with each register
 holding both nibbles of one byte, 40.0-40.4% with BN 128 on 8 warps (one program an SM), 36.5-37.0% with A's
-and B's descriptors made on the device too. Ranked through ``harness eval``: docs/baselines.md.
+and B's descriptors made on the device too (history: docs/baselines.md).
 
 What bounds it (H100, no FP4 tensor cores): the exact NVFP4 product needs the fp16 tensor
 cores, so the math bound is the fp16 dense rate. Two programs of 4 warps an SM leave every unit under

@@ -83,6 +83,15 @@ def test_a_wrong_byte_selector_or_mask_is_caught() -> None:
     assert mismatches(asm.replace("0x0E0E0E0E", "0x0E0E0E0C", 1))  # one magnitude bit dropped
 
 
-def test_the_three_files_ship_the_same_snippet() -> None:
-    texts = {decode_asm_text(ROOT / relative) for relative in FILES}
-    assert len(texts) == 1
+@pytest.mark.parametrize("helper", ["_decode_asm", "_decode_ref", "_decode_tile", "_after_wgmma"])
+def test_the_contest_files_keep_their_copies_of_a_helper_identical(helper: str) -> None:
+    """Each contest file is self-contained, so these helpers are copied, not imported; a fix to one copy
+    must reach the others (the snippet test above reads only the GEMM's text for its mutations)."""
+    copies = {}
+    for relative in FILES:
+        text = (ROOT / relative).read_text()
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef) and node.name == helper:
+                copies[relative] = ast.get_source_segment(text, node)
+    assert len(copies) >= 2, f"{helper} is in fewer than two of the files"
+    assert len(set(copies.values())) == 1, f"the copies of {helper} differ: {sorted(copies)}"

@@ -4,7 +4,8 @@ Each problem runs in its own subprocess with ``TRITON_INTERPRET=1`` set before t
 (another test in this pytest process may already have imported triton without it). The
 subprocess loads the submission file the way the contest does (``task`` importable), runs
 ``custom_kernel`` on the problem's ``cpu_tests`` from task.yml, a few non-default code paths
-(split-K, prefetch, byte-wise scales, other tiles; on the ragged shapes too), and once more on misread inputs: for NVFP4
+(split-K, five ways past the four parts a round the GEMMs' fix-up sums, prefetch, byte-wise scales,
+other tiles; on the ragged shapes too), and once more on misread inputs: for NVFP4
 the nibbles of A swapped in every byte (what a kernel decoding the nibbles in the wrong order
 computes), for the blockwise fp8 GEMM A's M-major scales read as row-major. That output must
 fail ``problems.<p>.reference.check_implementation`` against the original data, which shows the
@@ -48,11 +49,11 @@ VARIANTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     ),
     "nvfp4_gemm": (
         "gemm",
-        [{"split_k": 3, "block_k": 64}, {"block_n": 64, "num_warps": 8}, {"block_n": 64, "split_k": 2}],
+        [{"split_k": 5, "block_k": 64}, {"block_n": 64, "num_warps": 8}, {"block_n": 64, "split_k": 2}],
     ),
-    "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 2, "block_k": 64, "scale_words": False}]),
+    "nvfp4_dual_gemm": ("dual_gemm", [{"split_k": 5, "block_k": 64, "scale_words": False}]),
     "nvfp4_group_gemm": ("group_gemm", [{"scale_words": False, "block_m": 64, "block_n": 64}]),
-    "fp8_blockwise_gemm": ("blockwise_gemm", [{"block_m": 128, "block_n": 64, "split_k": 3, "num_warps": 8}]),
+    "fp8_blockwise_gemm": ("blockwise_gemm", [{"block_m": 128, "block_n": 64, "split_k": 5, "num_warps": 8}]),
 }
 
 # Shapes outside the contest's contract that reach the GEMMs' TMA boxes past M (into the next

@@ -26,8 +26,9 @@ finish a tile (atomic counter) adds the fp32 partials in a fixed order before th
 the same launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain
 Triton.
 
-Measured ranked through ``harness eval``: 56.9% of the Hopper speed of light on the H200 with the
-byte-parallel decode (``_decode_asm``; docs/results.md run 41, 2026-11-28); on the H100 (run 40) 52.6%
+Measured ranked through ``harness eval``: 57.9% of the Hopper speed of light on the H200 with the
+fix-up's sum unrolled (docs/results.md run 42, 2026-11-28), 56.9% with the byte-parallel decode
+(``_decode_asm``; run 41); on the H100 (run 40) 52.6%
 before it (geomean; 52.4% without the wait, 51.1% with each register holding both
 nibbles of one byte, 35.4% with A in two planes and the decoded B sent through shared memory, 22.2%
 with cp.async, 17.6% before the pre-pass).
@@ -349,7 +350,8 @@ def _dual_gemm_kernel(
         if arrived == SPLIT_K - 1:
             gate = tl.zeros((BN, BM), dtype=tl.float32)
             up = tl.zeros((BN, BM), dtype=tl.float32)
-            for part in range(SPLIT_K):
+            # Four parts' loads in flight at once (unrolled), still added in split order.
+            for part in tl.range(0, SPLIT_K, loop_unroll_factor=4):
                 gate += tl.load(base + (2 * part) * (BM * BN) + local, cache_modifier=".cg")
                 up += tl.load(base + (2 * part + 1) * (BM * BN) + local, cache_modifier=".cg")
             _epilogue(c_ptr, c_offs, c_mask, gate, up)

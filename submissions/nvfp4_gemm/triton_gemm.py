@@ -43,8 +43,9 @@ When the tile grid cannot fill the GPU, K is split across programs; the last pro
 a tile (an atomic counter) adds the fp32 partials in a fixed order and writes C, in the same
 launch. Under the CPU interpreter (``TRITON_INTERPRET=1``) the decode runs in plain Triton.
 
-Measured through ``harness eval``, ranked: 44.6% of the Hopper speed of light on the H200 with the
-byte-parallel decode (docs/results.md run 41, 2026-11-28; 42.8% before on the same GPU); on the H100
+Measured through ``harness eval``, ranked: 45.0% of the Hopper speed of light on the H200 with the
+fix-up's sum unrolled (docs/results.md run 42, 2026-11-28), 44.6% with the byte-parallel decode
+(run 41; 42.8% before it on the same GPU); on the H100
 (run 40) 41.9-42.8% before it (geomean; 41.3% with each register holding both nibbles of one byte; run 27:
 40.7-40.9% in benchmark mode with PDL, 38.6-38.7% without; 26.2% while the
 decoded B went through shared memory to reach wgmma's layout and ptxas serialised the wgmmas, 20.3%
@@ -350,7 +351,8 @@ def _gemm_kernel(
         arrived = tl.atomic_add(cnt_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
             acc = tl.zeros((BN, BM), dtype=tl.float32)
-            for part in range(SPLIT_K):
+            # Four parts' loads in flight at once (unrolled), still added in split order.
+            for part in tl.range(0, SPLIT_K, loop_unroll_factor=4):
                 acc += tl.load(base + part * (BN * BM) + local, cache_modifier=".cg")
             _store_c(c_ptr, acc, rows_a, rows_b, batch, M, N)
             tl.atomic_xchg(cnt_ptr + tile_id, 0, sem="relaxed", scope="gpu")

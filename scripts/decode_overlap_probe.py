@@ -5,10 +5,12 @@ usage: python3 scripts/decode_overlap_probe.py OUT.json [--splits 1,2]
 Each variant changes one thing in the GEMM's CUDA text and is timed on the contest's long shape
 (m=128 n=7168 k=16384) by CUDA events over back-to-back calls (about 80-140 us a call, well above the
 host's launch cost): the shipped loop; no decode (the wgmmas and the A pipeline alone); the decode
-replaced by as many plain integer operations on the same loaded bytes; the decode after the wgmmas'
-wait instead of before it; the decode with an integer operation in place of each f16x2 multiply (is it
-the ``HMUL2``s that cannot run beside the wgmmas?); and the wgmma's A operand from shared memory instead
-of registers, with and without the decode. If the decode hid under the wgmmas, the shipped loop would
+replaced by as many plain integer operations on the same loaded bytes, or by as many on values every
+thread shares (ptxas puts those on the uniform datapath: if they add as much as the plain ones, the
+cost is the warp's issue slots; if not, the vector pipes or registers the wgmmas also use); the decode
+after the wgmmas' wait instead of before it; the decode with an integer operation in place of each
+f16x2 multiply (the ``HMUL2``s: run 42 read it slower, not faster); and the wgmma's A operand from shared
+memory instead of registers, with and without the decode. If the decode hid under the wgmmas, the shipped loop would
 read near "no decode"; docs/baselines.md ("The decode on four bytes at once; decode and wgmma do not
 overlap") has what the H200 read. The variants that keep the product (the shipped loop, the decode
 after the wait) are checked against the reference first.
@@ -45,6 +47,18 @@ PLAIN_WORK = """{  // about as many integer operations as the decode, on the sam
         sink ^= x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7];
       }
 """
+UNIFORM_WORK = """{  // as many integer operations as the plain work, on values every thread shares: ptxas runs
+        // them on the uniform datapath (its own registers), so they take issue slots but no vector pipe or register
+        uint32_t x[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) x[q] = (uint32_t)i * 0x9E3779B9u + q;
+#pragma unroll
+        for (int r = 0; r < 5; ++r)
+#pragma unroll
+          for (int q = 0; q < 8; ++q) x[q] = ((x[q] << 3) ^ (x[q] >> 5)) + 0x9E3779B9u * (q + r);
+        sink ^= x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7];
+      }
+"""
 SS_ISSUE = ("for (int ch = 0; ch < 8; ++ch) { const uint64_t s = desc + ((ch / 4) * (BM * 128) + (ch % 4) * 32) / 16;"
             " wgmma_ss(d, s, s); }")
 DECODE_KEPT = DECODE + "#pragma unroll\n      for (int q = 0; q < 32; ++q) sink ^= next[q];\n"
@@ -69,6 +83,7 @@ def variants() -> dict[str, list[tuple[str, str]]]:
         "shipped loop": [],
         "no decode": [(DECODE, "")],
         "plain integer work for the decode": [(DECODE, PLAIN_WORK), *SINK],
+        "plain uniform-datapath work for the decode": [(DECODE, UNIFORM_WORK), *SINK],
         "decode after the wait": [(COMMIT, COMMIT + WAIT)],
         "decode with an integer operation for each f16x2 multiply": [(SCALE_MULTIPLY, SCALE_BY_INTEGER)],
         "A from shared memory, no decode": [*shared_memory_a, (DECODE, "")],

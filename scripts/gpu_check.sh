@@ -93,7 +93,8 @@
 #   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh
 #               secret each; every one must pass and be rankable (about 15 s a run)
 #   decode_overlap issue 37: does B's decode hide under the wgmmas? The hand-written CUDA GEMM in variants (no
-#               decode, plain integer work instead, decode after the wait, A from shared memory) timed on the
+#               decode, plain integer work instead, on the vector or the uniform datapath, decode after the wait,
+#               an integer operation for each HMUL2, A from shared memory) timed on the
 #               long GEMM shape (scripts/decode_overlap_probe.py; builds each variant with nvcc, about 4 min)
 #   sanitize    the planted defects and the baselines under compute-sanitizer
 #   service     baselines through a local submission service vs harness eval (SERVICE_FILES)

@@ -25,6 +25,8 @@ def test_every_variant_but_the_shipped_loop_changes_the_cuda_text() -> None:
     assert "decode_step(nb, next)" not in sources["no decode"]
     assert "wgmma_ss(d, s, s)" in sources["A from shared memory, decode"]
     assert "mul.rn.f16x2" not in sources["decode with an integer operation for each f16x2 multiply"]
+    uniform = sources["plain uniform-datapath work for the decode"]
+    assert "decode_step(nb, next)" not in uniform and "(uint32_t)i * 0x9E3779B9u" in uniform
 
 
 def test_a_replacement_whose_text_is_missing_is_an_error() -> None:

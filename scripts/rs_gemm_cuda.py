@@ -1,9 +1,10 @@
 """A hand-written NVFP4 GEMM for Hopper (CUDA C++, sm_90a): the measuring instrument of decode_overlap_probe.py.
 
 Not a baseline: it reads 33.8% of the speed of light ranked on the H200 against the Triton GEMM's 42.8%
-(docs/baselines.md, "Decode and wgmma do not overlap"). It is kept because its loop is written out by hand,
-so single parts of it (the decode, the wgmma's operand source, the order of the two warpgroups' issues)
-can be swapped by text and timed, which Triton's generated loop does not allow.
+(docs/baselines.md, "The decode on four bytes at once; decode and wgmma do not overlap"). It is kept
+because its loop is written out by hand, so single parts of it (the decode, the wgmma's operand source,
+the order of the two warpgroups' issues) can be swapped by text and timed, which Triton's generated loop
+does not allow.
 
 The design: a pre-pass decodes A (M x K) once to fp16, written tile by tile as the exact image of shared
 memory the GEMM wants (128-byte swizzle, the operand K order below), so one bulk copy (``cp.async.bulk``)

@@ -94,7 +94,8 @@ def shape_row(clocks: dict[str, ReplayClock], kernel: Any, problem: str, case: d
             continue
         shift = alignment_us.get(name, 0.0)
         row |= {f"{name}_us": reading.us - shift, f"{name}_p10_us": reading.p10_us - shift,
-                f"{name}_p90_us": reading.p90_us - shift, f"{name}_floor_us": reading.floor_us, note: ""}
+                f"{name}_p90_us": reading.p90_us - shift, f"{name}_floor_us": reading.floor_us, note: "",
+                f"{name}_median_us": reading.median_us - shift if reading.median_us is not None else None}
         if shift:
             row[f"{name}_raw_us"] = reading.us
         row.setdefault("calls", reading.calls)
@@ -155,8 +156,9 @@ def _count(rows: list[dict[str, Any]], key: str, clock: str) -> str:
 
 
 def _clock(row: dict[str, Any], name: str) -> str:
-    """One clock's figures on the row's line: the reading, its p10-p90 and the floor it took off."""
-    return (f"{name} {_us(row.get(f'{name}_us'))} us (p10-p90 {_us(row.get(f'{name}_p10_us'))}-"
+    """One clock's figures on the row's line: the reading, its median, its p10-p90 and the floor it took off."""
+    return (f"{name} {_us(row.get(f'{name}_us'))} us (median {_us(row.get(f'{name}_median_us'))}, p10-p90 "
+            f"{_us(row.get(f'{name}_p10_us'))}-"
             f"{_us(row.get(f'{name}_p90_us'))}, floor {_us(row.get(f'{name}_floor_us'))})")
 
 

@@ -23,8 +23,11 @@ def summary_lines(result: dict) -> list[str]:
             continue
         shape = " ".join(f"{k}={v}" for k, v in case["case"].items() if k != "seed")
         sealed = "sealed" if "compiled code" in timing["method"] else "NOT sealed"
+        clocks = "".join(f", {label} {case[key]:.3f} us" for key, label in
+                         (("event_overhead_us", "event overhead"), ("second_clock_us", "second clock"))
+                         if case.get(key) is not None)  # what moves a short median by process (docs/timing.md, run 43)
         lines.append(f"  {shape}: median {timing['median_us']:.2f} us over {timing['runs']} calls, {sealed}, "
-                     f"harness {case.get('overhead_ms', 0):.1f} ms/call")
+                     f"harness {case.get('overhead_ms', 0):.1f} ms/call{clocks}")
     return lines
 
 

@@ -178,5 +178,6 @@ class _ClockSession(_RecheckingSession):
 def test_the_parent_rejects_a_case_whose_calls_read_short_against_the_second_clock(gaps_us, status):
     outcome, _ = _benchmark_against(lambda reference: _ClockSession(reference, gaps_us))
     assert outcome.status == status
+    assert outcome.second_clock_us == pytest.approx(5.5 + sorted(gaps_us)[len(gaps_us) // 2])  # the median window
     if status == Status.REJECTED:
         assert "the GPU's own clock and the timer's events disagree on" in outcome.reason

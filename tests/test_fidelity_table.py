@@ -103,14 +103,15 @@ def test_a_shape_a_clock_cannot_time_is_a_row_that_says_why_beside_the_other_clo
         def time(self, kernel, inputs):
             if kernel == "allocates" and not self.captures:
                 raise RuntimeError("operation not permitted when stream is capturing\nmore")
-            return Reading(self.us, self.us - 0.1, self.us + 0.2, 288, 1.1)
+            return Reading(self.us, self.us - 0.1, self.us + 0.2, 288, 1.1, self.us - 0.05)
 
     clocks = {"replay": Clock(False, 2.0), "stream": Clock(True, 3.0)}
     aligned = {"stream": 0.5}  # the stream replay's empty kernel less the graph's: off every stream figure
     assert graph_replay.shape_row(clocks, "fine", "timing_ladder", {}, aligned) == {
         "replay_us": 2.0, "replay_p10_us": 1.9, "replay_p90_us": 2.2, "replay_floor_us": 1.1, "note": "",
-        "stream_us": 2.5, "stream_p10_us": pytest.approx(2.4), "stream_p90_us": pytest.approx(2.7),
-        "stream_floor_us": 1.1, "stream_note": "", "stream_raw_us": 3.0, "calls": 288}
+        "replay_median_us": 1.95, "stream_us": 2.5, "stream_p10_us": pytest.approx(2.4),
+        "stream_p90_us": pytest.approx(2.7), "stream_floor_us": 1.1, "stream_note": "",
+        "stream_median_us": pytest.approx(2.45), "stream_raw_us": 3.0, "calls": 288}
     row = graph_replay.shape_row(clocks, "allocates", "timing_ladder", {}, aligned)  # a graph refuses it, a stream not
     assert row["replay_us"] is None and row["stream_us"] == 2.5 and row["stream_note"] == ""
     assert row["note"] == "not capturable: RuntimeError: operation not permitted when stream is capturing"

@@ -102,6 +102,7 @@ def test_a_reading_takes_each_calls_own_floor_off_then_the_trimmed_mean_and_spre
     assert reading.us == pytest.approx(statistics.fmean(sorted(c - f for c, f in zip(calls, floors))[1:-1]))
     assert (reading.p10_us, reading.p90_us, reading.calls) == (pytest.approx(3.0), pytest.approx(3.3), 10)
     assert reading.floor_us == pytest.approx(statistics.fmean(sorted(floors)[1:-1]))  # the floors it took off
+    assert reading.median_us == pytest.approx(3.15)  # the harness's statistic, beside the trimmed mean
     with pytest.raises(ValueError):
         replay_clock.reading_of(floors[:-1], calls)  # a call without its floor
 

@@ -136,6 +136,8 @@ class CaseResult:
     # discarded with the sleep raised; later ones counted at the first sleep)
     event_overhead_us: float | None = None  # what the kept times subtracted: the event overhead measured for
     # this case, before its timed calls (sealed runs; None without the compiled core)
+    second_clock_us: float | None = None  # the median of the kept calls' windows on the GPU's own clock (the core's
+    # %globaltimer stamps, nothing subtracted): beside the events' raw time, it says which clock moved (issue 38)
     error_bound_us: float | None = None  # the harness's residual error against graph replay at this median,
     # on this GPU (calibrate's fidelity record); None when the GPU was never calibrated
     vendor_us: float | None = None  # the vendor library's median on this shape and GPU (calibrate --vendor)

@@ -71,6 +71,8 @@ class Reading:
     calls: int
     floor_us: float = 0.0
     """The trimmed mean of the floors taken off (each group's two back-to-back stamps)."""
+    median_us: float | None = None
+    """The calls' median: the statistic the harness reports, so the two clocks can be held like with like."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ def timer_tick_ns(slots: Sequence[int]) -> int:
 def reading_of(floor_us: Sequence[float], call_us: Sequence[float]) -> Reading:
     """Every timed call's stamps less its own group's floor (measured in the same replay), summarised."""
     calls = [call - floor for call, floor in zip(call_us, floor_us, strict=True)]
-    return Reading(trimmed_mean(calls), quantile(calls, 0.1), quantile(calls, 0.9), len(calls), trimmed_mean(floor_us))
+    return Reading(trimmed_mean(calls), quantile(calls, 0.1), quantile(calls, 0.9), len(calls), trimmed_mean(floor_us),
+                   statistics.median(calls))
 
 
 def capture_groups(calls: Sequence[Callable[[], Any]], flush: Callable[[], Any], mark: Callable[[int], Any]) -> None:

@@ -92,7 +92,8 @@ class BenchmarkCase:
                              timing=stats, warmup_s=warmup_s, profile=profile,
                              overhead_ms=1e3 * wall_s / calls - stats.median_us / 1e3,  # per call made, as the split
                              overhead_split_ms=split, worker_split_ms=worker_split,
-                             queued_sleep_us=sleep.us, exposed_calls=sleep.exposed, event_overhead_us=overhead_us)
+                             queued_sleep_us=sleep.us, exposed_calls=sleep.exposed, event_overhead_us=overhead_us,
+                             second_clock_us=second_clock.median_us(readings))
         if sol_us:
             outcome.sol_us = sol_us
             outcome.pct_of_sol = 100.0 * sol_us / stats.median_us if stats.median_us > 0 else math.inf

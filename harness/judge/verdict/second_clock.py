@@ -16,6 +16,7 @@ within a few percent of the median (at most OUTLIER_FRACTION of the calls: the 4
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 from harness.judge.worker_link.seal import ClockReading
@@ -43,3 +44,9 @@ def disagreement(readings: Sequence[ClockReading]) -> str | None:
             f"{worst.clock_us:.2f} us, {worst.gap_us:.2f} us apart against an allowance of "
             f"{worst.allowance_us:.2f} us; the start or end event was recorded again during the call, or work of "
             "another stream ran around the timed window")
+
+
+def median_us(readings: Sequence[ClockReading]) -> float | None:
+    """The case's median window on the GPU's own clock, nothing subtracted (None off the GPU): beside the
+    events' raw median it shows which clock a run-to-run difference lives in (docs/timing.md, run 43)."""
+    return statistics.median(reading.clock_us for reading in readings) if any(r.clock_us for r in readings) else None

@@ -39,8 +39,8 @@ def test_a_gpu_without_the_measurement_has_no_bound_and_says_why(cache):
     assert "never calibrated" in fidelity.bound_of(None)[1]
     bound, why = fidelity.bound_of(calibration.load_calibration(H100, cache))
     assert bound is None and "without the fidelity measurement" in why and "calibrate --force" in why
-    assert "unreadable" in fidelity.bound_of({fidelity.RECORD_KEY: {"absolute_us": "x",
-                                                                    "replay_clock": fidelity.REPLAY_CLOCK}})[1]
+    unreadable = {"absolute_us": "x", "replay_clock": fidelity.REPLAY_CLOCK, "processes": fidelity.PROCESSES}
+    assert "unreadable" in fidelity.bound_of({fidelity.RECORD_KEY: unreadable})[1]
     with pytest.raises(KeyError, match="no calibration record"):
         calibration.store_entry("NVIDIA B200", fidelity.RECORD_KEY, {}, cache)
 
@@ -58,13 +58,28 @@ def test_a_bound_measured_against_an_earlier_replay_is_not_used():
     assert fidelity.bound_of({fidelity.RECORD_KEY: fidelity.entry(POINTS, "new")})[0] is not None
 
 
+def test_a_bound_read_in_one_worker_process_is_not_used():
+    """A short rung's median moves by worker process (run 43): a bound from one process understates the next's."""
+    for stored in ({k: v for k, v in fidelity.entry(POINTS, "one").items() if k != "processes"},
+                   fidelity.entry(POINTS, "one", processes=1)):
+        bound, why = fidelity.bound_of({fidelity.RECORD_KEY: stored})
+        assert bound is None and "1 worker process" in why and f"over {fidelity.PROCESSES}" in why
+
+
 def test_calibrate_measures_every_rung_both_ways_and_stores_the_bound(cache, monkeypatch):
-    """Fake numbers through calibrate's own flow: the harness's run and graph replay of each rung."""
+    """Fake numbers through calibrate's own flow: the harness's runs (one per worker process, the third
+    reading every rung 0.2 us high) and graph replay of each rung; the bound is the worst process's."""
     task = load_task(calibrate_command.LADDER)
     harness_us = {shape_text(c): 2.0 + i for i, c in enumerate(task.benchmarks)}
-    timed = [CaseResult("benchmark", c, Status.PASSED, timing=_stats(harness_us[shape_text(c)]))
-             for c in task.benchmarks]
-    monkeypatch.setattr(calibrate_command, "evaluate_submission", lambda *args: _run_of(timed, H100))
+    runs = []
+
+    def evaluate(*args):
+        high = 0.2 if len(runs) == 2 else 0.0
+        runs.append([CaseResult("benchmark", c, Status.PASSED, timing=_stats(harness_us[shape_text(c)] + high))
+                     for c in task.benchmarks])
+        return _run_of(runs[-1], H100)
+
+    monkeypatch.setattr(calibrate_command, "evaluate_submission", evaluate)
     monkeypatch.setattr(calibrate_command.replay_clock, "load_shipped", lambda path: "kernel")
     monkeypatch.setattr(calibrate_command.replay_clock, "shape_inputs", lambda problem, case: case)
 
@@ -75,12 +90,14 @@ def test_calibrate_measures_every_rung_both_ways_and_stores_the_bound(cache, mon
     monkeypatch.setattr(calibrate_command.replay_clock, "ReplayClock", Clock)
     record = calibrate_command.measure_fidelity(H100, cache)
     stored = calibration.load_calibration(H100, cache)[fidelity.RECORD_KEY]
-    assert record[fidelity.RECORD_KEY] == stored and len(stored["points"]) == len(task.benchmarks)
+    assert len(runs) == fidelity.PROCESSES and stored["processes"] == fidelity.PROCESSES
+    assert record[fidelity.RECORD_KEY] == stored and len(stored["points"]) == fidelity.PROCESSES * len(task.benchmarks)
     bound, _ = fidelity.bound_of(record)
-    assert bound.absolute_us == pytest.approx(0.1) and bound.relative == pytest.approx(0.1 / 10.9)
+    assert bound.absolute_us == pytest.approx(0.3) and bound.relative == pytest.approx(0.3 / 10.9)
     text = "\n".join(calibrate_command._fidelity_lines(record))
-    assert f"{len(task.benchmarks)} timing-ladder rungs: bound max(0.10 us, 0.9%)" in text
-    assert "harness 2.00 us, replay 1.90 us (+0.10 us, +5.3%)" in text
+    assert (f"{len(task.benchmarks)} timing-ladder rungs in {fidelity.PROCESSES} worker processes: "
+            "bound max(0.30 us, 2.8%)") in text
+    assert "harness 2.00-2.20 us, replay 1.90 us (worst +0.30 us, +15.8%)" in text
 
 
 def test_each_median_carries_its_bound_in_the_json_and_the_report(cache):

@@ -57,31 +57,41 @@ def _fidelity_lines(record: dict[str, Any]) -> list[str]:
     if bound is None:
         return [f"  harness vs graph replay: no bound ({source})"]
     stored = record[fidelity.RECORD_KEY]
-    lines = [f"  harness vs graph replay, {len(stored['points'])} timing-ladder rungs: bound {bound.text()} "
-             f"(under {stored['split_us']:g} us absolute, from it relative; {stored['method']})"]
+    by_shape: dict[str, list[dict[str, Any]]] = {}
     for point in stored["points"]:
-        error = point["harness_us"] - point["replay_us"]
-        lines.append(f"    {point['shape']}: harness {point['harness_us']:.2f} us, replay {point['replay_us']:.2f} us "
-                     f"({error:+.2f} us, {100 * error / point['replay_us']:+.1f}%)")
+        by_shape.setdefault(point["shape"], []).append(point)
+    lines = [f"  harness vs graph replay, {len(by_shape)} timing-ladder rungs in {stored['processes']} worker "
+             f"processes: bound {bound.text()} (under {stored['split_us']:g} us absolute, from it relative; "
+             f"{stored['method']})"]
+    for shape, points in by_shape.items():
+        harness = sorted(point["harness_us"] for point in points)
+        replay_us = points[0]["replay_us"]
+        worst = max((point["harness_us"] - replay_us for point in points), key=abs)
+        lines.append(f"    {shape}: harness {harness[0]:.2f}-{harness[-1]:.2f} us, replay {replay_us:.2f} us "
+                     f"(worst {worst:+.2f} us, {100 * worst / replay_us:+.1f}%)")
     return lines
 
 
 def measure_fidelity(device_name: str, path: Path) -> dict[str, Any]:
-    """Every rung of the timing ladder by the harness (a benchmark run) and by the replay clock
-    (harness.sol.replay_clock: %globaltimer stamps in the graph, the reading flush outside them); the pairs
-    and the bound go into the device's record, which is returned."""
+    """Every rung of the timing ladder by the harness (a benchmark run in each of fidelity.PROCESSES worker
+    processes) and by the replay clock (harness.sol.replay_clock: %globaltimer stamps in the graph, the
+    reading flush outside them); the pairs and the bound go into the device's record, which is returned."""
     task = load_task(LADDER)
-    result = evaluate_submission(LADDER, LADDER_FILE, MODES["benchmark"], "cuda")
-    medians = {shape_text(c.case): c.timing.median_us for c in result.cases
-               if c.kind == "benchmark" and c.status == Status.PASSED and c.timing}
-    if not medians:
-        raise RuntimeError(f"the timing ladder's benchmark run gave no median: {result.reason}")
+    runs = [evaluate_submission(LADDER, LADDER_FILE, MODES["benchmark"], "cuda") for _ in range(fidelity.PROCESSES)]
+    medians = [{shape_text(c.case): c.timing.median_us for c in result.cases
+                if c.kind == "benchmark" and c.status == Status.PASSED and c.timing} for result in runs]
+    for result, timed in zip(runs, medians, strict=True):
+        if not timed:
+            raise RuntimeError(f"a benchmark run of the timing ladder gave no median: {result.reason}")
     kernel, clock = replay_clock.load_shipped(LADDER_FILE), replay_clock.ReplayClock()
-    points = [fidelity.FidelityPoint(shape_text(case), medians[shape_text(case)],
-                                     clock.time(kernel, replay_clock.shape_inputs(LADDER, case)).us)
-              for case in task.benchmarks if shape_text(case) in medians]
-    method = (f"{result.mode} mode of harness {result.harness_version} against graph replay (%globaltimer stamps "
-              "in the graph, reading flush outside them)")
+    points = []
+    for case in task.benchmarks:
+        shape = shape_text(case)
+        if all(shape in timed for timed in medians):
+            replay_us = clock.time(kernel, replay_clock.shape_inputs(LADDER, case)).us
+            points += [fidelity.FidelityPoint(shape, timed[shape], replay_us) for timed in medians]
+    method = (f"{runs[0].mode} mode of harness {runs[0].harness_version} against graph replay (%globaltimer "
+              "stamps in the graph, reading flush outside them)")
     return store_entry(device_name, fidelity.RECORD_KEY, fidelity.entry(points, method), path)
 
 

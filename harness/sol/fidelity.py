@@ -7,7 +7,10 @@ flush outside the pair), and stores each rung's pair with the GPU's calibration 
 the worst error seen, in the band's own shape (docs/timing.md: max(3%, 0.2 us)): below SPLIT_US an
 absolute error (short kernels: the event pair's fixed costs dominate), from SPLIT_US a relative one
 (long kernels: the flush and the clocks scale with the time). No constant is fitted: both are the
-largest measured errors, so every rung lies inside its own bound.
+largest measured errors, so every rung lies inside its own bound. The harness's side runs in PROCESSES
+worker processes: a short rung's median moves from one worker process to the next (sd 0.08-0.2 us at
+2 us on an H200, none from case to case within one: docs/timing.md, run 43), so a bound read in one
+process understates the error of the next; the replay clock reads the same rung alike across processes.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ SPLIT_US = 10.0
 """Rungs whose replay time is under this set the absolute part of the bound; the others the relative part."""
 RECORD_KEY = "fidelity"
 """Where the entry lies in a device's calibration record (harness.sol.calibration)."""
+PROCESSES = 5
+"""Worker processes the harness's side of the measurement runs in; a record from fewer gives no bound."""
 REPLAY_CLOCK = "stamps-in-graph, floor beside each call"
 """The replay clock an entry was measured against; an entry with another gives no bound: the replay that
 subtracted a flush-only graph (its error grew with the flush), in-graph event pairs (2.4-2.7 us above the
@@ -29,7 +34,7 @@ stamps on single kernels on an H100), or the stamps with one floor measured in a
 
 @dataclass(frozen=True)
 class FidelityPoint:
-    """One rung: what the harness read and what graph replay read, in us."""
+    """One rung in one worker process: what the harness read and what graph replay read, in us."""
 
     shape: str
     harness_us: float
@@ -63,11 +68,12 @@ def bound_from(points: list[FidelityPoint]) -> FidelityBound:
     return FidelityBound(max(short, default=0.0), max(long, default=0.0), when)
 
 
-def entry(points: list[FidelityPoint], method: str) -> dict[str, Any]:
-    """What the calibration record keeps: every rung's pair, the bound, how it was measured."""
+def entry(points: list[FidelityPoint], method: str, processes: int = PROCESSES) -> dict[str, Any]:
+    """What the calibration record keeps: every rung's pair per process, the bound, how it was measured."""
     bound = bound_from(points)
     return {"points": [asdict(p) for p in points], "absolute_us": bound.absolute_us, "relative": bound.relative,
-            "split_us": SPLIT_US, "measured_at": bound.measured_at, "method": method, "replay_clock": REPLAY_CLOCK}
+            "split_us": SPLIT_US, "measured_at": bound.measured_at, "method": method, "replay_clock": REPLAY_CLOCK,
+            "processes": processes}
 
 
 def bound_of(record: dict[str, Any] | None) -> tuple[FidelityBound | None, str]:
@@ -80,6 +86,9 @@ def bound_of(record: dict[str, Any] | None) -> tuple[FidelityBound | None, str]:
         return None, ("calibrated against an earlier graph replay (a flush-only graph subtracted, in-graph event "
                       "pairs, or a floor measured apart: unreliable under 10 us): python -m harness calibrate --force "
                       "measures it again")
+    if (processes := stored.get("processes", 1)) < PROCESSES:
+        return None, (f"its fidelity bound was measured in {processes} worker process(es), and a short median "
+                      f"moves by process: python -m harness calibrate --force measures it over {PROCESSES}")
     try:
         bound = FidelityBound(float(stored["absolute_us"]), float(stored["relative"]), str(stored["measured_at"]))
     except (KeyError, TypeError, ValueError):

@@ -92,6 +92,10 @@
 #               pool stream, a blocking stream (scripts/stream_gap_probe.py): which stream pays a second launch
 #   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh
 #               secret each; every one must pass and be rankable (about 15 s a run)
+#   launch_path issue 38: does a short rung's per-process offset come with its stream launch? The ladder's 2 us rungs
+#               ranked in ten worker processes each as shipped and launched from a CUDA graph inside custom_kernel
+#               (submissions/timing_ladder/graph_launched_ladder.py), alternated (scripts/launch_path_probe.py; run
+#               after build; about 3 min)
 #   decode_overlap issue 37: does B's decode hide under the wgmmas? The hand-written CUDA GEMM in variants (no
 #               decode, plain integer work instead, on the vector or the uniform datapath, decode after the wait,
 #               an integer operation for each HMUL2, A from shared memory) timed on the
@@ -300,6 +304,7 @@ for step in $steps; do
     honest_ranked) run_step honest_ranked honest_ranked ;;
     decode_overlap) run_step decode_overlap python3 scripts/decode_overlap_probe.py "$WORK/decode_overlap.json" ;;
     stream_gap) run_step stream_gap python3 scripts/stream_gap_probe.py "$WORK/stream_gap.json" ;;
+    launch_path) run_step launch_path python3 scripts/launch_path_probe.py "$WORK/launch_path.json" ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;

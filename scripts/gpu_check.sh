@@ -12,7 +12,8 @@
 #   b2b         ten back-to-back benchmark runs of the Triton GEMV (first use of the GPU: run it first)
 #   house       `make eval` of the Triton GEMV (the README's path) and its medians and timing method
 #   ladder_b2b  ten back-to-back ranked runs of the timing ladder's 2 us and 10 us rungs (first use of
-#               the GPU on a fresh machine: run it first)
+#               the GPU on a fresh machine: run it first), then per rung the in-band count against the replay clock
+#               and the spread across runs of median, overhead and raw event time (scripts/b2b_summary.py)
 #   vendor      calibrate --vendor: cuBLAS's time per problem and shape (or why it cannot run here)
 #   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
@@ -155,6 +156,7 @@ PY
       --secret-seed-file "$secret" --json "$WORK/ladder/run_$run.json" > "$WORK/ladder/run_$run.log" 2>&1
     echo "run $run: exit $? $(python3 scripts/run_summary.py "$WORK/ladder/run_$run.json" | tr '\n' ' ')"
   done
+  python3 scripts/b2b_summary.py $(ls "$WORK"/ladder/run_*.json | sort -V) --replay  # the verdict, and what moved
 }
 fp8_files() {
   local file name

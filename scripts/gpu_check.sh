@@ -95,7 +95,7 @@
 #               secret each; every one must pass and be rankable (about 15 s a run)
 #   launch_path issue 38: does a short rung's per-process offset come with its stream launch? The ladder's 2 us rungs
 #               ranked in ten worker processes each as shipped and launched from a CUDA graph inside custom_kernel
-#               (submissions/timing_ladder/graph_launched_ladder.py), alternated (scripts/launch_path_probe.py; run
+#               (scripts/graph_launched_ladder.py), alternated (scripts/launch_path_probe.py; run
 #               after build; about 3 min)
 #   decode_overlap issue 37: does B's decode hide under the wgmmas? The hand-written CUDA GEMM in variants (no
 #               decode, plain integer work instead, on the vector or the uniform datapath, decode after the wait,

@@ -6,7 +6,7 @@ H200), in torch's event timer as in the core's, while graph replay of the same k
 front end fetch the kernel's descriptor and parameters from wherever the driver put them for this
 process; a graph's are uploaded with the graph. So the ladder's 2 us memory rung and 10-iteration chain
 are ranked in PROCESSES worker processes for each of two files, alternated: the shipped ladder (a stream
-launch per call) and submissions/timing_ladder/graph_launched_ladder.py (the same kernel replayed from a
+launch per call) and scripts/graph_launched_ladder.py (the same kernel replayed from a
 CUDA graph). Per file and rung: every process's median, subtracted overhead and second clock, the
 spread of the medians across processes, and the replay clock's reading of the rung. If the graph-launched
 medians hold still where the plain ones move, the stream launch carries the offset.
@@ -33,7 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 LADDER = "timing_ladder"
 FILES = {"stream launch": ROOT / "submissions" / LADDER / "triton_ladder.py",
-         "graph launch": ROOT / "submissions" / LADDER / "graph_launched_ladder.py"}
+         "graph launch": ROOT / "scripts" / "graph_launched_ladder.py"}
 RUNGS = ((65536, 1), (270336, 10))
 """(n, iters): the 2 us memory rung and the 2 us FMA chain, the rungs that move most by process."""
 EVAL_LIMIT_S = 120

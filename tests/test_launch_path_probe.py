@@ -53,11 +53,15 @@ def test_a_runs_figures_and_the_spread_across_processes():
 def test_the_graph_launched_ladder_passes_the_ladders_check_on_the_cpu():
     """Under Triton's interpreter (a subprocess: TRITON_INTERPRET must be set before triton is imported)."""
     script = """
-import json
-from pathlib import Path
-from harness.sol.replay_clock import load_shipped
+import importlib.util, json
+from harness.contract.task_spec import load_task
+from harness.worker import contest_modules
 from problems.timing_ladder import reference
-custom_kernel = load_shipped(Path("submissions/timing_ladder/graph_launched_ladder.py"))
+contest_modules.install(reference, load_task("timing_ladder").task_py)  # `task` importable, as the worker does
+spec = importlib.util.spec_from_file_location("graph_launched_ladder", "scripts/graph_launched_ladder.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+custom_kernel = module.custom_kernel
 results = []
 for case in ({"n": 1024, "iters": 1}, {"n": 4096, "iters": 9}):
     data = reference.generate_input(**case, seed=3, device="cpu")

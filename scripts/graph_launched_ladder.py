@@ -1,13 +1,13 @@
 #!POPCORN leaderboard timing_ladder
-#!POPCORN author harness-baselines
 """The timing ladder's kernel launched from a CUDA graph: issue 38's probe of the stream launch, not a baseline.
 
 The same kernel as triton_ladder.py, captured once per buffer set (ranked runs draw every call's inputs
 into the same buffers, so every timed call replays) and replayed on the caller's stream: the GPU starts a
 graph's launch, whose descriptor and parameters were uploaded with the graph, instead of a stream launch
 the driver writes per call. scripts/launch_path_probe.py holds it against triton_ladder.py worker process
-by worker process (docs/timing.md, "The short rungs move by worker process"). Named outside the
-``triton_*`` files that scripts/graph_replay.py replays: a graph cannot be captured inside the replay's own.
+by worker process (docs/timing.md, "The short rungs move by worker process"). Kept here, not under
+submissions/: `harness review` rightly flags a contestant's file that captures a CUDA graph, and
+scripts/graph_replay.py could not replay it (a graph cannot be captured inside the replay's own).
 """
 
 import torch

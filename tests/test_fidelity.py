@@ -113,6 +113,7 @@ def test_each_median_carries_its_bound_in_the_json_and_the_report(cache):
     text = report.render(result)
     assert "27.78 +-0.56" in text and "5.00 +-0.20" in text
     assert "+-: the harness's error against graph replay (calibrated" in text
+    assert f"against graph replay, the worst of {fidelity.PROCESSES} worker processes" in text
 
 
 def test_a_gpu_never_calibrated_prints_no_bound_and_why(cache):

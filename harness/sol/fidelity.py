@@ -93,4 +93,5 @@ def bound_of(record: dict[str, Any] | None) -> tuple[FidelityBound | None, str]:
         bound = FidelityBound(float(stored["absolute_us"]), float(stored["relative"]), str(stored["measured_at"]))
     except (KeyError, TypeError, ValueError):
         return None, "its fidelity record is unreadable: python -m harness calibrate --force measures it again"
-    return bound, f"calibrated {bound.measured_at}: {bound.text()} against graph replay"
+    return bound, (f"calibrated {bound.measured_at}: {bound.text()} against graph replay, the worst of {processes} "
+                   "worker processes")

@@ -13,7 +13,7 @@
 #   house       `make eval` of the Triton GEMV (the README's path) and its medians and timing method
 #   ladder_b2b  ten back-to-back ranked runs of the timing ladder's 2 us and 10 us rungs (first use of
 #               the GPU on a fresh machine: run it first), then per rung the in-band count against the replay clock
-#               and the spread across runs of median, overhead and raw event time (scripts/b2b_summary.py)
+#               and the spread across runs of median, overhead and raw event time (scripts/ladder_rungs.py)
 #   vendor      calibrate --vendor: cuBLAS's time per problem and shape (or why it cannot run here)
 #   fp8         the fp8 problems' vendor and torch files through harness eval (ranked where they run)
 #   tune        the Triton blockwise fp8 GEMM's configurations beside cuBLAS (scripts/tune_blockwise.py)
@@ -141,22 +141,15 @@ house() {
 }
 ladder_b2b() {  # a copy of the ladder with only its 2 us and 10 us rungs, ranked ten times in a row
   # The copy must be readable by the worker's unprivileged uid ($WORK is private to this user).
-  local shared copy secret="$WORK/ladder/secret"
-  shared=$(mktemp -d) && chmod 755 "$shared" && copy="$shared/timing_ladder"
-  mkdir -p "$copy" "$WORK/ladder" && cp problems/timing_ladder/* "$copy"/ && chmod -R a+rX "$copy"
-  python3 - "$copy/task.yml" <<'PY'
-import sys, yaml
-path = sys.argv[1]; spec = yaml.safe_load(open(path))
-spec["benchmarks"] = [c for c in spec["benchmarks"] if (c["n"], c["iters"]) in ((65536, 1), (2228224, 1))]
-yaml.safe_dump(spec, open(path, "w"), sort_keys=False)
-PY
+  local copy secret="$WORK/ladder/secret"
+  mkdir -p "$WORK/ladder" && copy=$(python3 scripts/ladder_rungs.py copy "$(mktemp -d)" 65536:1 2228224:1)
   python3 -c "import secrets; print(secrets.randbits(62))" > "$secret"; chmod 600 "$secret"
   for run in $(seq 1 10); do
     python3 -m harness eval "$copy" submissions/timing_ladder/triton_ladder.py --mode leaderboard \
       --secret-seed-file "$secret" --json "$WORK/ladder/run_$run.json" > "$WORK/ladder/run_$run.log" 2>&1
     echo "run $run: exit $? $(python3 scripts/run_summary.py "$WORK/ladder/run_$run.json" | tr '\n' ' ')"
   done
-  python3 scripts/b2b_summary.py $(ls "$WORK"/ladder/run_*.json | sort -V) --replay  # the verdict, and what moved
+  python3 scripts/ladder_rungs.py summary $(ls "$WORK"/ladder/run_*.json | sort -V) --replay  # verdict, what moved
 }
 fp8_files() {
   local file name

@@ -44,7 +44,7 @@ def drawn_worker(result_of: Any, sent: list) -> serve_loop.Worker:
     ``result_of`` on the tensors and answers as the core does."""
     worker = serve_loop.Worker(-1, -1, -1)
     captured, operands = captured_stand_in()
-    worker.drawn._draws[shape_text(CASE)] = Draw.of(0, captured, operands, None)
+    worker.drawn._draws[shape_text(CASE)] = (Draw.of(0, captured, operands, None),)
     worker.device = torch.device("cpu")
     worker.guard = SimpleNamespace(violations=lambda: [])
     worker.send = lambda reply, *rest: sent.append(reply)
@@ -75,8 +75,8 @@ def test_the_recorded_operands_are_the_capture_tensors_themselves():
     """inputs() hands back the very tensors of the capture (the ones custom_kernel receives)."""
     drawn = DrawnInputs()
     captured, operands = captured_stand_in()
-    drawn._draws[shape_text(CASE)] = Draw.of(5, captured, operands, None)
-    draw = drawn.inputs(CASE)
+    drawn._draws[shape_text(CASE)] = (Draw.of(5, captured, operands, None),)
+    draw = drawn.inputs(CASE, 3)
     assert draw.slot == 5 and draw.data is captured
     assert [id(t) for t in draw.operands] == [id(captured[i]) for i in operands]
     assert draw.spans == storage_spans(draw.operands)  # found once, at the capture

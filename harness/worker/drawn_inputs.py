@@ -11,6 +11,13 @@ address and contents, on read-only pages of its own image (harness/worker/csrc/d
 drawn call, the core writes the tables, the hash tables' keys derived from the call's seed (which
 reaches only the core, masked), and replays the graph before the hold; the tensors the capture
 returned (fixed addresses in the graph's pool) are the call's inputs.
+
+Each shape is captured up to ``PLACEMENTS`` times, each capture in a pool of its own, and its calls take
+the placements in turn. A short kernel's time depends on where its buffers lie: on an H200 a 2 us kernel
+read 0.06-0.3 us more at some placements than at others, the same placement alike every time within a
+process (docs/timing.md, "The short rungs move by where their inputs lie"). With one placement a worker
+process, that offset was the process's, and a short rung's ranked median moved from one process to the
+next; taken in turn, the placements' offsets fall inside every case's spread instead.
 """
 
 from __future__ import annotations
@@ -28,6 +35,23 @@ from harness.contract.task_spec import shape_text
 from harness.contract.tensor_tree import tensors_in
 from harness.worker.failures import SubmissionError
 from harness.worker.outputs import Span, operand_tensors, storage_spans
+
+PLACEMENTS = 8
+"""Captures of one shape's draw at most, each at addresses of its own."""
+PLACEMENT_BYTES = 1 << 30
+"""The GPU memory a shape's placements may take together (one 200 MB draw gets five)."""
+
+
+def placements(shapes: int, draw_bytes: int, slots: int) -> int:
+    """How many placements each shape's draw gets: up to PLACEMENTS, within PLACEMENT_BYTES of its
+    tensors, and within the core's ``slots`` shared by all ``shapes``; at least one."""
+    return max(1, min(PLACEMENTS, slots // max(shapes, 1), PLACEMENT_BYTES // max(draw_bytes, 1)))
+
+
+def storage_bytes(data: Any) -> int:
+    """The bytes of the distinct storages under ``data``'s tensors."""
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors_in(data)}
+    return sum(storages.values())
 
 
 def operand_indices(data: Any) -> tuple[int, ...]:
@@ -60,45 +84,54 @@ class Draw(NamedTuple):
 
 
 class DrawnInputs:
-    """The captured draws, one per case shape. Held for the worker's life: each graph's pool holds the
-    tensors handed to custom_kernel (the core keeps its own executable graph; this graph is never
-    replayed here)."""
+    """The captured draws, ``placements`` of them per case shape. Held for the worker's life: each
+    graph's pool holds the tensors handed to custom_kernel (the core keeps its own executable graph;
+    this graph is never replayed here)."""
 
     def __init__(self) -> None:
-        self._draws: dict[str, Draw] = {}
+        self._draws: dict[str, tuple[Draw, ...]] = {}
 
     def capture(self, reference: ModuleType, cases: list[dict[str, Any]], device: torch.device,
-                add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]) -> None:
-        """Capture the draw of every case shape in ``cases`` and hand it to the core (``add_draw``); a
-        failure is the harness's (no submission exists yet)."""
-        for case in cases:
-            if shape_text(case) not in self._draws:
-                try:
-                    self._draws[shape_text(case)] = self._capture_one(reference, case, device, add_draw)
-                except Exception as error:
-                    raise SubmissionError(Status.HARNESS_FAULT, f"capturing the inputs' draw of "
-                                          f"{shape_text(case)} failed: {type(error).__name__}: {error}") from None
+                add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int],
+                slots: int) -> None:
+        """Capture the draws of every case shape in ``cases`` and hand each to the core (``add_draw``,
+        which holds ``slots`` of them); a failure is the harness's (no submission exists yet)."""
+        shapes = {shape_text(case): case for case in cases if shape_text(case) not in self._draws}
+        for shape, case in shapes.items():
+            try:
+                self._draws[shape] = self._capture_shape(reference, case, device, add_draw,
+                                                         lambda nbytes: placements(len(shapes), nbytes, slots))
+            except Exception as error:
+                raise SubmissionError(Status.HARNESS_FAULT, f"capturing the inputs' draw of "
+                                      f"{shape} failed: {type(error).__name__}: {error}") from None
 
     @staticmethod
-    def _capture_one(reference: ModuleType, case: dict[str, Any], device: torch.device,
-                     add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int]
-                     ) -> Draw:
+    def _capture_shape(reference: ModuleType, case: dict[str, Any], device: torch.device,
+                       add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int],
+                       count: Callable[[int], int]) -> tuple[Draw, ...]:
         from problems.shared.draw_graph import capture_draw  # every problem's draw goes through it
 
-        # Run once for real: it compiles its kernels (no compiler in a capture) and shows the operands.
-        operands = operand_indices(reference.generate_input(**case, device=device))
-        graph, data, captured = capture_draw(lambda: reference.generate_input(**case, device=device), device,
-                                             keep_graph=True)[:3]
-        tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
-                   [(offset, name.encode()) for offset, name in sorted(keyed.items())])
-                  for table, rows, keyed in captured]
-        return Draw.of(add_draw(graph.raw_cuda_graph(), tables), data, operands, graph)
+        # Run once for real: it compiles its kernels (no compiler in a capture) and shows the operands
+        # and the bytes a placement takes.
+        eager = reference.generate_input(**case, device=device)
+        operands, nbytes = operand_indices(eager), storage_bytes(eager)
+        del eager
+        draws = []
+        for _ in range(count(nbytes)):  # each capture allocates from a pool of its own: new addresses
+            graph, data, captured = capture_draw(lambda: reference.generate_input(**case, device=device), device,
+                                                 keep_graph=True)[:3]
+            tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),
+                       [(offset, name.encode()) for offset, name in sorted(keyed.items())])
+                      for table, rows, keyed in captured]
+            draws.append(Draw.of(add_draw(graph.raw_cuda_graph(), tables), data, operands, graph))
+        return tuple(draws)
 
-    def inputs(self, case: dict[str, Any]) -> Draw:
-        """``case``'s draw: the core's slot, the tensors it draws into, the operands among them (the ones
-        custom_kernel must not return) and their storages."""
-        draw = self._draws.get(shape_text(case))
-        if draw is None:
+    def inputs(self, case: dict[str, Any], index: int) -> Draw:
+        """The draw for call ``index`` of ``case``: the shape's placements in turn. Its core slot, the
+        tensors it draws into, the operands among them (the ones custom_kernel must not return) and their
+        storages."""
+        draws = self._draws.get(shape_text(case))
+        if not draws:
             raise SubmissionError(Status.HARNESS_FAULT, f"a drawn call for {shape_text(case)}, whose draw was "
                                   "not captured at Start")
-        return draw
+        return draws[index % len(draws)]

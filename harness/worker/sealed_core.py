@@ -110,6 +110,11 @@ class SealedTimer:
         return _sealed.add_draw(graph, tables)
 
     @staticmethod
+    def max_draws() -> int:
+        """How many captured draws the core holds (its pages for them are fixed in its image)."""
+        return _sealed.MAX_DRAWS
+
+    @staticmethod
     def time_call(data: Any, index: int, seed: int, sleep_us: float, staged: list[Any] | None = None,
                   kept: int = 0, draw: int = -1, sealed: bytes = b"") -> tuple[Any, ...]:
         """``staged``: every tensor of ``data``, into which the core decrypts the call's staged inputs;

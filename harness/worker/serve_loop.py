@@ -111,7 +111,8 @@ class Worker:
         if request.draws:  # before the syscall filter and the import: the core keeps what no submission saw
             if not isinstance(self.timer, sealed_core.SealedTimer) or self.device.type != "cuda":
                 raise SubmissionError(Status.HARNESS_FAULT, "drawn inputs asked of a worker without a GPU's core")
-            self.drawn.capture(self.reference, request.draws, self.device, self.timer.add_draw)
+            self.drawn.capture(self.reference, request.draws, self.device, self.timer.add_draw,
+                              self.timer.max_draws())
             steps.mark("draws")
         self.guard = IntegrityGuard(extra_modules=(sys.modules[__name__], timers, sealed_core, outputs, protocol,
                                                    messages))
@@ -225,7 +226,7 @@ class Worker:
             raise SubmissionError(Status.HARNESS_FAULT, "a ranked call reached a worker without the timing core")
         # A drawn call's tensors are its captured draw's, filled by the core inside the call: until then they
         # hold the graph pool's leftovers, so its operands are the ones its draw's eager run showed at Start.
-        drawn = self.drawn.inputs(request.case) if request.sealed_seed else None
+        drawn = self.drawn.inputs(request.case, request.index) if request.sealed_seed else None
         data = self._inputs(request.case, request.buffers) if drawn is None else drawn.data
         if request.plain:
             self.call_plain(data)

@@ -109,7 +109,7 @@ PyObject *add_draw(PyObject *self, PyObject *args) {
     int slot = ST->kernel || ST->busy || ST->draw_count >= MAX_DRAWS ? -1 : ST->draw_count;
     hidden_close();
     if (slot < 0) {
-        PyErr_SetString(PyExc_RuntimeError, "add_draw: only before the submission's import, up to 32 draws");
+        PyErr_Format(PyExc_RuntimeError, "add_draw: only before the submission's import, up to %d draws", MAX_DRAWS);
         return NULL;
     }
     PyObject *items = PySequence_Tuple(tables);

@@ -370,5 +370,7 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_sealed", NULL, 
 
 PyMODINIT_FUNC PyInit__sealed(void) {
     digest_read_thread_limit();  /* before the submission's import: its changes to the environment come too late */
-    return PyModule_Create(&module_def);
+    PyObject *module = PyModule_Create(&module_def);
+    if (module && PyModule_AddIntConstant(module, "MAX_DRAWS", MAX_DRAWS) < 0) Py_CLEAR(module);
+    return module;
 }

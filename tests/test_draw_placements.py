@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from harness.contract.messages import DRAW_PLACEMENTS as PLACEMENTS
 from harness.contract.tensor_tree import tensors_in
-from harness.worker.drawn_inputs import PLACEMENTS, DrawnInputs, placements, storage_bytes
+from harness.worker.drawn_inputs import DrawnInputs, placements, storage_bytes
 from harness.worker.failures import SubmissionError
 from problems.nvfp4_gemv import reference
 from problems.shared import draw_graph
@@ -58,6 +59,7 @@ def test_calls_take_the_placements_in_turn(monkeypatch):
     drawn, _ = captured_drawn(monkeypatch, slots=6)  # three a shape
     slots = [drawn.inputs(CASES[1], index).slot for index in range(7)]
     assert slots == [3, 4, 5, 3, 4, 5, 3]
+    assert set(drawn.counts().values()) == {3} and len(drawn.counts()) == 2  # what Ready tells the parent
 
 
 def test_a_shape_never_captured_is_the_harnesss_fault(monkeypatch):
@@ -71,3 +73,21 @@ def test_a_failed_capture_is_the_harnesss_fault(monkeypatch):
     with pytest.raises(SubmissionError, match=r"capturing the inputs' draw of .* failed: ZeroDivisionError"):
         DrawnInputs().capture(reference, CASES, torch.device("cpu"), lambda graph, tables: 0, 128)
 
+
+
+def test_the_parent_believes_no_more_placements_than_a_worker_may_take():
+    """Ready comes from the worker after the submission's import, so its counts may be forged: the parent keeps the
+    warm-up bounded (a larger claim could only lengthen it) and counts nothing for a shape the core does not draw."""
+    from harness.judge.worker_link.worker_channel import WorkerSession
+
+    session = object.__new__(WorkerSession)
+    shape = "m=128 k=256 l=1"
+    session.sealed, session._drawn, session._placements = True, {shape}, {shape: 10**9}
+    case = {"m": 128, "k": 256, "l": 1, "seed": 5}
+    assert session.placements(case) == PLACEMENTS
+    session._placements = {shape: 0}
+    assert session.placements(case) == 1
+    session._placements = {}
+    assert session.placements(case) == 1
+    session._placements, session._drawn = {shape: 4}, set()
+    assert session.placements(case) == 1

@@ -57,6 +57,13 @@ class Ready:
     overhead_us: float | None
     sandbox: dict[str, Any]
     steps_s: dict[str, Any] = field(default_factory=dict)  # the worker's own seconds per Start step before the import
+    placements: dict[str, Any] = field(default_factory=dict)  # captured draws per case shape, taken in turn by calls
+
+
+DRAW_PLACEMENTS = 8
+"""The most captures of one shape's draw a worker takes in turn (harness/worker/drawn_inputs.py), each at addresses
+of its own: a short kernel's time depends on where its buffers lie (docs/timing.md). The parent warms every one of
+a case's placements before timing it, and never believes a worker that claims more."""
 
 
 WORKER_STEPS = ("reference", "timer", "draws", "filter")

@@ -12,7 +12,7 @@ drawn call, the core writes the tables, the hash tables' keys derived from the c
 reaches only the core, masked), and replays the graph before the hold; the tensors the capture
 returned (fixed addresses in the graph's pool) are the call's inputs.
 
-Each shape is captured up to ``PLACEMENTS`` times, each capture in a pool of its own, and its calls take
+Each shape is captured up to ``DRAW_PLACEMENTS`` times, each capture in a pool of its own, and its calls take
 the placements in turn. A short kernel's time depends on where its buffers lie: on an H200 a 2 us kernel
 read 0.06-0.3 us more at some placements than at others, the same placement alike every time within a
 process (docs/timing.md, "The short rungs move by where their inputs lie"). With one placement a worker
@@ -30,22 +30,21 @@ from typing import Any, NamedTuple
 
 import torch
 
+from harness.contract.messages import DRAW_PLACEMENTS
 from harness.contract.results import Status
 from harness.contract.task_spec import shape_text
 from harness.contract.tensor_tree import tensors_in
 from harness.worker.failures import SubmissionError
 from harness.worker.outputs import Span, operand_tensors, storage_spans
 
-PLACEMENTS = 8
-"""Captures of one shape's draw at most, each at addresses of its own."""
 PLACEMENT_BYTES = 1 << 30
 """The GPU memory a shape's placements may take together (one 200 MB draw gets five)."""
 
 
 def placements(shapes: int, draw_bytes: int, slots: int) -> int:
-    """How many placements each shape's draw gets: up to PLACEMENTS, within PLACEMENT_BYTES of its
+    """How many placements each shape's draw gets: up to DRAW_PLACEMENTS, within PLACEMENT_BYTES of its
     tensors, and within the core's ``slots`` shared by all ``shapes``; at least one."""
-    return max(1, min(PLACEMENTS, slots // max(shapes, 1), PLACEMENT_BYTES // max(draw_bytes, 1)))
+    return max(1, min(DRAW_PLACEMENTS, slots // max(shapes, 1), PLACEMENT_BYTES // max(draw_bytes, 1)))
 
 
 def storage_bytes(data: Any) -> int:
@@ -135,3 +134,7 @@ class DrawnInputs:
             raise SubmissionError(Status.HARNESS_FAULT, f"a drawn call for {shape_text(case)}, whose draw was "
                                   "not captured at Start")
         return draws[index % len(draws)]
+
+    def counts(self) -> dict[str, int]:
+        """How many placements each captured shape has (Ready.placements: the parent warms them all)."""
+        return {shape: len(draws) for shape, draws in self._draws.items()}

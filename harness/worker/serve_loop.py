@@ -137,7 +137,7 @@ class Worker:
         self.send(messages.Ready(import_s=timers._perf_counter() - start, timer=self.timer.method,
                                  persisting_l2_reset=self.timer.persisting_l2_reset, sealed=sealed,
                                  overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox,
-                                 steps_s={**steps.seconds, **self.ahead_s}))
+                                 steps_s={**steps.seconds, **self.ahead_s}, placements=self.drawn.counts()))
 
     def _own_caches(self, variables: dict[str, Any]) -> None:
         """The submission's owner's compile caches (Triton, inductor, load_inline), before the

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import torch
 
 from harness.contract import messages, protocol
-from harness.contract.messages import Output, Prepared, Profiled, Ready, Rechecked, WindowClosed
+from harness.contract.messages import DRAW_PLACEMENTS, Output, Prepared, Profiled, Ready, Rechecked, WindowClosed
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, device_snapshot, input_stage, seal
@@ -62,6 +62,7 @@ class WorkerSession:
         self._prepare_pending = False
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
         self._drawn: set[tuple] = set()  # the cases whose inputs the worker's core draws (start's ``draws``)
+        self._placements: dict[str, int] = {}  # their draws' placements by shape, as the worker said (Ready)
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
         self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
         self._ahead: SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
@@ -200,6 +201,7 @@ class WorkerSession:
             raise WorkerFailure(Status.REJECTED, "the worker did not start the compiled timing core (downgrade)")
         self.overhead_us = self.first_overhead_us = ready.overhead_us
         self._drawn = {shape_text(case) for case in draws or []} if self.sealed else set()
+        self._placements = {shape: count for shape, count in ready.placements.items() if type(count) is int}
         why = self.worker.supervision.not_armed()
         if why:
             self.worker.kill()
@@ -278,6 +280,13 @@ class WorkerSession:
         """Whether this session's core draws ``case``'s inputs itself (its worker captured the draw at
         Start: ``start(draws=...)``)."""
         return self.sealed and shape_text(case) in self._drawn
+
+    def placements(self, case: dict[str, Any]) -> int:
+        """How many placements of ``case``'s draw the core takes in turn (1 where it does not draw it), as the
+        worker said, within DRAW_PLACEMENTS: a larger claim could only lengthen the warm-up that visits them."""
+        if not self.draws(case):
+            return 1
+        return min(DRAW_PLACEMENTS, max(1, self._placements.get(shape_text(case), 1)))
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None,

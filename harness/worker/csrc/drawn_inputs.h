@@ -6,7 +6,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define MAX_DRAWS 128          /* captured draws (up to drawn_inputs.py's PLACEMENTS per case shape) */
+#define MAX_DRAWS 128          /* captured draws (up to DRAW_PLACEMENTS, harness/contract/messages.py, a case shape) */
 #define MAX_DRAW_TABLES 4      /* kernel tables per draw (the words' hash, a codes table per scale format) */
 #define MAX_KEYED_ROWS 64      /* hash-table rows per table, each keyed by a stream name */
 #define DRAW_NAME_BYTES 48

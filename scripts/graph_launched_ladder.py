@@ -2,7 +2,7 @@
 """The timing ladder's kernel launched from a CUDA graph: issue 38's probe of the stream launch, not a baseline.
 
 triton_ladder.py's own launch, captured once per buffer set (ranked runs draw every call's inputs
-into the same buffers, so every timed call replays) and replayed on the caller's stream: the GPU starts a
+into one of a few buffer sets, each warmed before timing, so every timed call replays) and replayed on the caller's stream: the GPU starts a
 graph's launch, whose descriptor and parameters were uploaded with the graph, instead of a stream launch
 the driver writes per call. scripts/launch_path_probe.py holds it against triton_ladder.py worker process
 by worker process (docs/timing.md, "The short rungs move by worker process"). Kept here, not under

@@ -2,10 +2,11 @@
 """The timing ladder's kernel launched from a CUDA graph: issue 38's probe of the stream launch, not a baseline.
 
 triton_ladder.py's own launch, captured once per buffer set (ranked runs draw every call's inputs
-into one of a few buffer sets, each warmed before timing, so every timed call replays) and replayed on the caller's stream: the GPU starts a
-graph's launch, whose descriptor and parameters were uploaded with the graph, instead of a stream launch
-the driver writes per call. scripts/launch_path_probe.py holds it against triton_ladder.py worker process
-by worker process (docs/timing.md, "The short rungs move by worker process"). Kept here, not under
+into one of a few buffer sets, each warmed before timing, so every timed call replays) and replayed on
+the caller's stream: the GPU starts a graph's launch, whose descriptor and parameters were uploaded with
+the graph, instead of a stream launch the driver writes per call. scripts/launch_path_probe.py holds it
+against triton_ladder.py worker process by worker process (docs/timing.md, "The short rungs move by worker
+process"; run 44 call 1: the graph-launched ladder moved more, not less). Kept here, not under
 submissions/: `harness review` rightly flags a contestant's file that captures a CUDA graph, and
 scripts/graph_replay.py could not replay it (a graph cannot be captured inside the replay's own).
 """

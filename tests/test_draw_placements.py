@@ -20,11 +20,11 @@ CASES = [{"m": 128, "k": 256, "l": 1, "seed": 1111}, {"m": 256, "k": 512, "l": 1
 
 
 def test_placements_take_the_most_the_memory_and_the_cores_slots_allow():
-    assert placements(shapes=4, draw_bytes=1 << 20, slots=128) == PLACEMENTS
-    assert placements(shapes=4, draw_bytes=200 << 20, slots=128) == 5  # 1 GiB over 200 MB
-    assert placements(shapes=40, draw_bytes=1 << 20, slots=128) == 3  # the core's slots shared by 40 shapes
-    assert placements(shapes=200, draw_bytes=1 << 20, slots=128) == 1  # never none
-    assert placements(shapes=1, draw_bytes=4 << 30, slots=128) == 1
+    assert placements(draw_bytes=1 << 20, slots=128 // 4) == PLACEMENTS
+    assert placements(draw_bytes=200 << 20, slots=128 // 4) == 5  # 1 GiB over 200 MB
+    assert placements(draw_bytes=1 << 20, slots=128 // 40) == 3  # the core's slots shared by 40 shapes
+    assert placements(draw_bytes=1 << 20, slots=128 // 200) == 1  # never none
+    assert placements(draw_bytes=4 << 30, slots=128) == 1
 
 
 def test_storage_bytes_counts_each_storage_once():

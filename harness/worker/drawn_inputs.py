@@ -41,10 +41,10 @@ PLACEMENT_BYTES = 1 << 30
 """The GPU memory a shape's placements may take together (one 200 MB draw gets five)."""
 
 
-def placements(shapes: int, draw_bytes: int, slots: int) -> int:
-    """How many placements each shape's draw gets: up to DRAW_PLACEMENTS, within PLACEMENT_BYTES of its
-    tensors, and within the core's ``slots`` shared by all ``shapes``; at least one."""
-    return max(1, min(DRAW_PLACEMENTS, slots // max(shapes, 1), PLACEMENT_BYTES // max(draw_bytes, 1)))
+def placements(draw_bytes: int, slots: int) -> int:
+    """How many placements a shape's draw gets: up to DRAW_PLACEMENTS, within PLACEMENT_BYTES of its
+    tensors and within ``slots``, the shape's share of the core's; at least one."""
+    return max(1, min(DRAW_PLACEMENTS, slots, PLACEMENT_BYTES // max(draw_bytes, 1)))
 
 
 def storage_bytes(data: Any) -> int:
@@ -98,8 +98,7 @@ class DrawnInputs:
         shapes = {shape_text(case): case for case in cases if shape_text(case) not in self._draws}
         for shape, case in shapes.items():
             try:
-                self._draws[shape] = self._capture_shape(reference, case, device, add_draw,
-                                                         lambda nbytes: placements(len(shapes), nbytes, slots))
+                self._draws[shape] = self._capture_shape(reference, case, device, add_draw, slots // len(shapes))
             except Exception as error:
                 raise SubmissionError(Status.HARNESS_FAULT, f"capturing the inputs' draw of "
                                       f"{shape} failed: {type(error).__name__}: {error}") from None
@@ -107,7 +106,7 @@ class DrawnInputs:
     @staticmethod
     def _capture_shape(reference: ModuleType, case: dict[str, Any], device: torch.device,
                        add_draw: Callable[[int, list[tuple[int, bytes, list[tuple[int, bytes]]]]], int],
-                       count: Callable[[int], int]) -> tuple[Draw, ...]:
+                       slots: int) -> tuple[Draw, ...]:
         from problems.shared.draw_graph import capture_draw  # every problem's draw goes through it
 
         # Run once for real: it compiles its kernels (no compiler in a capture) and shows the operands
@@ -116,7 +115,7 @@ class DrawnInputs:
         operands, nbytes = operand_indices(eager), storage_bytes(eager)
         del eager
         draws = []
-        for _ in range(count(nbytes)):  # each capture allocates from a pool of its own: new addresses
+        for _ in range(placements(nbytes, slots)):  # each capture allocates from a pool of its own: new addresses
             graph, data, captured = capture_draw(lambda: reference.generate_input(**case, device=device), device,
                                                  keep_graph=True)[:3]
             tables = [(table.data_ptr(), struct.pack(f"<{table.numel()}q", *itertools.chain(*rows)),

@@ -81,7 +81,7 @@ class FakeSession:
     def recheck_overhead(self, timeout_s):
         return None
 
-    def placements(self, case):
+    def warm_calls(self, case):
         return self.drawn_placements
 
 

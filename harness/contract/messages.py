@@ -58,12 +58,18 @@ class Ready:
     sandbox: dict[str, Any]
     steps_s: dict[str, Any] = field(default_factory=dict)  # the worker's own seconds per Start step before the import
     placements: dict[str, Any] = field(default_factory=dict)  # captured draws per case shape, taken in turn by calls
+    streams: int = 1  # the streams the core's windows take in turn (CALL_STREAMS on a GPU)
 
 
 DRAW_PLACEMENTS = 8
 """The most captures of one shape's draw a worker takes in turn (harness/worker/drawn_inputs.py), each at addresses
 of its own: a short kernel's time depends on where its buffers lie (docs/timing.md). The parent warms every one of
 a case's placements before timing it, and never believes a worker that claims more."""
+
+CALL_STREAMS = 8
+"""The streams the compiled core's windows take in turn, call ``index`` on stream ``index % CALL_STREAMS``
+(harness/worker/csrc/gpu_window.h): a short kernel's event time moves with the stream it runs on (docs/timing.md).
+The parent warms every stream before timing a case, and never believes a worker that claims more."""
 
 
 WORKER_STEPS = ("reference", "timer", "draws", "filter")

@@ -64,14 +64,16 @@ class SealedTimer:
             torch.zeros(1, device=device)  # makes torch's primary context current for the driver API
             stream = torch.cuda.current_stream(device).cuda_stream
             l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-            self.overhead_us, self.spread_us, from_graph, self.protection, window = _sealed.init(
+            self.overhead_us, self.spread_us, from_graph, self.protection, window, handles = _sealed.init(
                 key_fd, stream, l2_bytes, _sealed_hooks(), leaf_hash.ptx())
+            self._streams = [torch.cuda.ExternalStream(handle, device=device) for handle in handles]
             reference = "graph replay" if from_graph else "kernel pairs, no graphs here"
             self.method = (f"cuda-event per call in compiled code, every stream idle, {window}, minus "
                            f"{self.overhead_us:.2f} us event overhead ({reference}; 5 rounds, spread "
                            f"{self.spread_us:.2f} us)")
         else:
-            self.overhead_us, self.spread_us, _, self.protection, _ = _sealed.init(key_fd, None, 0, _sealed_hooks())
+            self.overhead_us, self.spread_us, _, self.protection, _, _ = _sealed.init(key_fd, None, 0, _sealed_hooks())
+            self._streams = []
             self.method = "wall clock in compiled code (cpu, not rankable)"
         self.persisting_l2_reset = device.type == "cuda"
 
@@ -114,12 +116,28 @@ class SealedTimer:
         """How many captured draws the core holds (its pages for them are fixed in its image)."""
         return _sealed.MAX_DRAWS
 
+    @property
+    def streams(self) -> int:
+        """How many streams the core's windows take in turn (Ready.streams: the parent warms each one)."""
+        return len(self._streams)
+
+    def use_stream(self, index: int) -> None:
+        """Make torch's current stream the one the core's window of call ``index`` runs on (its stream
+        ``index`` % CALL_STREAMS), so that the submission's launches land between the core's events.
+
+        Only a courtesy to honest code: a submission that launches elsewhere is timed by the core's window all
+        the same (the hold fills the GPU, the streams are blocking, the second clock counts every stream).
+        """
+        if self._streams:
+            torch.cuda.set_stream(self._streams[index % len(self._streams)])
+
     @staticmethod
     def time_call(data: Any, index: int, seed: int, sleep_us: float, staged: list[Any] | None = None,
                   kept: int = 0, draw: int = -1, sealed: bytes = b"") -> tuple[Any, ...]:
         """``staged``: every tensor of ``data``, into which the core decrypts the call's staged inputs;
         ``kept``: a bit per tensor custom_kernel must leave unchanged; ``draw`` and ``sealed``: the slot
-        of the captured draw the core replays under the masked seed (sealed.c: time_call)."""
+        of the captured draw the core replays under the masked seed (sealed.c: time_call). On a GPU the
+        core runs the window on its stream ``index`` % CALL_STREAMS (``use_stream`` first)."""
         return _sealed.time_call(data, index, seed, sleep_us, staged, kept, draw, sealed)
 
     @staticmethod

@@ -137,7 +137,8 @@ class Worker:
         self.send(messages.Ready(import_s=timers._perf_counter() - start, timer=self.timer.method,
                                  persisting_l2_reset=self.timer.persisting_l2_reset, sealed=sealed,
                                  overhead_us=self.timer.overhead_us if sealed else None, sandbox=sandbox,
-                                 steps_s={**steps.seconds, **self.ahead_s}, placements=self.drawn.counts()))
+                                 steps_s={**steps.seconds, **self.ahead_s}, placements=self.drawn.counts(),
+                                 streams=self.timer.streams if sealed else 1))
 
     def _own_caches(self, variables: dict[str, Any]) -> None:
         """The submission's owner's compile caches (Triton, inductor, load_inline), before the
@@ -265,6 +266,7 @@ class Worker:
         """The compiled core times the call and copies the outputs; this only forwards its answer.
         ``operands``: a staged call's (the core decrypts every tensor of ``data``, then checks these);
         ``draw``: a drawn call's slot (the core draws ``data`` under the call's masked seed)."""
+        self.timer.use_stream(request.index)
         if draw is not None:
             answer = self.timer.time_call(data, request.index, 0, request.sleep_us, draw=draw,
                                           sealed=request.sealed_seed)

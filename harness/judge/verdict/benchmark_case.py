@@ -48,8 +48,8 @@ class BenchmarkCase:
                                       prefetch=True)
             warmup_s = time.perf_counter() - started
             host_us, times_us = [], []
-            placements = session.placements(case)  # each placement of the inputs warm before any is timed
-            while not WARMUP_RULE.done(times_us) or 1 + len(times_us) < placements:  # and the kernel's time asks
+            warm_calls = session.warm_calls(case)  # each placement of the inputs and each stream warm before timing
+            while not WARMUP_RULE.done(times_us) or 1 + len(times_us) < warm_calls:  # and the kernel's time asks
                 warm = self.checker.checked_call(session, case, 1 + len(times_us), MIN_QUEUED_SLEEP_US,
                                                  "a warm-up call", limit["call"], prefetch=True)
                 host_us.append(warm.host_us)

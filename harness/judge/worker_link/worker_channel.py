@@ -18,7 +18,16 @@ from typing import Any, TypeVar
 import torch
 
 from harness.contract import messages, protocol
-from harness.contract.messages import DRAW_PLACEMENTS, Output, Prepared, Profiled, Ready, Rechecked, WindowClosed
+from harness.contract.messages import (
+    CALL_STREAMS,
+    DRAW_PLACEMENTS,
+    Output,
+    Prepared,
+    Profiled,
+    Ready,
+    Rechecked,
+    WindowClosed,
+)
 from harness.contract.results import Status
 from harness.contract.task_spec import Task, shape_text
 from harness.judge.worker_link import compile_cache, device_snapshot, input_stage, seal
@@ -63,6 +72,7 @@ class WorkerSession:
         self._prepared_ms: dict[str, float] = {}  # the worker's report on its last draw
         self._drawn: set[tuple] = set()  # the cases whose inputs the worker's core draws (start's ``draws``)
         self._placements: dict[str, int] = {}  # their draws' placements by shape, as the worker said (Ready)
+        self._streams = 1  # the streams the core's windows take in turn, as the worker said (Ready)
         self._macs = 0  # results whose MAC this session verified: one opening of the core's key page each
         self._state_opens = STATE_OPENS_AT_BIND  # the read-write openings of the call-state page those imply
         self._ahead: SentCall | None = None  # a call sent before the parent asked for it (send_ahead)
@@ -202,6 +212,7 @@ class WorkerSession:
         self.overhead_us = self.first_overhead_us = ready.overhead_us
         self._drawn = {shape_text(case) for case in draws or []} if self.sealed else set()
         self._placements = {shape: count for shape, count in ready.placements.items() if type(count) is int}
+        self._streams = ready.streams if self.sealed and type(ready.streams) is int else 1
         why = self.worker.supervision.not_armed()
         if why:
             self.worker.kill()
@@ -287,6 +298,13 @@ class WorkerSession:
         if not self.draws(case):
             return 1
         return min(DRAW_PLACEMENTS, max(1, self._placements.get(shape_text(case), 1)))
+
+    def warm_calls(self, case: dict[str, Any]) -> int:
+        """How many calls of ``case`` run before any is timed, at least: one on each of its placements and each
+        of the core's streams (calls take both in turn by index), so that whatever the submission keys on its
+        inputs' addresses or its stream (a cache, the allocator's per-stream pools) is made before timing. The
+        worker's stream count is believed within CALL_STREAMS, like its placements."""
+        return max(self.placements(case), min(CALL_STREAMS, max(1, self._streams)))
 
     def call(self, case: dict[str, Any], sleep_us: float, stage: str, timeout_s: float,
              plain: bool = False, buffers: str = "", answered: Callable[[], None] | None = None,

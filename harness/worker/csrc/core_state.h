@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cuda_driver.h"
+#include "gpu_window.h"
 #include "python_hooks.h"
 #include "sealed_outputs.h"
 
@@ -48,6 +49,7 @@ typedef struct {
     sigset_t saved_signals;                /* the caller's mask while the page is open */
     uint8_t stage_key[KEY_BYTES];          /* staged inputs' ChaCha20 key, drawn calls' seed mask (drawn_inputs.c) */
     int draw_count;                        /* captured draws (drawn_inputs.c), slots 0.. */
+    CUstream stream;                       /* the window's stream: one of core.call_streams (gpu_window.c: use_stream) */
 } hidden_state;
 
 /* Set by init before the submission exists, then read-only and sealed (core_pages.c: seal_core). */
@@ -59,7 +61,8 @@ typedef union {
         unsigned hold_grid, hold_block;
         hidden_state *hidden;
         CUcontext context;
-        CUstream stream, capture_stream;
+        CUstream capture_stream;
+        CUstream call_streams[CALL_STREAMS]; /* the windows', taken in turn (gpu_window.h) */
         size_t flush_bytes;
         CUfunction hold_kernel, empty_kernel, stamp_kernel;
         CUfunction leaf_kernel;            /* the outputs' digest leaves (harness/contract/leaf_hash.py) */

@@ -10,6 +10,7 @@ typedef unsigned long long CUdeviceptr, CUmemGenericAllocationHandle;
 typedef int CUdevice;
 #define CU_EVENT_DEFAULT 0
 #define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
+#define CU_STREAM_DEFAULT 0x0
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1

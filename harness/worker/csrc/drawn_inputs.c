@@ -167,11 +167,11 @@ int replay_draw(int slot, long long index, const uint8_t sealed[8], unsigned lon
         }
         if (failed) PyErr_SetString(PyExc_RuntimeError, "a draw's stream name is too long");
         /* From pageable memory: the call returns once the bytes are staged, so the scratch can go. */
-        failed = failed || cuda_failed(cu.MemcpyHtoDAsync(table->pointer, scratch, table->size, core.stream),
+        failed = failed || cuda_failed(cu.MemcpyHtoDAsync(table->pointer, scratch, table->size, ST->stream),
                                        "writing a draw's table");
         explicit_bzero(scratch, table->size);
     }
-    failed = failed || cuda_failed(cu.GraphLaunch(plan->exec, core.stream), "replaying a draw");
+    failed = failed || cuda_failed(cu.GraphLaunch(plan->exec, ST->stream), "replaying a draw");
     return failed ? -1 : 0;
 }
 

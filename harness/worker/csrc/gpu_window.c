@@ -106,6 +106,10 @@ static const char PTX[] =
     "st.global.u64 [%a], %t;\nret;\n}\n"
     ".visible .entry empty()\n{\nret;\n}\n";
 
+void use_stream(long long turn) {
+    ST->stream = core.call_streams[turn % CALL_STREAMS];
+}
+
 /* Fresh slots and masks for the two stamps of the next window (kept in the hidden page only). */
 static int draw_stamps(void) {
     uint64_t draw[3];
@@ -128,7 +132,7 @@ static int hold(double sleep_us, int flush, int released) {
     CUdeviceptr release = released ? (CUdeviceptr)(uintptr_t)ST->release : 0; /* unified addressing: the same address */
     void *params[] = {&ns, &ST->flush_buffer, &words, &ST->counter, &target, &slot, &ST->start_mask, &release,
                       &generation};
-    CUI(cu.LaunchKernel(core.hold_kernel, core.hold_grid, 1, 1, core.hold_block, 1, 1, 0, core.stream, params, NULL),
+    CUI(cu.LaunchKernel(core.hold_kernel, core.hold_grid, 1, 1, core.hold_block, 1, 1, 0, ST->stream, params, NULL),
         "hold kernel launch");
     ST->holds++;
     return 0;
@@ -137,10 +141,10 @@ static int hold(double sleep_us, int flush, int released) {
 static int stamp_end(void) {
     CUdeviceptr slot = ST->stamps + 8ull * ST->end_slot;
     void *params[] = {&slot, &ST->end_mask};
-    CUI(cu.LaunchKernel(core.stamp_kernel, 1, 1, 1, 1, 1, 1, 0, core.stream, params, NULL), "stamp kernel launch");
-    CUI(cu.EventRecord(ST->stamp_event, core.stream), "stamp event");
-    CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[0], ST->stamps + 8ull * ST->start_slot, 8, core.stream), "stamp copy");
-    CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[1], slot, 8, core.stream), "stamp copy");
+    CUI(cu.LaunchKernel(core.stamp_kernel, 1, 1, 1, 1, 1, 1, 0, ST->stream, params, NULL), "stamp kernel launch");
+    CUI(cu.EventRecord(ST->stamp_event, ST->stream), "stamp event");
+    CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[0], ST->stamps + 8ull * ST->start_slot, 8, ST->stream), "stamp copy");
+    CUI(cu.MemcpyDtoHAsync(&ST->stamp_host[1], slot, 8, ST->stream), "stamp copy");
     return 0;
 }
 
@@ -190,12 +194,12 @@ static int await_resident(double ceiling_us) {
 int start_window(double sleep_us) {
     double ceiling_us = sleep_us > MIN_CALL_SLEEP_US ? sleep_us : MIN_CALL_SLEEP_US;
     if (draw_stamps() || hold(ceiling_us, 1, 1)) return -1;
-    CUI(cu.EventRecord(ST->start_event, core.stream), "start event");
+    CUI(cu.EventRecord(ST->start_event, ST->stream), "start event");
     return core.fills_gpu ? await_resident(ceiling_us) : 0;
 }
 
 int close_window(int *exposed) {
-    CUI(cu.EventRecord(ST->end_event, core.stream), "end event");
+    CUI(cu.EventRecord(ST->end_event, ST->stream), "end event");
     if (stamp_end()) return -1;
     *exposed = cu.EventQuery(ST->start_event) == 0;
     __atomic_store_n(ST->release, ST->holds, __ATOMIC_RELEASE); /* the whole call is queued: the hold may end */
@@ -242,9 +246,10 @@ static double clock_gap_us(int idle, double *most_wait_us) {
     double worst = -1e9, event_us, clock_us, wait_us;
     *most_wait_us = 0.0;
     for (int s = 0; s < CLOCK_SAMPLES; s++) {
+        use_stream(s);
         if (cu.CtxSynchronize() || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0, 0) ||
-            cu.EventRecord(ST->start_event, core.stream) || (idle && cu.EventSynchronize(ST->start_event)) ||
-            cu.EventRecord(ST->end_event, core.stream) || stamp_end() || cu.StreamSynchronize(core.stream) ||
+            cu.EventRecord(ST->start_event, ST->stream) || (idle && cu.EventSynchronize(ST->start_event)) ||
+            cu.EventRecord(ST->end_event, ST->stream) || stamp_end() || cu.StreamSynchronize(ST->stream) ||
             window_clocks(&event_us, &clock_us, &wait_us))
             return -1e9;
         double gap_us = clock_gap(event_us, clock_us, wait_us, wait_us);
@@ -263,10 +268,10 @@ static double now_us(void) {
 /* Event time (us) of `kernels` back-to-back empty kernels behind a hold. */
 static double empty_kernels_us(int kernels) {
     float ms = -1.0f;
-    if (cu.StreamSynchronize(core.stream) || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0, 0)) return -1.0;
-    cu.EventRecord(ST->start_event, core.stream);
-    for (int i = 0; i < kernels; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, core.stream, NULL, NULL);
-    cu.EventRecord(ST->end_event, core.stream);
+    if (cu.StreamSynchronize(ST->stream) || draw_stamps() || hold(CALIBRATION_SLEEP_US, 0, 0)) return -1.0;
+    cu.EventRecord(ST->start_event, ST->stream);
+    for (int i = 0; i < kernels; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, ST->stream, NULL, NULL);
+    cu.EventRecord(ST->end_event, ST->stream);
     if (cu.EventSynchronize(ST->end_event) || cu.EventElapsedTime(&ms, ST->start_event, ST->end_event)) return -1.0;
     return ms * 1e3;
 }
@@ -292,9 +297,9 @@ static double graph_empty_kernel_us(void) {
     if (cu.StreamBeginCapture(core.capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED)) return -1.0;
     for (int i = 0; i < GRAPH_KERNELS; i++) cu.LaunchKernel(core.empty_kernel, 1, 1, 1, 1, 1, 1, 0, core.capture_stream, NULL, NULL);
     if (cu.StreamEndCapture(core.capture_stream, &graph) || !graph) return -1.0;
-    if (!cu.GraphInstantiate(&exec, graph, 0) && !cu.GraphLaunch(exec, core.stream) && !cu.StreamSynchronize(core.stream) &&
-        !draw_stamps() && !hold(CALIBRATION_SLEEP_US, 0, 0) && !cu.EventRecord(ST->start_event, core.stream) &&
-        !cu.GraphLaunch(exec, core.stream) && !cu.EventRecord(ST->end_event, core.stream) &&
+    if (!cu.GraphInstantiate(&exec, graph, 0) && !cu.GraphLaunch(exec, ST->stream) && !cu.StreamSynchronize(ST->stream) &&
+        !draw_stamps() && !hold(CALIBRATION_SLEEP_US, 0, 0) && !cu.EventRecord(ST->start_event, ST->stream) &&
+        !cu.GraphLaunch(exec, ST->stream) && !cu.EventRecord(ST->end_event, ST->stream) &&
         !cu.EventSynchronize(ST->end_event) && !cu.EventElapsedTime(&ms, ST->start_event, ST->end_event))
         result = ms * 1e3 / GRAPH_KERNELS;
     if (exec) cu.GraphExecDestroy(exec);
@@ -311,6 +316,7 @@ double measure_overhead(double *spread) {
     if (cu.CtxSynchronize()) return -1.0;
     for (int r = 0; r < OVERHEAD_ROUNDS; r++) {
         for (int s = 0; s < OVERHEAD_SAMPLES; s++) {
+            use_stream(s); /* over the streams the calls take, so that their offsets average alike */
             one[s] = empty_kernels_us(1);
             two[s] = core.overhead_from_graph ? 0.0 : empty_kernels_us(2);
             if (one[s] < 0 || two[s] < 0) return -1.0;
@@ -362,12 +368,12 @@ static int allocate_buffers(unsigned long long l2_bytes) {
     ST->counter = ST->flush_buffer + core.flush_bytes;
     ST->stamps = ST->counter + 256;
     if (getrandom(noise, sizeof noise, 0) != sizeof noise) { PyErr_SetFromErrno(PyExc_OSError); return -1; }
-    CUI(cu.MemsetD8Async(ST->counter, 0, 256, core.stream), "barrier counter");
+    CUI(cu.MemsetD8Async(ST->counter, 0, 256, ST->stream), "barrier counter");
     CUI(cu.MemcpyHtoD(ST->stamps, noise, sizeof noise), "stamp slots");
     CUI(cu.MemAllocHost((void **)&ST->stamp_host, 2 * sizeof(uint64_t)), "pinned stamp copies");
     CUI(cu.MemAllocHost((void **)&ST->release, 128), "pinned release and resident words");
     ST->release[0] = ST->release[RESIDENT_WORD] = 0;
-    CUI(cu.StreamSynchronize(core.stream), "synchronize after the setup");
+    CUI(cu.StreamSynchronize(ST->stream), "synchronize after the setup");
     return 0;
 }
 
@@ -375,12 +381,14 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, cons
     CUmodule module, leaf_module;
     if (!leaf_ptx) { PyErr_SetString(PyExc_RuntimeError, "init on a GPU needs the outputs' leaf kernel (leaf_ptx)"); return -1; }
     if (load_driver()) return -1;
-    core.stream = (CUstream)(uintptr_t)stream_handle;
+    ST->stream = (CUstream)(uintptr_t)stream_handle; /* the caller's, for the setup; the windows take the call streams */
     CUI(cu.CtxGetCurrent(&core.context), "cuCtxGetCurrent");
     if (!core.context) { PyErr_SetString(PyExc_RuntimeError, "no current CUDA context (initialize torch.cuda first)"); return -1; }
     CUI(cu.EventCreate(&ST->start_event, CU_EVENT_DEFAULT), "cuEventCreate");
     CUI(cu.EventCreate(&ST->end_event, CU_EVENT_DEFAULT), "cuEventCreate");
     CUI(cu.EventCreate(&ST->stamp_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < CALL_STREAMS; i++)
+        CUI(cu.StreamCreate(&core.call_streams[i], CU_STREAM_DEFAULT), "creating the call streams");
     CUI(cu.ModuleLoadData(&module, PTX), "loading the core's kernels (PTX JIT)");
     CUI(cu.ModuleGetFunction(&core.hold_kernel, module, "hold_flush"), "cuModuleGetFunction");
     CUI(cu.ModuleGetFunction(&core.stamp_kernel, module, "stamp"), "cuModuleGetFunction");
@@ -396,7 +404,7 @@ int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, cons
     ST->clock_slack_us[1] = (idle > queued ? idle : queued > 0 ? queued : 0) + CLOCK_MARGIN_US;
     core.overhead_from_graph = graph_empty_kernel_us() > 0.0;
     for (int attempt = 0; attempt < OVERHEAD_ATTEMPTS; attempt++) {
-        if (attempt && (hold(RETRY_SPIN_US * attempt, 0, 0) || cu.StreamSynchronize(core.stream)))
+        if (attempt && (hold(RETRY_SPIN_US * attempt, 0, 0) || cu.StreamSynchronize(ST->stream)))
             { cuda_failed(1, "the clocks' warm-up before measuring the event overhead again"); return -1; }
         ST->overhead_us = measure_overhead(&ST->overhead_spread_us);
         if (ST->overhead_us < -0.5) { cuda_failed(1, "overhead measurement"); return -1; }

@@ -4,6 +4,11 @@
 #define NVFP4_GPU_WINDOW_H
 
 #define OVERHEAD_ROUNDS 5
+/* Streams the windows take in turn (CALL_STREAMS in harness/contract/messages.py): on an H200 a short
+ * kernel's event time moved with the stream it ran on, by sd 0.05 us, alike for every call on that stream
+ * (docs/timing.md), so a process timing every call on one stream kept that stream's offset. Blocking
+ * streams: work the submission puts on the legacy default stream still falls between the events. */
+#define CALL_STREAMS 8
 #define OVERHEAD_MAX_US 8.0
 #define OVERHEAD_SPREAD_MAX_US 0.5
 /* A recheck may lower the overhead in use, or raise it at most this far above the worker's first
@@ -14,6 +19,9 @@
 /* Once, before the import: driver, context, buffers, kernels (the outputs' leaf kernel from ``leaf_ptx``),
  * overhead and clock calibration. The hidden page is open. 0, or -1 with an exception. */
 int init_gpu(unsigned long long stream_handle, unsigned long long l2_bytes, const char *leaf_ptx);
+/* The next windows run on call stream `turn` % CALL_STREAMS (a timed call's turn is its index). The hidden
+ * page is open. */
+void use_stream(long long turn);
 /* Every stream idle, persisting L2 reset. The hidden page is open. */
 int quiet_gpu(void);
 /* Behind it (and a drawn call's replay, queued on the core's stream in between, drawn_inputs.c): the

@@ -113,7 +113,7 @@ static int copy_and_hash(const output_view *views, int count, const unsigned lon
     unsigned long long first = 0, *table = ST->host_table + pass * MAX_OUTPUTS * TABLE_WORDS;
     for (int i = 0; i < count; i++) {
         if (views[i].nbytes)
-            CUI(cu.MemcpyDtoDAsync(copy + at[i], views[i].pointer, views[i].nbytes, core.stream), "output copy");
+            CUI(cu.MemcpyDtoDAsync(copy + at[i], views[i].pointer, views[i].nbytes, ST->stream), "output copy");
         table[TABLE_WORDS * i] = copy + at[i];
         table[TABLE_WORDS * i + 1] = views[i].nbytes;
         table[TABLE_WORDS * i + 2] = first;
@@ -121,11 +121,11 @@ static int copy_and_hash(const output_view *views, int count, const unsigned lon
     }
     if (!first) return 0;
     CUdeviceptr device_table = ST->device_table + pass * MAX_OUTPUTS * TABLE_WORDS * 8;
-    CUI(cu.MemcpyHtoDAsync(device_table, table, (size_t)count * TABLE_WORDS * 8, core.stream), "leaf table");
+    CUI(cu.MemcpyHtoDAsync(device_table, table, (size_t)count * TABLE_WORDS * 8, ST->stream), "leaf table");
     unsigned long long entries = (unsigned long long)count;
     void *params[] = {&device_table, &entries, &leaves};
     unsigned blocks = (unsigned)((first + LEAF_THREADS - 1) / LEAF_THREADS);
-    CUI(cu.LaunchKernel(core.leaf_kernel, blocks, 1, 1, LEAF_THREADS, 1, 1, 0, core.stream, params, NULL), "output leaves");
+    CUI(cu.LaunchKernel(core.leaf_kernel, blocks, 1, 1, LEAF_THREADS, 1, 1, 0, ST->stream, params, NULL), "output leaves");
     return 0;
 }
 
@@ -144,22 +144,22 @@ static int copy_on_gpu(const output_view *views, int count, size_t total, output
     if (reserve_device(copy->in_snapshot, device_bytes ? device_bytes : DEVICE_ALIGN, leaves ? leaves : 1)) return -1;
     CUdeviceptr first = copy->in_snapshot ? ST->snapshot : ST->device_copy[0];
     if (copy_and_hash(views, count, copy->at, 0, first, ST->device_leaves)) return -1;
-    CUI(cu.StreamSynchronize(core.stream), "synchronize after the output copy");
+    CUI(cu.StreamSynchronize(ST->stream), "synchronize after the output copy");
     window_closed(ST->last_index);  /* the window, its end stamp and the first copy are done on the GPU */
     phase_mark(PHASE_WAITED);
     CUI(cu.CtxSynchronize(), "synchronize every stream");
     phase_mark(PHASE_IDLE);
     if (copy_and_hash(views, count, copy->at, 1, ST->device_copy[1], ST->device_leaves + leaves * LEAF_BYTES))
         return -1;
-    CUI(cu.MemcpyDtoHAsync(ST->host_leaves, ST->device_leaves, 2 * leaves * LEAF_BYTES, core.stream), "leaves copy");
+    CUI(cu.MemcpyDtoHAsync(ST->host_leaves, ST->device_leaves, 2 * leaves * LEAF_BYTES, ST->stream), "leaves copy");
     size_t packed = 0;
     for (int i = 0; !copy->in_snapshot && i < count; i++) {
         if (views[i].nbytes)
-            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, first + copy->at[i], views[i].nbytes, core.stream),
+            CUI(cu.MemcpyDtoHAsync(ST->host_copy + packed, first + copy->at[i], views[i].nbytes, ST->stream),
                 "output copy to the host");
         packed += views[i].nbytes;
     }
-    CUI(cu.StreamSynchronize(core.stream), "synchronize after the second copy");
+    CUI(cu.StreamSynchronize(ST->stream), "synchronize after the second copy");
     copy->leaves = ST->host_leaves;
     copy->differs = memcmp(ST->host_leaves, ST->host_leaves + leaves * LEAF_BYTES, leaves * LEAF_BYTES) != 0;
     return 0;

@@ -41,7 +41,8 @@ static void release_call(void) {
 
 /* init(key_fd, stream_handle or None, l2_bytes, hooks[, leaf_ptx]): once per process, before the import;
  * leaf_ptx (a GPU's): the outputs' leaf kernel (harness/contract/leaf_hash.py). Returns (overhead_us,
- * spread_us, overhead from graphs, protection report, window description). */
+ * spread_us, overhead from graphs, protection report, window description, the call streams' handles: call
+ * `index` runs on handle index % CALL_STREAMS, none on a CPU). */
 static PyObject *sealed_init(PyObject *self, PyObject *args) {
     int fd;
     PyObject *stream_handle, *hook_dict;
@@ -70,8 +71,15 @@ static PyObject *sealed_init(PyObject *self, PyObject *args) {
     if (failed) return NULL;
     core.keyed = 1;
     PyObject *report = seal_core(); /* nothing in `core` or `cu` may be written after this */
-    if (!report) return NULL;
-    return Py_BuildValue("(ddONs)", overhead, spread, core.overhead_from_graph ? Py_True : Py_False, report, window);
+    PyObject *streams = report ? PyTuple_New(core.on_gpu ? CALL_STREAMS : 0) : NULL;
+    for (int i = 0; streams && core.on_gpu && i < CALL_STREAMS; i++) {
+        PyObject *handle = PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)core.call_streams[i]);
+        if (!handle) Py_CLEAR(streams);
+        else PyTuple_SET_ITEM(streams, i, handle);
+    }
+    if (!streams) { Py_XDECREF(report); return NULL; }
+    return Py_BuildValue("(ddONsN)", overhead, spread, core.overhead_from_graph ? Py_True : Py_False, report, window,
+                         streams);
 }
 
 /* bind(loader, path): loader(path) imports the submission; its custom_kernel is the only function
@@ -267,6 +275,7 @@ static PyObject *sealed_time_call(PyObject *self, PyObject *args) {
     ST->busy = 1;
     kernel = ST->kernel;
     phase_mark(PHASE_BEGIN);
+    if (core.on_gpu) use_stream(index); /* SealedTimer made the same stream torch's current one */
     if ((staged_count && stage_inputs(ST->stage_key, index, staged, staged_count)) ||
         (core.on_gpu && (quiet_gpu() || (phase_mark(PHASE_QUIET), 0) ||
                          (draw >= 0 && (replay_draw(draw, index, (const uint8_t *)sealed, &seed) ||
@@ -372,5 +381,6 @@ PyMODINIT_FUNC PyInit__sealed(void) {
     digest_read_thread_limit();  /* before the submission's import: its changes to the environment come too late */
     PyObject *module = PyModule_Create(&module_def);
     if (module && PyModule_AddIntConstant(module, "MAX_DRAWS", MAX_DRAWS) < 0) Py_CLEAR(module);
+    if (module && PyModule_AddIntConstant(module, "CALL_STREAMS", CALL_STREAMS) < 0) Py_CLEAR(module);
     return module;
 }

@@ -50,7 +50,7 @@ def check(problem: str, calls: int) -> list[dict]:
     cases = list(task.tests) + list(task.benchmarks)
     drawn = DrawnInputs()
     started = time.perf_counter()
-    drawn.capture(reference, cases, device, timer.add_draw)
+    drawn.capture(reference, cases, device, timer.add_draw, timer.max_draws())
     capture_s = time.perf_counter() - started
     expected: list[torch.Tensor] = []
     verdicts: list[bool] = []
@@ -63,20 +63,22 @@ def check(problem: str, calls: int) -> list[dict]:
     timer.bind(lambda _: types.SimpleNamespace(custom_kernel=kernel), "drawn_check")
     rows, index = [], 0
     for case in {shape_text(c): c for c in cases}.values():
-        draw = drawn.inputs(case)
-        slot, data = draw.slot, draw.data
         drawn_ms, plain_ms, identical = [], [], []
-        for _ in range(calls):
+        for _ in range(calls):  # each call at its placement and on its stream, as a worker's (serve_loop.py)
             seed = secrets.randbits(63)
             expected[:] = tensors_in(reference.generate_input(**{**case, "seed": seed}, device=device))
             index, seen = index + 1, len(verdicts)
+            draw = drawn.inputs(case, index)
             begun = time.perf_counter()
-            answer = timer.time_call(data, index, 0, 100.0, draw=slot, sealed=input_stage.sealed_seed(key, index, seed))
+            timer.use_stream(index)
+            answer = timer.time_call(draw.data, index, 0, 100.0, draw=draw.slot,
+                                     sealed=input_stage.sealed_seed(key, index, seed))
             drawn_ms.append(1e3 * (time.perf_counter() - begun))
             identical.append(answer[0] == "ok" and len(verdicts) == seen + 1 and verdicts[-1])
             index += 1
             begun = time.perf_counter()
-            timer.time_call(data, index, seed, 100.0)  # the same tensors, no draw: the call without it
+            timer.use_stream(index)
+            timer.time_call(draw.data, index, seed, 100.0)  # the same tensors, no draw: the call without it
             plain_ms.append(1e3 * (time.perf_counter() - begun))
         rows.append({"problem": problem, "shape": shape_text(case), "identical": all(identical),
                      "drawn_ms": round(sorted(drawn_ms)[calls // 2], 3),

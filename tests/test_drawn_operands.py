@@ -49,6 +49,7 @@ def drawn_worker(result_of: Any, sent: list) -> serve_loop.Worker:
     worker.guard = SimpleNamespace(violations=lambda: [])
     worker.send = lambda reply, *rest: sent.append(reply)
     timer = object.__new__(sealed_core.SealedTimer)
+    timer._streams = []  # the stand-in core takes no CUDA streams
     timer.time_call = lambda data, *args, **kwargs: (
         "ok", 1.0, 1.0, False, False, "tensor", [], b"", result_of(data), (0.0, 0.0, 0.0, 0.0))
     worker.timer = timer

@@ -93,6 +93,9 @@
 #               pool stream, a blocking stream (scripts/stream_gap_probe.py): which stream pays a second launch
 #   honest_ranked issue 40: HONEST_RUNS (20) ranked runs of the four NVFP4 Triton baselines in turn, a fresh
 #               secret each; every one must pass and be rankable (about 15 s a run)
+#   factors     issue 38: which of a process's objects a short rung's event time follows (input placement, stream),
+#               behind a queued sleep and behind a spin on every SM as the core's hold, eight processes each
+#               (scripts/stream_factors.py; about 2 min)
 #   launch_path issue 38: does a short rung's per-process offset come with its stream launch? The ladder's 2 us rungs
 #               ranked in ten worker processes each as shipped and launched from a CUDA graph inside custom_kernel
 #               (scripts/graph_launched_ladder.py), alternated (scripts/launch_path_probe.py; run
@@ -138,6 +141,15 @@ house() {
   make eval SUBMISSION=submissions/nvfp4_gemv/triton_gemv.py JSON="$WORK/house_gemv.json"
   echo "make eval: exit $?"
   python3 scripts/run_summary.py "$WORK/house_gemv.json"
+}
+factors() {  # scripts/stream_factors.py in eight processes behind each kind of front, then the summary
+  local seed
+  mkdir -p "$WORK/factors"
+  for seed in $(seq 1 8); do
+    python3 scripts/stream_factors.py run "$seed" "$WORK/factors/sleep_$seed.json"
+    python3 scripts/stream_factors.py run "$seed" "$WORK/factors/front_$seed.json" --front
+  done
+  python3 scripts/stream_factors.py summary "$WORK"/factors/*.json
 }
 ladder_b2b() {  # a copy of the ladder with only its 2 us and 10 us rungs, ranked ten times in a row
   # The copy must be readable by the worker's unprivileged uid ($WORK is private to this user).
@@ -300,6 +312,7 @@ for step in $steps; do
     decode_overlap) run_step decode_overlap python3 scripts/decode_overlap_probe.py "$WORK/decode_overlap.json" ;;
     stream_gap) run_step stream_gap python3 scripts/stream_gap_probe.py "$WORK/stream_gap.json" ;;
     launch_path) run_step launch_path python3 scripts/launch_path_probe.py "$WORK/launch_path.json" ;;
+    factors) run_step factors factors ;;
     service) run_step service env OUT="$WORK/service" EVAL_FILES="${SERVICE_FILES:-submissions/nvfp4_gemv/*.py}" \
                bash scripts/service_check.sh ;;
     leaderboard) run_step leaderboard python3 -m harness leaderboard --db "$WORK/leaderboard.db" --out "$WORK/leaderboard" ;;

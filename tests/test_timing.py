@@ -75,14 +75,14 @@ class FakeChecker:
 class FakeSession:
     overhead_us = first_overhead_us = 2.0
 
-    def __init__(self, placements: int = 1):
-        self.drawn_placements = placements
+    def __init__(self, warm: int = 1):
+        self.warm = warm  # the calls before timing the session asks for (its placements and streams)
 
     def recheck_overhead(self, timeout_s):
         return None
 
     def warm_calls(self, case):
-        return self.drawn_placements
+        return self.warm
 
 
 @pytest.mark.parametrize(
@@ -102,14 +102,15 @@ def test_the_benchmark_warm_up_follows_the_kernel_time(kernel_us, warm_calls):
     assert result.timing.runs == 3
 
 
-@pytest.mark.parametrize(("placements", "warm_calls"), [(1, 1), (3, 2), (8, 7)])
-def test_the_warm_up_visits_every_placement_of_the_inputs(placements, warm_calls):
-    """A drawn case's calls take its placements in turn by index (harness/worker/drawn_inputs.py): the warm-up goes
-    on until calls 0 .. placements - 1 have run, so a cache keyed on the inputs' addresses is filled before any
-    call is timed, even for a kernel the warm-up rule alone would time after one warm call."""
+@pytest.mark.parametrize(("asked", "warm_calls"), [(1, 1), (3, 2), (8, 7)])
+def test_the_warm_up_visits_every_placement_and_stream(asked, warm_calls):
+    """A drawn case's calls take its placements, and every call the core's streams, in turn by index: the warm-up
+    goes on until calls 0 .. asked - 1 have run (``WorkerSession.warm_calls``), so a cache keyed on the inputs'
+    addresses or a stream's first allocation is made before any call is timed, even for a kernel the warm-up rule
+    alone would time after one warm call."""
     checker = FakeChecker([9e5, 30.0])
     bench = BenchmarkCase(checker, StoppingRule(min_runs=3, max_runs=3), {"warmup": 9, "call": 9, "benchmark": 9},
                           "fake timer", profiled=False, on_gpu=False, clock=WallClock())
-    bench.run(FakeSession(placements), {"seed": 1}, None, None, note=print)
+    bench.run(FakeSession(asked), {"seed": 1}, None, None, note=print)
     stages = [stage for _, stage in checker.calls]
     assert stages == ["the first call (warm-up, JIT)"] + ["a warm-up call"] * warm_calls + ["a timed call"] * 3

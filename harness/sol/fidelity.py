@@ -9,9 +9,10 @@ absolute error (short kernels: the event pair's fixed costs dominate), from SPLI
 (long kernels: the flush and the clocks scale with the time). No constant is fitted: both are the
 largest measured errors, so every rung lies inside its own bound. The harness's side runs in PROCESSES
 worker processes: a short rung's median moved from one worker process to the next (sd 0.08-0.2 us at
-2 us on an H200, docs/timing.md run 43: its inputs lay at one place for the process's life), and with the
-draws' placements taken in turn (run 44) the 2 us memory rung still moves by about 0.1 us, so a bound read
-in one process understates the error of the next; the replay clock reads the same rung alike across processes.
+2 us on an H200, docs/timing.md run 43: its inputs lay at one place and its calls ran on one stream for the
+process's life). With the draws' placements (run 44) and the core's streams (run 45) taken in turn, the 2 us
+rungs still move by sd 0.06-0.12 us, so a bound read in one process understates the error of the next; the
+replay clock reads the same rung alike across processes.
 """
 
 from __future__ import annotations

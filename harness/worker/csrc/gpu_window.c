@@ -165,7 +165,7 @@ int quiet_gpu(void) {
 
 /* Wait until the hold kernel of this call has every block resident (the word it writes 64 bytes after the
  * release word). Until then another stream's kernel could take a thread slot and run before the start
- * event: the core's draw runs ahead of the hold on the caller's stream, and a side stream that does not
+ * event: the core's draw runs ahead of the hold on the call's stream, and a side stream that does not
  * wait for it started work beside the draw (row s16 read 0.91x its twin, docs/security.md). Where the
  * occupancy calculator says the hold cannot fill the GPU (reported in the armed line) there is nothing
  * to wait for. */

@@ -10,7 +10,7 @@
  *
  * One call (time_call), in order: refuse it if a profile, trace or sys.monitoring hook or a torch
  * mode is active (they would have watched the inputs being drawn); every stream idle; a drawn call's
- * inputs drawn on the core's stream (drawn_inputs.c); hold, flush, start event (gpu_window.c); custom_kernel(data); refuse it if a torch mode is left; read each
+ * inputs drawn on the call's stream, one of the core's (drawn_inputs.c); hold, flush, start event (gpu_window.c); custom_kernel(data); refuse it if a torch mode is left; read each
  * output's layout through the captured torch entry points (before the end event: whatever that
  * triggers is timed); end event and second clock; then only driver calls and C code until the MAC;
  * then every thread's profile and trace functions are removed. The collector is off throughout. */

@@ -239,7 +239,12 @@ gpu_patterns() {
       --json "$dir/$name.json" > "$dir/$name.log" 2>&1
     echo "$name: exit $? $(grep -E '^(Result|Wall time)' "$dir/$name.log" | cut -c1-300 | tr '\n' ' ')"
     grep -E 'child|Error' "$dir/$name.log" | head -5 | cut -c1-300
+    [ -f "$dir/$name.json" ] && python3 scripts/run_summary.py "$dir/$name.json"
   done
+  # load_inline_cuda.py waits 10 ms on the legacy default stream: a median under that, its work outside the window
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=[c['timing']['median_us'] for c in r['cases'] if c.get('timing')]
+print('legacy default stream inside the window:', bool(m) and min(m) >= 10000, 'medians', m); sys.exit(not m or min(m) < 10000)" \
+    "$dir/load_inline_cuda.json"
 }
 sanitize_all() {
   python3 tests/sanitize/run_gpu.py "$WORK/sanitize" --shapes 2

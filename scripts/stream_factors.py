@@ -13,11 +13,11 @@ moves from round to round, and the spread of the process medians across the file
 
 A factor whose levels differ alike in every round is one a worker keeps for its life if it never varies it. Run 45
 (docs/timing.md, "The short rungs move by stream too") found the stream (level sd 0.05 us on an H200; event pairs
-and flush buffers showed none) and the core now takes eight streams in turn. Left: the 10-iteration chain's
-per-process spread in the harness (sd about 0.1 us) against about 0.04 under this probe's plain sleep; ``--front``
-asks whether the hold in front of each call carries it (gpu_check.sh ``factors`` runs both, eight processes each).
-Kept from run 45's one-off probe (calls 3-4) after it; written after that run's device time was spent, its summary
-checked on the CPU (tests/test_stream_factors.py), ``run`` not yet on a GPU.
+and flush buffers showed none) and the core now takes eight streams in turn. ``--front`` asked whether the hold
+in front of each call carries the 10-iteration chain's per-process spread in the harness (sd about 0.1 us): run 46
+(gpu_check.sh ``factors``, eight processes behind each front) read the chain's process medians at sd 0.036 us behind
+the spin against 0.050 behind the sleep, so it does not. Its summary is tested on the CPU
+(tests/test_stream_factors.py).
 """
 
 from __future__ import annotations

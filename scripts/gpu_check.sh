@@ -49,7 +49,8 @@
 #               kernel refused (EACCES), pids blanked (what the rule set would break)
 #   patterns    the contest patterns that start child processes, under the default sandbox, ranked
 #               (tests/contest/gpu_patterns: load_inline's nvcc build, torch.compile's compile workers,
-#               a child that starts CUDA of its own): each file's verdict and what its children said
+#               a child that starts CUDA of its own): each file's verdict and what its children said, its
+#               medians; fails unless load_inline's 10 ms wait on the legacy default stream is inside the window
 #   landlock_cuda what CUDA needs of /proc under the worker's Landlock rules: each extra grant alone, and
 #               every /proc and /dev open through libc logged (scripts/landlock_cuda_probe.py)
 #   inputs      CPU vs GPU bit identity of every cpu/contest test shape; generation time per benchmark

@@ -6,11 +6,12 @@ clear line without a worker ever starting.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.contract import python_ast
 
 DIRECTIVE = re.compile(r"^#!POPCORN[ \t]+(\w+)[ \t]+(\S[^\r\n]*?)[ \t\r]*$", re.MULTILINE)  # CRLF files too
 
@@ -34,7 +35,7 @@ def parse_source(source: bytes, name: str) -> str:
     """
     try:
         text = source.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine for Python
-        ast.parse(text, filename=name)
+        python_ast.parse(text, filename=name)
     except UnicodeDecodeError:
         raise SubmissionFileError(f"{name}: not UTF-8 text; save it as UTF-8") from None
     except SyntaxError as error:

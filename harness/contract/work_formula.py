@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.contract import python_ast
 from harness.contract.task_error import TaskError
 
 MAX_EXPRESSION_CHARS = 2000
@@ -60,7 +61,7 @@ def evaluate_expression(expression: str, names: Mapping[str, Any]) -> float:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise TaskError(f"speed_of_light expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = python_ast.parse(expression.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise TaskError(f"speed_of_light expression {expression!r} is not valid arithmetic") from None
     try:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from harness.contract import python_ast
+
 MAX_FOLDED_CHARS = 1 << 20
 """Folding stops past this length (a string repeated into gigabytes is not read)."""
 
@@ -92,7 +94,7 @@ def _assignments(tree: ast.Module) -> dict[str, list[ast.expr]]:
 
 def read_facts(text: str, filename: str = "<source>") -> FileFacts:
     """Parse a file (SyntaxError propagates) and work out its aliases and constant strings."""
-    tree = ast.parse(text, filename=filename)
+    tree = python_ast.parse(text, filename=filename)
     facts = FileFacts(tree, text.splitlines(), _import_aliases(tree))
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):

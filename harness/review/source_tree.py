@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.contract import python_ast
+
 MAX_FILES = 200
 """A source tree past this many local modules is cut there (the review says so)."""
 
@@ -104,7 +106,7 @@ def local_modules(main: SourceFile, roots: Sequence[Path]) -> tuple[list[SourceF
     while queue:
         current = queue.pop(0)
         try:
-            tree = ast.parse(current.text)
+            tree = python_ast.parse(current.text)
         except (SyntaxError, RecursionError, ValueError, MemoryError):
             continue  # the static read reports it
         folder = current.path.parent if current.path else roots[0]

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.contract import python_ast
+
 BLACKWELL = "an sm_100 (Blackwell) GPU"
 ANY_GPU = "a CUDA GPU"
 HOPPER = "an sm_90 (Hopper) or newer GPU"
@@ -119,7 +121,7 @@ def code_only(source: str) -> str:
     """The source without comments and docstrings: a file that explains why it avoids sm_100a
     instructions must not be taken for one that uses them. String literals stay (inline PTX)."""
     try:
-        tree = ast.parse(source)
+        tree = python_ast.parse(source)
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (SyntaxError, tokenize.TokenError, ValueError):
         return source

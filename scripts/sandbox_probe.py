@@ -77,7 +77,7 @@ def run(steps: tuple[str, ...], workdir: str, ipc_env: dict[str, str] | None = N
     command = [sys.executable, "-c", CHILD.format(repo=str(Path(__file__).resolve().parent.parent)), ",".join(steps)]
     if reaped:
         command = [sys.executable, "-c", worker_spawn._REAPER_ENTRY, "-" if uid is None else str(uid), "pidns", "",
-                   *command]
+                   "-", *command]  # no descriptors to pass on, no syscall supervisor
     try:
         done = subprocess.run(command, cwd=workdir, env=env, preexec_fn=child, capture_output=True, text=True,
                               timeout=120)

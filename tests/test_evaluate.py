@@ -133,6 +133,16 @@ def test_bad_input_is_one_clear_reason(tmp_path, body, status, needle):
     assert result.exit_code == (ExitCode.BAD_INPUT if status == Status.BAD_INPUT else ExitCode.CHECK_FAILED)
 
 
+def test_a_contest_leaderboard_name_on_the_popcorn_line_runs_its_problem(tmp_path):
+    """Contest files carry the leaderboard they were sent to, e.g. 'final_nvfp4_dual_gemm': they run unchanged."""
+    source = ("#!POPCORN leaderboard final_nvfp4_gemv\nfrom reference import ref_kernel\n\n\n"
+              "def custom_kernel(data):\n    return ref_kernel(data)\n")
+    path = _write(tmp_path, source)
+    for asked in (None, "nvfp4_gemv"):
+        result = evaluate_submission(asked, path, MODES["test"], "cpu")
+        assert (result.problem, result.status) == ("nvfp4_gemv", Status.PASSED), result.reason
+
+
 def test_a_problem_argument_and_a_popcorn_line_that_disagree_stop_before_any_worker(tmp_path, monkeypatch, capsys):
     from harness.judge.verdict import evaluation
 

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from harness.contract.submission_file import SubmissionFileError, read_submission
+from harness.contract.submission_file import SubmissionFileError, leaderboard_problem, read_submission
 
 
 def test_directives_and_hash(tmp_path):
@@ -54,3 +54,25 @@ def test_a_file_too_deeply_nested_for_the_parser_is_one_line(tmp_path):
     path.write_bytes(b"a" + b"[0]" * 6000)
     with pytest.raises(SubmissionFileError, match="too deeply nested to parse"):
         read_submission(path)
+
+
+PROBLEMS = ["fp8_blockwise_gemm", "mxfp8_gemm", "nvfp4_dual_gemm", "nvfp4_gemm", "nvfp4_gemv", "nvfp4_group_gemm"]
+
+
+@pytest.mark.parametrize(("leaderboard", "problem"), [
+    ("nvfp4_dual_gemm", "nvfp4_dual_gemm"),
+    ("final_nvfp4_dual_gemm", "nvfp4_dual_gemm"),  # the contest's own leaderboard names, as its files carry them
+    ("modal_nvfp4_dual_gemm", "nvfp4_dual_gemm"),
+    ("modal_nvfp4_gemm", "nvfp4_gemm"),  # not nvfp4_dual_gemm's ending, nor nvfp4_gemv's
+    ("b200_mxfp8_gemm", "mxfp8_gemm"),
+    ("xnvfp4_gemm", "xnvfp4_gemm"),  # no underscore before the name: another leaderboard, left for 'unknown problem'
+    ("vectoradd_py", "vectoradd_py"),
+    ("nvfp4_gemm_v2", "nvfp4_gemm_v2"),
+    (None, None),
+])
+def test_a_contest_leaderboard_name_runs_its_problem(leaderboard, problem):
+    assert leaderboard_problem(leaderboard, PROBLEMS) == problem
+
+
+def test_the_longest_problem_a_name_ends_with_is_the_one():
+    assert leaderboard_problem("final_dual_gemm", ["gemm", "dual_gemm"]) == "dual_gemm"

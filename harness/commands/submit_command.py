@@ -26,10 +26,9 @@ def _handle(args: argparse.Namespace) -> int:
 
     path = Path(args.file)
     try:
-        file = read_submission(path)
+        read_submission(path)  # a file that cannot run is refused here, before any upload
         connection = resolve_connection(args.server, args.token)
-        problem = args.problem or file.leaderboard
-        job = upload(connection, path, args.mode, problem)
+        job = upload(connection, path, args.mode, args.problem)  # else the service reads the file's POPCORN line
         say(f"submitted {path.name} as submission {job['id']} ({job['problem']}, {job['mode']} mode) "
             f"to {connection.server}: queued, position {job['position']}")
         job = follow(connection, job["id"], poll_s=args.poll_s, say=say)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,13 +65,32 @@ def source_caret(error: SyntaxError) -> str:
     return f"\n    {stripped[:200]}\n    {' ' * max(0, offset - 1 - indent)}{carets}"
 
 
-def agreed_problem(asked: str | None, declared: str | None, name: str) -> str | None:
-    """The problem to run: the one asked for, else the file's '#!POPCORN leaderboard' line's; one
-    line naming both when the two disagree (a file written for another problem fails every check)."""
-    if asked and declared and asked != declared:
+def leaderboard_problem(leaderboard: str | None, problems: Iterable[str]) -> str | None:
+    """The problem that a file's '#!POPCORN leaderboard' name runs.
+
+    The contest ran each problem on several leaderboards and its files name them as they were
+    submitted ('nvfp4_dual_gemm', 'modal_nvfp4_dual_gemm', 'final_nvfp4_dual_gemm'), so a name is
+    its problem's or ends in '_' and a problem's name (the longest, should two fit). Any other name
+    comes back unchanged, for the caller's 'unknown problem' line.
+    """
+    if not leaderboard:
+        return None
+    known = list(problems)
+    if leaderboard in known:
+        return leaderboard
+    endings = [problem for problem in known if leaderboard.endswith(f"_{problem}")]
+    return max(endings, key=len) if endings else leaderboard
+
+
+def agreed_problem(asked: str | None, declared: str | None, name: str, problems: Iterable[str]) -> str | None:
+    """The problem to run: the one asked for, else the one the file's '#!POPCORN leaderboard' line
+    names (``leaderboard_problem``); one line naming both when the two disagree (a file written for
+    another problem fails every check)."""
+    meant = leaderboard_problem(declared, problems)
+    if asked and meant and asked != meant:
         raise SubmissionFileError(f"{name}: its '#!POPCORN leaderboard {declared}' line and the problem asked for, "
-                                  f"{asked}, disagree; fix the line or ask for {declared}")
-    return asked or declared
+                                  f"{asked}, disagree; fix the line or ask for {meant}")
+    return asked or meant
 
 
 def read_submission(path: str | Path) -> SubmissionFile:

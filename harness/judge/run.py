@@ -20,8 +20,8 @@ import torch
 
 from harness import __version__
 from harness.contract.results import CaseResult, RunResult, Status, worst
-from harness.contract.submission_file import SubmissionFileError, agreed_problem, read_submission
-from harness.contract.task_spec import Task, TaskError, load_task, shape_text
+from harness.contract.submission_file import SubmissionFileError, agreed_problem, leaderboard_problem, read_submission
+from harness.contract.task_spec import Task, TaskError, list_problems, load_task, shape_text
 from harness.contract.work_formula import work
 from harness.display.progress import Progress, as_progress
 from harness.judge.passes import nsight, sanitize, vendor_cache
@@ -108,7 +108,7 @@ def evaluate_submission(
     try:
         file = read_submission(submission)
         result.submission_sha256, result.author = file.sha256, file.author
-        problem = problem or file.leaderboard
+        problem = problem or leaderboard_problem(file.leaderboard, list_problems())
         if not problem:
             raise SubmissionFileError(
                 f"{submission}: no problem given; pass it (python -m harness eval PROBLEM FILE) "
@@ -116,7 +116,8 @@ def evaluate_submission(
             )
         task = load_task(problem).with_timeouts_scaled(options.timeout_scale)
         result.problem = task.directory.name
-        agreed_problem(task.directory.name, file.leaderboard, submission.name)  # a folder's name is its problem
+        # a folder's name is its problem
+        agreed_problem(task.directory.name, file.leaderboard, submission.name, list_problems())
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if mode.sanitized:
             sanitizer = _sanitizer_for(device, options.sanitizer_tool)

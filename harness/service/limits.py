@@ -63,7 +63,7 @@ def choose_problem(asked: str | None, text: str, known: list[str]) -> str:
     if asked and asked not in known:
         raise Refused(400, f"unknown problem '{asked}': choose one of {', '.join(known)}")
     try:
-        problem = agreed_problem(asked, directives.get("leaderboard"), "the file")
+        problem = agreed_problem(asked, directives.get("leaderboard"), "the file", known)
     except SubmissionFileError as error:
         raise Refused(400, str(error)) from None
     if not problem:

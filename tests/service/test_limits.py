@@ -51,6 +51,11 @@ def test_the_problem_comes_from_the_field_or_the_popcorn_line():
     assert refused.value.status_code == 400
     with pytest.raises(Refused, match="unknown problem"):
         choose_problem(None, "#!POPCORN leaderboard conv\n", ["nvfp4_gemv"])
+    final = "#!POPCORN leaderboard final_nvfp4_gemv\n"  # a contest leaderboard's name for the problem
+    assert choose_problem(None, final, ["nvfp4_gemv", "nvfp4_gemm"]) == "nvfp4_gemv"
+    assert choose_problem("nvfp4_gemv", final, ["nvfp4_gemv", "nvfp4_gemm"]) == "nvfp4_gemv"
+    with pytest.raises(Refused, match=r"leaderboard final_nvfp4_gemv' line .* nvfp4_gemm"):
+        choose_problem("nvfp4_gemm", final, ["nvfp4_gemv", "nvfp4_gemm"])
 
 
 def test_source_must_be_utf8_python():

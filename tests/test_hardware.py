@@ -52,6 +52,11 @@ PTXAS = "ptxas fatal: Instruction 'cvt with .e2m1x2' not supported on .target 's
          "tcgen05.mma.cta_group::1", H100, "needs an sm_100 (Blackwell) GPU"),
         ("PTXASError: PTXAS error: Internal Triton PTX codegen error (at compiler.py:529)",
          'tl.inline_asm_elementwise("cvt.rn.f16x2.e2m1x2 $0, $1;"', H100, "needs an sm_100 (Blackwell) GPU"),
+        # A real contest file on an H200 (docs/results.md, run 47): CuTe DSL compiled for sm_100a, called.
+        ("DSLRuntimeError: DSLRuntimeError: The compiled function does not have a valid execution engine. "
+         "(at arseni.py:2790 in custom_kernel, via jit_executor.py:705)",
+         'cute.compile(gemm, a_ptr, options="--opt-level 2 --gpu-arch sm_100a")', H100,
+         "needs an sm_100 (Blackwell) GPU"),
     ],
 )
 def test_known_lines_name_what_is_needed_and_this_machine(reason, source, device, needs):
@@ -72,6 +77,11 @@ def test_known_lines_name_what_is_needed_and_this_machine(reason, source, device
         # A file that is not Blackwell code: its build error or missing image is its own bug.
         ("RuntimeError: Error building extension 'gemv': error: expected a ';'", "load_inline(", H100),
         ("RuntimeError: no kernel image is available for execution on the device", "-arch=sm_100a", B200),
+        # A CuTe DSL kernel for this GPU that fails at run time: its own bug, on Hopper as on Blackwell.
+        ("DSLRuntimeError: The compiled function does not have a valid execution engine.",
+         'cute.compile(gemm, a_ptr, options="--gpu-arch sm_90a")', H100),
+        ("DSLRuntimeError: The compiled function does not have a valid execution engine.",
+         'cute.compile(gemm, a_ptr, options="--gpu-arch sm_100a")', B200),
         # Hopper code whose own build fails: naming sm_100 in a comment or using fp8 _scaled_mm is no excuse.
         ("RuntimeError: Error building extension 'gemv': error: expected a ';'",
          '# TODO: an sm_100 path\nload_inline(extra_cuda_cflags=["-arch=sm_90a"])', H100),

@@ -79,7 +79,7 @@
 #               flush outside them), beside throughput's (or window's, or eval's) medians, each row's verdict;
 #               files without medians are run through harness eval first (scripts/graph_replay.py --eval-missing);
 #               then ncu. Issue 38's acceptance on one H100 call: bash scripts/gpu_check.sh build fidelity ncu
-#   contest     the real contest files fetched into .contest/ (git-ignored; carry it)
+#   contest     the real contest files gathered into .contest/ by scripts/contest_files.py (git-ignored; carry it)
 #   adversarial every GPU row of tests/adversarial (cheats, faults, sealed-timing attacks);
 #               ADVERSARIAL_PART=K/N runs one N-th of them; ADVERSARIAL_ONLY=p02,s00 only rows naming these
 #   window      issue 40's timed window: the four NVFP4 Triton baselines ranked against run 13's medians

@@ -6,7 +6,8 @@ this shows that each gets the right verdict, fast, on whatever machine runs it.
     python3 scripts/contest_verdicts.py .contest OUT.json [--device cpu|cuda] [--jobs N]
 
 --jobs runs N files at once (each its own process, as N contestants would); a file's seconds then
-include sharing the machine with N - 1 others.
+include sharing the machine with N - 1 others, and on one GPU their timed calls share it too: the
+second clock can then reject an honest file (docs/results.md run 47), so judge timing verdicts at 1.
 """
 
 from __future__ import annotations

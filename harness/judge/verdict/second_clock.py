@@ -43,7 +43,8 @@ def disagreement(readings: Sequence[ClockReading]) -> str | None:
             f"(at most {tolerated(len(readings))} may): e.g. events {worst.event_us:.2f} us, the core's GPU clock "
             f"{worst.clock_us:.2f} us, {worst.gap_us:.2f} us apart against an allowance of "
             f"{worst.allowance_us:.2f} us; the start or end event was recorded again during the call, or work of "
-            "another stream ran around the timed window")
+            "another stream ran around the timed window (another process using this GPU does too: time on an idle "
+            "GPU)")
 
 
 def median_us(readings: Sequence[ClockReading]) -> float | None:

@@ -17,6 +17,11 @@ from harness.contract import python_ast
 DIRECTIVE = re.compile(r"^#!POPCORN[ \t]+(\w+)[ \t]+(\S[^\r\n]*?)[ \t\r]*$", re.MULTILINE)  # CRLF files too
 
 
+def directives(text: str) -> dict[str, str]:
+    """The file's '#!POPCORN <key> <value>' lines, keys lower-cased (the last of a key wins)."""
+    return {key.lower(): value for key, value in DIRECTIVE.findall(text)}
+
+
 class SubmissionFileError(Exception):
     """The file cannot be evaluated; the message says why and what to do."""
 
@@ -104,10 +109,10 @@ def read_submission(path: str | Path) -> SubmissionFile:
                                   f"{path.with_suffix('.py').name}")
     source = path.read_bytes()
     text = parse_source(source, str(path))
-    directives = dict((key.lower(), value) for key, value in DIRECTIVE.findall(text))
+    lines = directives(text)
     return SubmissionFile(
         path=path.resolve(),
         sha256=hashlib.sha256(source).hexdigest(),
-        leaderboard=directives.get("leaderboard"),
-        author=directives.get("author"),
+        leaderboard=lines.get("leaderboard"),
+        author=lines.get("author"),
     )

@@ -108,7 +108,8 @@ def evaluate_submission(
     try:
         file = read_submission(submission)
         result.submission_sha256, result.author = file.sha256, file.author
-        problem = problem or leaderboard_problem(file.leaderboard, list_problems())
+        problems = list_problems()
+        problem = problem or leaderboard_problem(file.leaderboard, problems)
         if not problem:
             raise SubmissionFileError(
                 f"{submission}: no problem given; pass it (python -m harness eval PROBLEM FILE) "
@@ -117,7 +118,7 @@ def evaluate_submission(
         task = load_task(problem).with_timeouts_scaled(options.timeout_scale)
         result.problem = task.directory.name
         # a folder's name is its problem
-        agreed_problem(task.directory.name, file.leaderboard, submission.name, list_problems())
+        agreed_problem(task.directory.name, file.leaderboard, submission.name, problems)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if mode.sanitized:
             sanitizer = _sanitizer_for(device, options.sanitizer_tool)

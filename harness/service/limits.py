@@ -7,7 +7,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
-from harness.contract.submission_file import DIRECTIVE, SubmissionFileError, agreed_problem, parse_source
+from harness.contract.submission_file import SubmissionFileError, agreed_problem, directives, parse_source
 from harness.judge.verdict.modes import MODES, SERVICE_MODES
 from harness.service import jobs
 
@@ -59,11 +59,10 @@ def check_source(source: bytes, filename: str) -> str:
 def choose_problem(asked: str | None, text: str, known: list[str]) -> str:
     """The form's problem, else the file's '#!POPCORN leaderboard' line; Refused(400) if unknown or
     if the two disagree."""
-    directives = {key.lower(): value for key, value in DIRECTIVE.findall(text)}
     if asked and asked not in known:
         raise Refused(400, f"unknown problem '{asked}': choose one of {', '.join(known)}")
     try:
-        problem = agreed_problem(asked, directives.get("leaderboard"), "the file", known)
+        problem = agreed_problem(asked, directives(text).get("leaderboard"), "the file", known)
     except SubmissionFileError as error:
         raise Refused(400, str(error)) from None
     if not problem:

@@ -52,12 +52,10 @@ SIGNATURES = (
     _sig(r"e2m1x2.*not supported on \.target|not supported on \.target 'sm_[0-9]+a?'", BLACKWELL,
          "its PTX uses instructions that need sm_100a (cvt ... e2m1x2)", "gpu_below_sm100"),
     _sig(r"\btcgen05|\bUMMA\b|\bTMEM\b", BLACKWELL, "it uses tcgen05 tensor-memory MMA", "gpu_below_sm100"),
-    # Seen on an H200 (docs/results.md, run 47): a CuTe DSL kernel compiled with `--gpu-arch sm_100a` has
-    # "no valid execution engine" when it is called.
-    _sig(r"DSL(Cuda)?RuntimeError", BLACKWELL, "its CuTe DSL kernel is compiled for sm_100a", "gpu_below_sm100",
-         BLACKWELL_BUILD),
-    # Seen on an H100 (docs/results.md, run 7): CUDA C++ or Triton built for sm_100a fails to build or load.
-    _sig(r"no kernel image is available|Error building extension|PTXAS error|ptxas (fatal|error)", BLACKWELL,
+    # Seen on an H100 (docs/results.md, run 7): CUDA C++ or Triton built for sm_100a fails to build or load;
+    # on an H200 (run 47) a CuTe DSL kernel compiled with `--gpu-arch sm_100a` ("no valid execution engine").
+    _sig(r"no kernel image is available|Error building extension|PTXAS error|ptxas (fatal|error)|"
+         r"DSL(Cuda)?RuntimeError", BLACKWELL,
          "its CUDA code is built for sm_100a, and it cannot build or load on this GPU", "gpu_below_sm100",
          BLACKWELL_BUILD),
     # harness.extension_arch refused the build: the flags or arch list themselves name sm_100a/sm_103a.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.contract.submission_file import DIRECTIVE, leaderboard_problem
+from harness.contract.submission_file import directives, leaderboard_problem
 from harness.contract.task_spec import contest_problems
 
 
@@ -28,10 +28,18 @@ def git(repository: Path, *args: str) -> bytes:
     return subprocess.run(["git", "-C", str(repository), *args], capture_output=True, check=True).stdout
 
 
+def marked_files(repository: Path, commit: str) -> list[str]:
+    """The .py files at ``commit`` with a '#!POPCORN' line (git grep: no file is read twice)."""
+    found = subprocess.run(["git", "-C", str(repository), "grep", "-l", "-i", "-E", r"^#!POPCORN[[:space:]]",
+                            commit, "--", "*.py"], capture_output=True, text=True)
+    if found.returncode not in (0, 1):  # 1: no match
+        raise subprocess.CalledProcessError(found.returncode, found.args, found.stdout, found.stderr)
+    return [line.split(":", 1)[1] for line in found.stdout.splitlines()]
+
+
 def named_problem(source: bytes, problems: list[str]) -> str | None:
     """The problem a file's leaderboard line names, or None (no line, or another contest's problem)."""
-    directives = {key.lower(): value for key, value in DIRECTIVE.findall(source.decode("utf-8", "replace"))}
-    problem = leaderboard_problem(directives.get("leaderboard"), problems)
+    problem = leaderboard_problem(directives(source.decode("utf-8", "replace")).get("leaderboard"), problems)
     return problem if problem in problems else None
 
 
@@ -43,9 +51,7 @@ def gather(folder: Path, sources: list[str]) -> dict[str, int]:
         repository = Path(location)
         label = next(part for part in reversed(repository.resolve().parts) if part not in ("repo", ".git"))
         label = label.removesuffix(".git")  # a mirror's folder 'owner+name/repo' is labelled 'owner+name'
-        for path in git(repository, "ls-tree", "-r", "--name-only", commit or "HEAD").decode().splitlines():
-            if not path.endswith(".py"):
-                continue
+        for path in marked_files(repository, commit or "HEAD"):
             source = git(repository, "show", f"{commit or 'HEAD'}:{path}")
             problem = named_problem(source, problems)
             digest = hashlib.sha256(source).hexdigest()
